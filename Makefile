@@ -1,0 +1,35 @@
+# The first two commands of the README: `make demo` and `make test`.
+# Both create .venv when it is missing; only python3 (3.11+) with venv is assumed.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install install-dev bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: $(VENV)/.installed
+	$(BIN)/python -m znippy_sql.demo demo-out
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed-dev
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf demo-out bench/out .pytest_cache

@@ -1,0 +1,95 @@
+"""OpenZL frames: the writer's fixed choices, decoding any valid frame, and the skip list.
+
+Writer choices [fixed here, restated in docs/format.md]: the ``Zstd`` graph of OpenZL, compression
+level 3, format version 8 (``MIN_FORMAT_VERSION`` of openzl 0.3: the oldest one, so older
+OpenZL releases can decode our frames), a chunk stored raw when its frame is not smaller.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import openzl.ext as zl
+
+from .errors import CodecError
+
+GRAPH = "zstd"
+DEFAULT_LEVEL = 3
+FORMAT_VERSION = 8
+
+#: Already-compressed suffixes stored raw without trying the codec (FORMAT §3, Rust skip.rs).
+SKIP_SUFFIXES: frozenset[str] = frozenset(
+    """zip gz tgz bz2 xz lz lzma lz4 zst zstd 7z rar z br sz snappy jar war ear aar apk ipa whl
+    egg crate nupkg gem deb rpm png jpg jpeg gif webp avif heic ico mp3 mp4 m4a m4v mkv mov avi
+    webm ogg oga ogv opus flac aac wmv wma pdf parquet orc avro arrow feather woff woff2 dmg iso
+    squashfs cab msi docx xlsx pptx odt ods odp epub""".split()
+)
+
+
+def is_skipped(path: str) -> bool:
+    """True when the file name ends with a known already-compressed suffix."""
+    name = path.rsplit("/", 1)[-1].lower()
+    dot = name.rfind(".")
+    return dot > 0 and name[dot + 1 :] in SKIP_SUFFIXES
+
+
+class Encoder:
+    """Compresses chunks; holds one OpenZL context (not thread-safe; one per process)."""
+
+    def __init__(self, level: int = DEFAULT_LEVEL) -> None:
+        self.level = level
+        self._compressor = zl.Compressor()
+        graph = zl.graphs.Zstd()(self._compressor)
+        self._compressor.select_starting_graph(graph)
+        self._cctx = zl.CCtx()
+        self._cctx.ref_compressor(self._compressor)
+        self._cctx.set_parameter(zl.CParam.StickyParameters, 1)
+        self._cctx.set_parameter(zl.CParam.FormatVersion, FORMAT_VERSION)
+        self._cctx.set_parameter(zl.CParam.CompressionLevel, level)
+
+    def encode(self, chunk: bytes | memoryview) -> bytes:
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        return self._cctx.compress([zl.Input(zl.Type.Serial, data)])
+
+
+class Decoder:
+    """Decodes any valid OpenZL frame with one serial output."""
+
+    def __init__(self) -> None:
+        self._dctx = zl.DCtx()
+
+    def decode(self, frame: bytes | memoryview, expected_size: int, *, where: str = "") -> bytes:
+        try:
+            info = zl.FrameInfo(bytes(frame) if not isinstance(frame, bytes) else frame)
+            if info.num_outputs != 1:
+                raise CodecError(f"{where}frame has {info.num_outputs} outputs, expected 1")
+            size = info.output_content_size(0)
+            if size != expected_size:
+                raise CodecError(f"{where}frame holds {size} bytes, index says {expected_size}")
+            outs = self._dctx.decompress(frame if isinstance(frame, bytes) else bytes(frame))
+        except CodecError:
+            raise
+        except Exception as exc:  # openzl raises RuntimeError/ValueError on bad frames
+            first = next((ln for ln in str(exc).splitlines() if "error string" in ln), str(exc))
+            raise CodecError(f"{where}not a valid OpenZL frame ({first.strip()[:200]})") from None
+        data = outs[0].content.as_bytes()
+        if len(data) != expected_size:
+            raise CodecError(f"{where}decoded {len(data)} bytes, index says {expected_size}")
+        return data
+
+
+_ENCODERS: dict[int, Encoder] = {}
+_DECODER: Decoder | None = None
+
+
+def encoder(level: int = DEFAULT_LEVEL) -> Encoder:
+    enc = _ENCODERS.get(level)
+    if enc is None:
+        enc = _ENCODERS[level] = Encoder(level)
+    return enc
+
+
+def decoder() -> Decoder:
+    global _DECODER
+    if _DECODER is None:
+        _DECODER = Decoder()
+    return _DECODER

@@ -1,0 +1,70 @@
+"""One base error, a handful of subclasses that say what went wrong.
+
+Every error raised for bad input names the file it concerns (``path``) and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class ZnippyError(Exception):
+    """Base of every error znippy_sql raises on purpose."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = os.fspath(path) if path is not None else None
+        self.problem = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class FormatError(ZnippyError):
+    """The bytes are not a well-formed znippy archive (footer, manifest, index, ranges)."""
+
+
+class ChecksumError(ZnippyError):
+    """A chunk's BLAKE3 does not match the checksum recorded in the index."""
+
+
+class CodecError(ZnippyError):
+    """A blob is not a valid OpenZL frame, or decodes to the wrong length."""
+
+
+class UnsafePathError(ZnippyError):
+    """A path would escape the extraction directory or is not a plain relative path."""
+
+
+class DuplicatePathError(ZnippyError):
+    """The same relative_path was given twice to a one-shot writer."""
+
+
+class NotFoundError(ZnippyError, KeyError):
+    """No file with that path in the archive."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return Exception.__str__(self)
+
+
+class StoreError(ZnippyError):
+    """The dynamic store (sidecar + Iceberg warehouse) or a seal failed."""
+
+
+class LockError(ZnippyError):
+    """Another writer holds the lock on this file."""
+
+
+class SignatureError(ZnippyError):
+    """A signature could not be made or does not verify."""
+
+
+__all__ = [
+    "ZnippyError",
+    "FormatError",
+    "ChecksumError",
+    "CodecError",
+    "UnsafePathError",
+    "DuplicatePathError",
+    "NotFoundError",
+    "StoreError",
+    "LockError",
+    "SignatureError",
+]

@@ -1,0 +1,125 @@
+"""Arrow schemas, the pkg_type registry, reserved section names and group keys (FORMAT §2-§4)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pyarrow as pa
+
+#: Data sub-index base columns, exact names, order and types (FORMAT §3).
+BASE_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("relative_path", pa.utf8(), nullable=False),
+    pa.field("chunk_seq", pa.uint32(), nullable=False),
+    pa.field("fdata_offset", pa.uint64(), nullable=False),
+    pa.field("compressed", pa.bool_(), nullable=False),
+    pa.field("uncompressed_size", pa.uint64(), nullable=False),
+    pa.field("blob_offset", pa.uint64(), nullable=False),
+    pa.field("blob_size", pa.uint64(), nullable=False),
+    pa.field("checksum", pa.binary(32), nullable=False),
+)
+BASE_NAMES: tuple[str, ...] = tuple(f.name for f in BASE_FIELDS)
+BASE_SCHEMA = pa.schema(BASE_FIELDS)
+LOOKUP_SCHEMA = BASE_SCHEMA
+PKG_TYPE_FIELD = pa.field("pkg_type", pa.int8(), nullable=True)
+
+MANIFEST_SCHEMA = pa.schema(
+    [
+        pa.field("pkg_type", pa.int8(), nullable=False),
+        pa.field("repo", pa.utf8(), nullable=False),
+        pa.field("module_name", pa.utf8(), nullable=False),
+        pa.field("index_offset", pa.uint64(), nullable=False),
+        pa.field("index_len", pa.uint64(), nullable=False),
+        pa.field("row_count", pa.uint64(), nullable=False),
+    ]
+)
+
+META_SCHEMA = pa.schema(
+    [
+        pa.field("relative_path", pa.utf8(), nullable=True),
+        pa.field("key", pa.utf8(), nullable=False),
+        pa.field("value", pa.utf8(), nullable=False),
+    ]
+)
+
+#: pkg_type registry (FORMAT §3).
+PKG_TYPES: dict[str, int] = {
+    "raw": 0,
+    "untyped": 0,
+    "maven": 1,
+    "maven2": 1,
+    "cargo": 2,
+    "npm": 3,
+    "pypi": 4,
+    "docker": 5,
+    "helm": 6,
+    "raw-named": 7,
+}
+PKG_TYPE_NAMES: dict[int, str] = {
+    0: "raw",
+    1: "maven",
+    2: "cargo",
+    3: "npm",
+    4: "pypi",
+    5: "docker",
+    6: "helm",
+    7: "raw-named",
+}
+
+RESERVED_PKG_TYPE = -1
+LOOKUP = "__lookup__"
+TRIE = "__trie__"
+META = "__meta__"
+SIGN_ARTIFACTS = "__sign_artifacts__"
+SIGN_ARCHIVE = "__sign_archive__"
+GIT_OID = "__gunnar_oid__"
+GIT_GRAPH = "__gunnar_graph__"
+GIT_REACH = "__gunnar_reach__"
+
+#: Where each reserved section goes in the tail (FORMAT §4). Unknown reserved names sit with
+#: the git sections, in name order.
+_SECTION_RANK = {LOOKUP: 0, TRIE: 1, GIT_OID: 2, GIT_GRAPH: 3, GIT_REACH: 4, META: 6,
+                 SIGN_ARTIFACTS: 7, SIGN_ARCHIVE: 8}
+
+
+def section_rank(name: str) -> tuple[int, str]:
+    return (_SECTION_RANK.get(name, 5), name)
+
+
+def is_reserved(module_name: str) -> bool:
+    return len(module_name) >= 4 and module_name.startswith("__") and module_name.endswith("__")
+
+
+class GroupKey(NamedTuple):
+    """A data sub-index: one (pkg_type, repo, module_name) group. Sorts in tail order."""
+
+    pkg_type: int
+    repo: str
+    module_name: str
+
+
+UNTYPED = GroupKey(0, "", "")
+
+
+def resolve_pkg_type(value: int | str | None) -> int:
+    """A pkg_type given as a number or a name (``'maven'``) → its number."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise ValueError(f"pkg_type must be a number or a name, not {value!r}")
+    if isinstance(value, int):
+        if not -128 <= value <= 127 or value < 0:
+            raise ValueError(f"pkg_type {value} is not in 0..127")
+        return value
+    text = str(value).strip().lower()
+    if text.lstrip("-").isdigit():
+        return resolve_pkg_type(int(text))
+    if text in PKG_TYPES:
+        return PKG_TYPES[text]
+    raise ValueError(f"unknown pkg_type {value!r}; known: {', '.join(sorted(PKG_TYPES))}")
+
+
+def pkg_type_name(value: int) -> str:
+    return PKG_TYPE_NAMES.get(value, str(value))
+
+#: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).
+RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})

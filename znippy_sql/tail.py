@@ -1,0 +1,153 @@
+"""The tail: data sub-indexes, ``__lookup__``, ``__trie__``, reserved sections, manifest, footer.
+
+Every writer (one-shot, append, seal) ends in :func:`write_tail`. Given the same groups (rows in
+canonical order), sections and blob end, it writes the same bytes: that is the whole argument
+for byte identity between the writers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import BinaryIO, Union
+
+import ducer
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import FormatError
+from .footer import align_up, encode_footer
+from .ipc import stream_bytes
+from .manifest import ManifestRow, encode_manifest
+from .schema import (
+    BASE_NAMES,
+    LOOKUP,
+    LOOKUP_SCHEMA,
+    RESERVED_PKG_TYPE,
+    TRIE,
+    GroupKey,
+    is_reserved,
+    section_rank,
+)
+
+Payload = Union[pa.Table, bytes]
+
+
+@dataclass(frozen=True)
+class ReservedSection:
+    """A reserved section: ``pa.Table`` → Arrow IPC stream; ``bytes`` → raw bytes."""
+
+    name: str
+    payload: Payload
+
+
+SectionBuilder = Callable[[pa.Table], Iterable[ReservedSection]]
+
+
+@dataclass(frozen=True)
+class TailInfo:
+    tail_offset: int
+    manifest_offset: int
+    file_size: int
+    manifest: list[ManifestRow]
+    lookup: pa.Table
+
+
+def build_lookup(groups: Mapping[GroupKey, pa.Table]) -> pa.Table:
+    """All data rows, base columns only, sorted by (relative_path bytes, chunk_seq)."""
+    parts = [groups[k].select(list(BASE_NAMES)).cast(LOOKUP_SCHEMA) for k in sorted(groups)]
+    if not parts:
+        return LOOKUP_SCHEMA.empty_table()
+    table = pa.concat_tables(parts).combine_chunks()
+    # Arrow orders utf8 by bytes, which is what the fst trie requires.
+    order = pc.sort_indices(table, sort_keys=[("relative_path", "ascending"),
+                                               ("chunk_seq", "ascending")])
+    return table.take(order).combine_chunks()
+
+
+def build_trie(lookup: pa.Table) -> bytes:
+    """fst Map: relative_path → lookup row of its chunk_seq 0."""
+    seq = lookup.column("chunk_seq").to_numpy()
+    rows = (seq == 0).nonzero()[0]
+    paths = lookup.column("relative_path").take(pa.array(rows)).to_pylist()
+    items = [(p.encode("utf-8"), int(r)) for p, r in zip(paths, rows.tolist())]
+    return bytes(ducer.Map.build(":memory:", items))
+
+
+def write_tail(
+    fh: BinaryIO,
+    blob_end: int,
+    groups: Mapping[GroupKey, pa.Table],
+    *,
+    sections: Sequence[ReservedSection] = (),
+    section_builders: Sequence[SectionBuilder] = (),
+    schema_metadata: Mapping[str, str] | None = None,
+    fsync: bool = True,
+) -> TailInfo:
+    """Write the whole tail after ``blob_end`` and cut the file there; fsync unless told not."""
+    for key in groups:
+        if is_reserved(key.module_name) or key.pkg_type == RESERVED_PKG_TYPE:
+            raise FormatError(f"data group {key} uses a reserved name or pkg_type")
+    fd = fh.fileno()
+    out = _TailOut(fd, blob_end)
+    for key in sorted(groups):
+        table = groups[key]
+        if schema_metadata:
+            table = table.replace_schema_metadata(dict(schema_metadata))
+        out.put(key, stream_bytes(table), table.num_rows)
+    lookup = build_lookup(groups)
+    out.put(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP), stream_bytes(lookup), lookup.num_rows)
+    out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
+
+    extra = list(sections)
+    for builder in section_builders:
+        extra.extend(builder(lookup))
+    names = [s.name for s in extra]
+    for s in extra:
+        if not is_reserved(s.name) or s.name in (LOOKUP, TRIE):
+            raise FormatError(f"section name {s.name!r} is not a reserved name this writer takes "
+                              "(it must start and end with '__')")
+        if names.count(s.name) > 1:
+            raise FormatError(f"section {s.name!r} given twice")
+    for s in sorted(extra, key=lambda s: section_rank(s.name)):
+        key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
+        if isinstance(s.payload, pa.Table):
+            out.put(key, stream_bytes(s.payload), s.payload.num_rows)
+        else:
+            out.put(key, bytes(s.payload), 0)
+
+    manifest_offset = out.pad()
+    out.write(encode_manifest(out.rows))
+    out.write(encode_footer(manifest_offset))
+    os.ftruncate(fd, out.cursor)
+    if fsync:
+        os.fsync(fd)
+    return TailInfo(align_up(blob_end), manifest_offset, out.cursor, out.rows, lookup)
+
+
+class _TailOut:
+    """Positioned writes from the blob end on, with zero padding to 64-byte boundaries."""
+
+    def __init__(self, fd: int, start: int) -> None:
+        self.fd = fd
+        self.cursor = start
+        self.rows: list[ManifestRow] = []
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(self.fd, view, self.cursor)
+            self.cursor += n
+            view = view[n:]
+
+    def pad(self) -> int:
+        aligned = align_up(self.cursor)
+        if aligned > self.cursor:
+            self.write(bytes(aligned - self.cursor))
+        return aligned
+
+    def put(self, key: GroupKey, data: bytes, row_count: int) -> None:
+        start = self.pad()
+        self.write(data)
+        self.rows.append(ManifestRow(key, start, len(data), row_count))

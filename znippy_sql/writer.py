@@ -1,0 +1,187 @@
+"""The one-shot writer: ``write_archive`` and the ``ArchiveWriter`` context manager.
+
+Bytes go to a staging sibling (``.<name>.znippy-staging-<pid>``); only a clean exit writes the
+tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
+file, so no half-written archive ever stands under the final name.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import codec
+from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from .source import Entry, as_entries
+from .tail import ReservedSection, SectionBuilder, TailInfo, write_tail
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    path: str
+    files: int
+    chunks: int
+    compressed_chunks: int
+    raw_chunks: int
+    bytes_in: int
+    blob_bytes: int
+    archive_bytes: int
+    groups: int
+    seconds: float
+
+    @property
+    def ratio(self) -> float:
+        return self.bytes_in / self.archive_bytes if self.archive_bytes else 0.0
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], list[SectionBuilder]]:
+    """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5)."""
+    sections: list[ReservedSection] = []
+    builders: list[SectionBuilder] = []
+    if meta is not None:
+        from .meta import meta_section
+
+        sections.append(meta_section(meta))
+    if signer is not None:
+        from .sign import signature_builder
+
+        builders.append(signature_builder(signer))
+    return sections, builders
+
+
+class ArchiveWriter:
+    """Write an archive entry by entry; the tail is written on a clean ``with`` exit.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> with ArchiveWriter(os.path.join(d, "a.znippy")) as w:
+    ...     w.add(Entry("hello.txt", data=b"hello"))
+    >>> w.report.files
+    1
+    """
+
+    def __init__(
+        self,
+        out: str | os.PathLike[str],
+        *,
+        repo: str = "",
+        pkg_type: int | str = 0,
+        level: int = codec.DEFAULT_LEVEL,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        workers: int | None = None,
+        reserved_sections: Sequence[ReservedSection] = (),
+        section_builders: Sequence[SectionBuilder] = (),
+        meta: Any = None,
+        signer: Any = None,
+        fsync: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.path = os.fspath(out)
+        self.options = WriteOptions(level=level, block_size=block_size, workers=workers)
+        extra_sections, extra_builders = optional_sections(meta, signer)
+        self.sections = [*reserved_sections, *extra_sections]
+        self.builders = [*section_builders, *extra_builders]
+        self.fsync = fsync
+        self.progress = progress
+        self.report: WriteReport | None = None
+        self.tail: TailInfo | None = None
+        self._repo = repo
+        self._pkg_type = pkg_type
+        self._fh = None
+        self._ingest: Ingest | None = None
+        self._started = 0.0
+        base = os.path.basename(self.path)
+        self.staging = os.path.join(os.path.dirname(os.path.abspath(self.path)),
+                                    f".{base}.znippy-staging-{os.getpid()}")
+
+    def __enter__(self) -> "ArchiveWriter":
+        self._started = time.perf_counter()
+        self._fh = open(self.staging, "w+b")
+        self._ingest = Ingest(self._fh.fileno(), 0, self.options, repo=self._repo,
+                              pkg_type=self._pkg_type)
+        return self
+
+    def add(self, entry: Entry | str, data: bytes | None = None, *,
+            file: str | os.PathLike[str] | None = None, repo: str | None = None,
+            pkg_type: int | str | None = None) -> None:
+        """Add one file: an :class:`Entry`, or a path with ``data=`` or ``file=``."""
+        if self._ingest is None:
+            raise RuntimeError("ArchiveWriter.add outside its 'with' block")
+        if not isinstance(entry, Entry):
+            entry = Entry(entry, data=data, file=file, repo=repo, pkg_type=pkg_type)
+        self._ingest.add(entry)
+        if self.progress is not None:
+            self.progress(self._ingest.files, self._ingest.bytes_in)
+
+    def add_all(self, source: str | os.PathLike[str] | Iterable[Entry]) -> None:
+        for entry in as_entries(source):
+            self.add(entry)
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._fh is not None and self._ingest is not None
+        try:
+            if exc_type is not None:
+                self._ingest.abort()
+                return
+            sink = self._ingest.finish()
+            self.tail = write_tail(
+                self._fh, sink.cursor, sink.tables(), sections=self.sections,
+                section_builders=self.builders,
+                schema_metadata=self.options.schema_metadata(), fsync=self.fsync,
+            )
+            self._fh.close()
+            os.replace(self.staging, self.path)
+            if self.fsync:
+                fsync_dir(self.path)
+            self.report = WriteReport(
+                path=self.path, files=self._ingest.files,
+                chunks=sink.compressed_chunks + sink.raw_chunks,
+                compressed_chunks=sink.compressed_chunks, raw_chunks=sink.raw_chunks,
+                bytes_in=self._ingest.bytes_in, blob_bytes=sink.cursor,
+                archive_bytes=self.tail.file_size, groups=len(sink.groups),
+                seconds=time.perf_counter() - self._started,
+            )
+        finally:
+            if not self._fh.closed:
+                self._fh.close()
+            if os.path.exists(self.staging):
+                os.unlink(self.staging)
+
+
+def write_archive(
+    out: str | os.PathLike[str],
+    source: str | os.PathLike[str] | Iterable[Entry],
+    *,
+    repo: str = "",
+    pkg_type: int | str = 0,
+    level: int = codec.DEFAULT_LEVEL,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    workers: int | None = None,
+    reserved_sections: Sequence[ReservedSection] = (),
+    section_builders: Sequence[SectionBuilder] = (),
+    meta: Any = None,
+    signer: Any = None,
+    fsync: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> WriteReport:
+    """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive."""
+    writer = ArchiveWriter(
+        out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
+        reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,
+        signer=signer, fsync=fsync, progress=progress,
+    )
+    with writer:
+        writer.add_all(source)
+    assert writer.report is not None
+    return writer.report
