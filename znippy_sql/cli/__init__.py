@@ -1,0 +1,52 @@
+"""``znippy-sql``: one parser, subcommands contributed by the modules in ``COMMAND_MODULES``.
+
+Each module defines ``register(subparsers) -> None`` and sets ``func`` on its subparsers via
+``set_defaults(func=...)``; ``func(args) -> int`` is the exit code. Exit codes: 0 ok,
+1 problems found, 2 usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from ..errors import ZnippyError
+
+#: core: create ls cat extract verify info | query: sql | lifecycle: append store
+#: provenance: modules (+ options on create/verify)
+COMMAND_MODULES = ("core", "query", "lifecycle", "provenance")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="znippy-sql", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"{__name__}.{name}":
+                continue  # that area is not installed in this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except ZnippyError as exc:
+        print(f"znippy-sql: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
