@@ -1,0 +1,412 @@
+"""Core subcommands: ``create``, ``ls``, ``cat``, ``extract``, ``verify``, ``info``.
+
+Exit codes (see ``znippy_sql.cli``): 0 ok; 1 problems found (verify findings, files that
+failed to extract, a corrupt chunk met by ``cat``); 2 usage or unreadable input.
+
+``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` when that
+module is installed (``--meta``, ``--sign-key``, ``--trust``, ``--deep``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import importlib
+import importlib.util
+import json
+import re
+import sys
+import time
+from types import ModuleType
+from typing import Any, TextIO
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..codec import DEFAULT_LEVEL
+from ..errors import ChecksumError, CodecError, ZnippyError
+from ..ingest import DEFAULT_BLOCK_SIZE
+from ..schema import PKG_TYPES, pkg_type_name, resolve_pkg_type
+
+_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+# -- argument types (public: other CLI areas reuse them) -------------------------------------
+def pkg_type_arg(value: str) -> int:
+    """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
+    try:
+        return resolve_pkg_type(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def create_pkg_type_arg(value: str) -> int | str:
+    """``--pkg-type`` for writing: as :func:`pkg_type_arg`, or ``auto`` (modules claim files)."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    return pkg_type_arg(value)
+
+
+def size_arg(value: str) -> int:
+    """A byte count: ``65536``, ``64K``, ``10M``, ``1G`` (powers of 1024; ``KiB`` also read)."""
+    text = value.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = text[-1:] if text[-1:] in _SIZE_SUFFIXES else ""
+    number = text[: len(text) - len(unit)]
+    try:
+        size = int(number) * _SIZE_SUFFIXES[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: {value!r}") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    return size
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    return number
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
+    parser.add_argument("--repo", help="only files of this repo")
+    parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
+                        help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
+    parser.add_argument("--glob", help="only paths matching this shell pattern ('*' spans '/')")
+
+
+_TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
+
+
+# -- output helpers ---------------------------------------------------------------------------
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+class Progress:
+    """A one-line progress bar on a terminal; ``__call__(count, nbytes)`` is the writers' hook.
+
+    Redraws at most ten times a second. With ``total`` a bar is drawn, else a running count.
+    """
+
+    def __init__(self, label: str, *, total: int | None = None, unit: str = "files",
+                 stream: TextIO | None = None) -> None:
+        self.label = label
+        self.total = total
+        self.unit = unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.started = time.perf_counter()
+        self._last = 0.0
+        self._state = (0, 0)
+
+    def __call__(self, count: int, nbytes: int) -> None:
+        self._state = (count, nbytes)
+        now = time.perf_counter()
+        if now - self._last >= 0.1:
+            self._last = now
+            self._draw()
+
+    def _draw(self) -> None:
+        count, nbytes = self._state
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        if self.total:
+            done = min(count / self.total, 1.0)
+            bar = "#" * int(done * 24)
+            head = f"[{bar:<24}] {count}/{self.total} {self.unit}"
+        else:
+            head = f"{count} {self.unit}"
+        self.stream.write(f"\r{self.label} {head}  {human(nbytes)}  "
+                          f"{human(nbytes / elapsed)}/s\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self._draw()
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def progress_for(label: str, *, total: int | None = None, unit: str = "files") -> Progress | None:
+    """A :class:`Progress` when stderr is a terminal, else ``None`` (no output at all)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return Progress(label, total=total, unit=unit) if isatty and isatty() else None
+
+
+def _done(progress: Progress | None) -> None:
+    if progress is not None:
+        progress.close()
+
+
+def _print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _provenance() -> ModuleType | None:
+    """The provenance CLI area (issue 5), when it is installed in this build."""
+    name = "znippy_sql.cli.provenance"
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+
+def _open(path: str) -> Any:
+    from ..reader import open_archive
+
+    return open_archive(path)
+
+
+# -- create -----------------------------------------------------------------------------------
+def cmd_create(args: argparse.Namespace) -> int:
+    from ..writer import write_archive
+
+    extra: dict[str, Any] = {}
+    prov = _provenance()
+    if prov is not None:
+        extra.update(prov.writer_kwargs(args))
+    progress = progress_for("create")
+    try:
+        report = write_archive(
+            args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
+            block_size=args.block_size, workers=args.workers, progress=progress, **extra,
+        )
+    finally:
+        _done(progress)
+    print(f"{report.path}: {report.files} files in {report.groups} groups, "
+          f"{report.chunks} chunks ({report.compressed_chunks} compressed, "
+          f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
+          f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
+    return 0
+
+
+# -- ls ---------------------------------------------------------------------------------------
+def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = None,
+               glob: str | None = None) -> pa.Table:
+    """One row per file: path, group, size, stored size, chunks; in path (UTF-8 byte) order."""
+    idx = archive.index(pkg_type=pkg_type, repo=repo)
+    grouped = idx.group_by(["relative_path", "repo", "pkg_type", "module_name"]).aggregate(
+        [("uncompressed_size", "sum"), ("blob_size", "sum"), ("chunk_seq", "count"),
+         ("compressed", "any")])
+    names = {"relative_path": "relative_path", "repo": "repo", "pkg_type": "pkg_type",
+             "module_name": "module_name", "uncompressed_size_sum": "size",
+             "blob_size_sum": "stored_size", "chunk_seq_count": "chunks",
+             "compressed_any": "compressed"}
+    grouped = grouped.select(list(names)).rename_columns(list(names.values()))
+    if glob is not None:
+        rx = re.compile(fnmatch.translate(glob))
+        keep = [rx.match(p) is not None for p in grouped.column("relative_path").to_pylist()]
+        grouped = grouped.filter(pa.array(keep, pa.bool_()))
+    order = pc.sort_indices(grouped, [("relative_path", "ascending")])  # utf8 sorts by bytes
+    return grouped.take(order)
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    with _open(args.archive) as archive:
+        files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
+        rows = files.to_pylist()
+    if args.json:
+        for row in rows:
+            row["pkg_type_name"] = pkg_type_name(row["pkg_type"])
+        _print_json(rows)
+        return 0
+    out = sys.stdout
+    for row in rows:
+        if args.long:
+            out.write(f"{row['size']:>12} {row['stored_size']:>12} "
+                      f"{pkg_type_name(row['pkg_type']):<6} {row['repo'] or '-':<16} "
+                      f"{row['relative_path']}\n")
+        else:
+            out.write(row["relative_path"] + "\n")
+    return 0
+
+
+# -- cat --------------------------------------------------------------------------------------
+def cmd_cat(args: argparse.Namespace) -> int:
+    out = getattr(sys.stdout, "buffer", sys.stdout)
+    with _open(args.archive) as archive:
+        sys.stdout.flush()
+        try:
+            for data in archive.iter_chunks(args.path):
+                out.write(data)
+        except (ChecksumError, CodecError) as exc:
+            out.flush()
+            print(f"znippy-sql: cat: {exc}", file=sys.stderr)
+            return 1
+        out.flush()
+    return 0
+
+
+# -- extract ----------------------------------------------------------------------------------
+def cmd_extract(args: argparse.Namespace) -> int:
+    with _open(args.archive) as archive:
+        paths = archive.select(repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
+        progress = progress_for("extract", total=len(paths))
+        try:
+            report = archive.extract(args.out, paths=paths, progress=progress)
+        finally:
+            _done(progress)
+    for path, why in sorted(report.failed.items()):
+        print(f"znippy-sql: extract: {path}: {why}", file=sys.stderr)
+    print(f"{report.dest}: {report.files} files, {human(report.bytes_written)} extracted"
+          + (f", {len(report.failed)} failed" if report.failed else "")
+          + f" in {report.seconds:.2f} s")
+    return 0 if report.ok else 1
+
+
+# -- verify -----------------------------------------------------------------------------------
+def cmd_verify(args: argparse.Namespace) -> int:
+    prov = _provenance()
+    with _open(args.archive) as archive:
+        progress = progress_for("verify", total=archive.lookup.num_rows, unit="chunks")
+        try:
+            report = archive.verify(progress=progress)
+        finally:
+            _done(progress)
+        problems = list(report.problems)
+        if prov is not None:
+            problems.extend(prov.verify_extra(args, archive))
+    if args.json:
+        _print_json({"path": report.path, "ok": not problems, "files": report.files,
+                     "chunks": report.chunks, "bytes_checked": report.bytes_checked,
+                     "seconds": round(report.seconds, 6), "problems": problems})
+    else:
+        for problem in problems:
+            print(f"PROBLEM: {problem}")
+        state = "OK" if not problems else f"{len(problems)} problem(s)"
+        print(f"{report.path}: {state}: {report.files} files, {report.chunks} chunks, "
+              f"{human(report.bytes_checked)} checked in {report.seconds:.2f} s")
+    return 0 if not problems else 1
+
+
+# -- info -------------------------------------------------------------------------------------
+def archive_info(archive: Any) -> dict[str, Any]:
+    """Manifest, groups with their sizes, sections, totals and the writer's codec choices."""
+    groups = []
+    codec_meta: dict[str, str] = {}
+    for key in archive.groups:
+        table = archive.group_table(key)
+        if not codec_meta and table.schema.metadata:
+            codec_meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+        first = pc.equal(table.column("chunk_seq"), 0)
+        compressed = pc.sum(table.column("compressed").cast(pa.int64())).as_py() or 0
+        groups.append({
+            "pkg_type": key.pkg_type, "pkg_type_name": pkg_type_name(key.pkg_type),
+            "repo": key.repo, "module_name": key.module_name,
+            "files": pc.sum(first.cast(pa.int64())).as_py() or 0,
+            "chunks": table.num_rows, "compressed_chunks": compressed,
+            "raw_chunks": table.num_rows - compressed,
+            "bytes": pc.sum(table.column("uncompressed_size")).as_py() or 0,
+            "stored_bytes": pc.sum(table.column("blob_size")).as_py() or 0,
+        })
+    manifest = [{"pkg_type": r.key.pkg_type, "repo": r.key.repo,
+                 "module_name": r.key.module_name, "index_offset": r.index_offset,
+                 "index_len": r.index_len, "row_count": r.row_count}
+                for r in archive.manifest_rows]
+    size = archive.source.size
+    total = sum(g["bytes"] for g in groups)
+    return {
+        "path": archive.path,
+        "archive_bytes": size,
+        "files": sum(g["files"] for g in groups),
+        "chunks": sum(g["chunks"] for g in groups),
+        "bytes": total,
+        "blob_bytes": archive.blob_end,
+        "tail_offset": archive.tail_offset,
+        "tail_bytes": size - archive.tail_offset,
+        "ratio": round(total / size, 4) if size else 0.0,
+        "codec": codec_meta,
+        "groups": groups,
+        "sections": archive.sections,
+        "manifest": manifest,
+    }
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    with _open(args.archive) as archive:
+        info = archive_info(archive)
+    if args.json:
+        _print_json(info)
+        return 0
+    codec = info["codec"]
+    print(f"archive   {info['path']}  ({human(info['archive_bytes'])})")
+    print(f"content   {info['files']} files, {info['chunks']} chunks, {human(info['bytes'])}"
+          f" -> blobs {human(info['blob_bytes'])}, tail {human(info['tail_bytes'])},"
+          f" ratio {info['ratio']:.2f}")
+    if codec:
+        print(f"codec     {codec.get('znippy.codec', '?')} graph="
+              f"{codec.get('znippy.openzl.graph', '?')} level={codec.get('znippy.openzl.level', '?')}"
+              f" format_version={codec.get('znippy.openzl.format_version', '?')}"
+              f" block_size={codec.get('znippy.block_size', '?')}")
+    print(f"sections  {', '.join(info['sections'])}")
+    print("groups")
+    print(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
+          f"{'bytes':>14}{'stored':>14}")
+    for g in info["groups"]:
+        print(f"  {g['pkg_type_name']:<8}{g['repo'] or '-':<20}{g['module_name'] or '-':<10}"
+              f"{g['files']:>8}{g['chunks']:>8}{g['bytes']:>14}{g['stored_bytes']:>14}")
+    print("manifest")
+    for m in info["manifest"]:
+        name = m["module_name"] if m["pkg_type"] < 0 else (
+            f"{pkg_type_name(m['pkg_type'])}/{m['repo'] or '-'}/{m['module_name'] or '-'}")
+        print(f"  {name:<40}@{m['index_offset']:>12} len {m['index_len']:>10}"
+              f" rows {m['row_count']:>8}")
+    return 0
+
+
+# -- registration -----------------------------------------------------------------------------
+def register(subparsers: Any) -> None:
+    prov = _provenance()
+
+    p = subparsers.add_parser("create", help="write an archive from a directory")
+    p.add_argument("src", metavar="SRC", help="directory to archive (walked in path order)")
+    p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
+    p.add_argument("--repo", default="", help="repo of every file (default: '')")
+    p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
+                   help=f"package type: {'|'.join(_TYPE_NAMES)}|auto|N (default: raw)")
+    p.add_argument("--level", type=int, default=DEFAULT_LEVEL, metavar="L",
+                   help=f"OpenZL compression level (default: {DEFAULT_LEVEL})")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="compression processes (default: CPU count)")
+    p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE, metavar="BYTES",
+                   help="chunk size, e.g. 10M (default: 10 MiB)")
+    if prov is not None:
+        prov.add_create_options(p)
+    p.set_defaults(func=cmd_create)
+
+    p = subparsers.add_parser("ls", help="list the files of an archive")
+    p.add_argument("archive", metavar="ARCHIVE")
+    add_filter_options(p)
+    p.add_argument("-l", "--long", action="store_true",
+                   help="size, stored size, type and repo before each path")
+    p.add_argument("--json", action="store_true", help="a JSON array of file records")
+    p.set_defaults(func=cmd_ls)
+
+    p = subparsers.add_parser("cat", help="write one file's bytes to stdout")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("path", metavar="PATH", help="relative_path inside the archive")
+    p.set_defaults(func=cmd_cat)
+
+    p = subparsers.add_parser("extract", help="extract files into a directory")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="destination directory")
+    add_filter_options(p)
+    p.set_defaults(func=cmd_extract)
+
+    p = subparsers.add_parser("verify", help="check structure, every blob and every checksum")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
+    if prov is not None:
+        prov.add_verify_options(p)
+    p.set_defaults(func=cmd_verify)
+
+    p = subparsers.add_parser("info", help="manifest, groups, sizes and ratio")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("--json", action="store_true", help="the summary as JSON")
+    p.set_defaults(func=cmd_info)
+
+
