@@ -157,6 +157,11 @@ def write_corpus(files: Sequence[CorpusFile], root: str) -> list[Entry]:
     return entries
 
 
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 # -- the tour ---------------------------------------------------------------------------------
 def _say(text: str = "") -> None:
     print(text, flush=True)
@@ -259,9 +264,8 @@ def run(outdir: str, *, seed: int = SEED) -> dict[str, object]:
         did.extend(_query(archive_path))
 
         ex = archive.extract(dest, repo=PYPI_REPO)
-        same = all(
-            open(os.path.join(dest, *f.relative_path.split("/")), "rb").read() == f.data
-            for f in files if f.repo == PYPI_REPO)
+        same = all(_read_file(os.path.join(dest, *f.relative_path.split("/"))) == f.data
+                   for f in files if f.repo == PYPI_REPO)
         _say(f"6. extract(repo={PYPI_REPO!r}) -> {dest}: {ex.files} files, "
              f"{ex.bytes_written:,} bytes, identical to the corpus: {same}")
         did.append(f"extracted repo {PYPI_REPO!r} ({ex.files} files)")
