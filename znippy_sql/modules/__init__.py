@@ -25,16 +25,33 @@ class Module(Protocol):
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]: ...
 
 
+#: Third-party modules announce themselves in this entry-point group (docs/modules.md).
+ENTRY_POINT_GROUP = "znippy_sql.modules"
+
 _REGISTRY: dict[str, Module] = {}
 _LOADED = False
 
 
 def register(module: Module) -> None:
-    """Add a module; its columns must all start with ``<name>_``."""
+    """Add a module (a later one of the same name replaces the earlier).
+
+    Its name must be a plain identifier (never a reserved ``__name__``), its pkg_type in
+    1..127, and every column a nullable ``pa.Field`` named ``<name>_...``.
+    """
+    if not isinstance(module, Module):
+        raise ValueError(f"{module!r} is not a package-type module (name, pkg_type, fields, "
+                         "claims, columns)")
+    name = module.name
+    if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+        raise ValueError(f"module name {name!r} must be an identifier not starting with '_'")
+    if not isinstance(module.pkg_type, int) or not 1 <= module.pkg_type <= 127:
+        raise ValueError(f"module {name!r}: pkg_type {module.pkg_type!r} is not in 1..127")
     for f in module.fields:
-        if not f.name.startswith(module.name + "_"):
-            raise ValueError(f"module {module.name!r}: column {f.name!r} lacks its prefix")
-    _REGISTRY[module.name] = module
+        if not isinstance(f, pa.Field) or not f.name.startswith(name + "_"):
+            raise ValueError(f"module {name!r}: column {f!r} lacks its prefix {name + '_'!r}")
+        if not f.nullable:
+            raise ValueError(f"module {name!r}: column {f.name!r} must be nullable")
+    _REGISTRY[name] = module
 
 
 def _load() -> None:
@@ -44,13 +61,20 @@ def _load() -> None:
     _LOADED = True
     try:
         from . import builtin  # noqa: F401  (registers the shipped modules)
-    except ImportError:
-        pass
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.builtin":
+            raise
     from importlib.metadata import entry_points
 
-    for ep in entry_points(group="znippy_sql.modules"):
-        obj = ep.load()
-        register(obj() if isinstance(obj, type) else obj)
+    from ..errors import ZnippyError
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            obj = ep.load()
+            register(obj() if isinstance(obj, type) else obj)
+        except Exception as exc:
+            raise ZnippyError(f"package-type module entry point {ep.name!r} ({ep.value}) "
+                              f"cannot be loaded: {exc}") from exc
 
 
 def all_modules() -> list[Module]:
