@@ -17,7 +17,7 @@ from .errors import ChecksumError, CodecError, FormatError
 from .paths import contained_target
 
 if TYPE_CHECKING:
-    from .reader import Archive
+    from .reader import Archive, FileInfo
 
 
 @dataclass
@@ -49,24 +49,13 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
         if info is None:
             report.failed[path] = "not in the archive"
             continue
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        contained_target(dest, path, archive=archive.path)  # re-check after makedirs
-        tmp = f"{target}.znippy-part"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-            try:
-                n = 0
-                for chunk in info.chunks:
-                    data = archive.read_chunk(path, chunk, verify=True)
-                    _write_all(fd, data)
-                    n += len(data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, target)
+            n = _extract_one(archive, dest, path, target, info)
         except (ChecksumError, CodecError, FormatError) as exc:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
             report.failed[path] = exc.problem
+            continue
+        except OSError as exc:  # e.g. "a" and "a/b" both in the archive
+            report.failed[path] = f"cannot write: {exc.strerror or exc}"
             continue
         report.files += 1
         report.bytes_written += n
@@ -75,6 +64,32 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             progress(report.files, report.bytes_written)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _extract_one(archive: "Archive", dest: str, path: str, target: str, info: "FileInfo") -> int:
+    """Write one file through a hidden temporary sibling, created exclusively (never followed)."""
+    parent = os.path.dirname(target)
+    os.makedirs(parent, exist_ok=True)
+    contained_target(dest, path, archive=archive.path)  # re-check after makedirs
+    tmp = os.path.join(parent, f".{os.path.basename(target)}.znippy-part-{os.getpid()}")
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        n = 0
+        try:
+            for chunk in info.chunks:
+                data = archive.read_chunk(path, chunk, verify=True)
+                _write_all(fd, data)
+                n += len(data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    return n
 
 
 def _write_all(fd: int, data: bytes) -> None:

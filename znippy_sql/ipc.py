@@ -1,11 +1,24 @@
-"""Arrow IPC streams: write one to bytes, read one from a checked byte range, zero-copy."""
+"""Arrow IPC streams: write one to bytes, read one from a checked byte range, zero-copy.
+
+Reading is defensive (FORMAT §7): the schema is compared before any batch is read, record
+batches whose bodies are compressed are refused (their buffers would be allocated at sizes
+read from the file), every array is validated in full (offsets inside their buffers, valid
+UTF-8) and a column declared non-nullable must hold no nulls.
+"""
 
 from __future__ import annotations
+
+import struct
+from collections.abc import Callable
 
 import pyarrow as pa
 
 from .errors import FormatError
 from .rangeio import RangeSource
+
+#: What pyarrow may raise for bytes that are not a valid stream.
+_ARROW_ERRORS = (pa.ArrowException, ValueError, OSError, TypeError, NotImplementedError,
+                 IndexError, KeyError, OverflowError, struct.error, MemoryError)
 
 
 def stream_bytes(table: pa.Table) -> bytes:
@@ -24,23 +37,90 @@ def read_stream(
     what: str,
     schema: pa.Schema | None = None,
     *,
-    full: bool = False,
+    check_schema: Callable[[pa.Schema], str | None] | None = None,
 ) -> pa.Table:
-    """Read a stream from ``[offset, offset+length)``; its buffers point into the memory map."""
+    """Read a stream from ``[offset, offset+length)``; its buffers point into the memory map.
+
+    ``schema``: the exact schema required. ``check_schema``: returns a problem or None.
+    """
     buf = src.read(offset, length, what)
     try:
+        _refuse_compressed_bodies(buf)
         reader = pa.ipc.open_stream(buf)
+        problem = _schema_problem(reader.schema, schema, check_schema)
+        if problem is not None:
+            raise FormatError(f"{what} {problem}", path=src.path)
         table = reader.read_all()
-        table.validate(full=full)
-    except (pa.ArrowException, ValueError, OSError) as exc:
+        table.validate(full=True)
+    except FormatError as exc:
+        if exc.path is None:
+            raise FormatError(f"{what}: {exc.problem}", path=src.path) from None
+        raise
+    except _ARROW_ERRORS as exc:
         raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=src.path) from None
-    if schema is not None and not table.schema.equals(schema):
-        raise FormatError(
-            f"{what} has columns {_describe(table.schema)}, expected {_describe(schema)}",
-            path=src.path,
-        )
+    for i, f in enumerate(table.schema):
+        if not f.nullable and table.column(i).null_count:
+            raise FormatError(f"{what}: non-nullable column {f.name!r} holds nulls",
+                              path=src.path)
     return table
 
 
-def _describe(schema: pa.Schema) -> str:
+def _schema_problem(got: pa.Schema, want: pa.Schema | None,
+                    check: Callable[[pa.Schema], str | None] | None) -> str | None:
+    if want is not None and not got.equals(want):
+        return f"has columns {describe(got)}, expected {describe(want)}"
+    return check(got) if check is not None else None
+
+
+def describe(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}:{f.type}{'' if f.nullable else ' not null'}" for f in schema)
+
+
+# -- compressed bodies ---------------------------------------------------------------------
+# Arrow's Message flatbuffer: field 2 = header (a union: RecordBatch or DictionaryBatch).
+# RecordBatch field 3 = compression; DictionaryBatch field 1 = data (a RecordBatch).
+_MSG_HEADER, _RB_COMPRESSION, _DICT_DATA = 2, 3, 1
+_U16, _U32, _I32 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<i")
+
+
+def _refuse_compressed_bodies(buf: pa.Buffer) -> None:
+    reader = pa.ipc.MessageReader.open_stream(buf)
+    while True:
+        try:
+            msg = reader.read_next_message()
+        except StopIteration:
+            return
+        if msg.type not in ("record batch", "dictionary batch"):
+            continue
+        meta = memoryview(msg.metadata)
+        table = _table_at(meta, _U32.unpack_from(meta, 0)[0])
+        header = _field_table(meta, table, _MSG_HEADER)
+        if header is not None and msg.type == "dictionary batch":
+            header = _field_table(meta, header, _DICT_DATA)
+        if header is not None and _field_pos(meta, header, _RB_COMPRESSION) is not None:
+            raise FormatError("a record batch has a compressed body (not allowed)")
+
+
+def _table_at(meta: memoryview, pos: int) -> int:
+    if not 0 <= pos <= len(meta) - 4:
+        raise FormatError("message metadata points outside itself")
+    return pos
+
+
+def _field_pos(meta: memoryview, table: int, index: int) -> int | None:
+    vtable = table - _I32.unpack_from(meta, table)[0]
+    if not 0 <= vtable <= len(meta) - 4:
+        raise FormatError("message metadata points outside itself")
+    vt_len = _U16.unpack_from(meta, vtable)[0]
+    slot = 4 + 2 * index
+    if slot + 2 > vt_len or vtable + slot + 2 > len(meta):
+        return None
+    off = _U16.unpack_from(meta, vtable + slot)[0]
+    return table + off if off else None
+
+
+def _field_table(meta: memoryview, table: int, index: int) -> int | None:
+    pos = _field_pos(meta, table, index)
+    if pos is None:
+        return None
+    return _table_at(meta, pos + _U32.unpack_from(meta, _table_at(meta, pos))[0])

@@ -2,27 +2,30 @@
 
 Nothing is read until asked for: opening reads the footer and the manifest only. Every range
 comes from the manifest and is checked against the file before it is sliced out of the map.
+A point read goes trie → lookup row → that file's blobs, through numpy views of the lookup
+columns made once, so it costs microseconds and touches only the file's own bytes.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import blake3
 import ducer
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import codec
-from .errors import ChecksumError, FormatError, NotFoundError
+from .errors import ChecksumError, CodecError, FormatError, NotFoundError
 from .footer import FOOTER_LEN, decode_footer
-from .ipc import read_stream
+from .ipc import describe, read_stream
 from .manifest import ManifestRow, decode_manifest
 from .rangeio import RangeSource
 from .schema import (
@@ -35,6 +38,12 @@ from .schema import (
     GroupKey,
     resolve_pkg_type,
 )
+
+#: The largest chunk a reader decodes [fixed here]: a frame's declared size is an untrusted
+#: length, so it is capped before anything is allocated for it. Writers cut at 10 MiB.
+MAX_CHUNK_BYTES = 1 << 30
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,63 @@ class FileInfo:
     @property
     def stored_size(self) -> int:
         return sum(c.blob_size for c in self.chunks)
+
+
+def fst_call(fn: Callable[[], _T], what: str, path: str) -> _T:
+    """Run a ``ducer`` call; its Rust panics (BaseException) on bad bytes become FormatError."""
+    try:
+        return fn()
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as exc:  # pyo3 PanicException derives from BaseException
+        raise FormatError(f"{TRIE} {what}: {str(exc)[:200]}", path=path) from None
+
+
+class _Columns:
+    """The lookup's columns as numpy arrays (zero-copy where Arrow allows), made once."""
+
+    def __init__(self, lookup: pa.Table) -> None:
+        def col(name: str) -> pa.Array:
+            return lookup.column(name).chunk(0) if lookup.num_rows else pa.array([], pa.null())
+
+        n = lookup.num_rows
+        self.n = n
+        if n == 0:
+            return
+        paths = col("relative_path")
+        _, offs, data = paths.buffers()
+        self.path_offsets = np.frombuffer(offs, dtype=np.int32)[paths.offset : paths.offset + n + 1]
+        self.path_data = memoryview(data if data is not None else b"").cast("B")
+        self.chunk_seq = col("chunk_seq").to_numpy()
+        self.fdata_offset = col("fdata_offset").to_numpy()
+        self.compressed = col("compressed").to_numpy(zero_copy_only=False)
+        self.uncompressed_size = col("uncompressed_size").to_numpy()
+        self.blob_offset = col("blob_offset").to_numpy()
+        self.blob_size = col("blob_size").to_numpy()
+        sums = col("checksum")
+        self.checksum = memoryview(sums.buffers()[1]).cast("B")[sums.offset * 32 : (sums.offset + n) * 32]
+        self.first_rows = np.flatnonzero(self.chunk_seq == 0)
+
+    def run_end(self, row: int) -> int:
+        """End of the run of rows starting at ``row`` (the next chunk_seq 0 row, or the end)."""
+        i = int(np.searchsorted(self.first_rows, row, side="right"))
+        return int(self.first_rows[i]) if i < len(self.first_rows) else self.n
+
+    def path_bytes(self, row: int) -> bytes:
+        return bytes(self.path_data[self.path_offsets[row] : self.path_offsets[row + 1]])
+
+    def all_named(self, start: int, end: int, key: bytes) -> bool:
+        """Rows ``[start, end)`` all have ``relative_path == key``."""
+        offs = self.path_offsets[start : end + 1]
+        if not bool(np.all(np.diff(offs) == len(key))):
+            return False
+        return bytes(self.path_data[offs[0] : offs[-1]]) == key * (end - start)
+
+    def chunk(self, row: int) -> Chunk:
+        return Chunk(int(self.chunk_seq[row]), int(self.fdata_offset[row]),
+                     bool(self.compressed[row]), int(self.uncompressed_size[row]),
+                     int(self.blob_offset[row]), int(self.blob_size[row]),
+                     bytes(self.checksum[row * 32 : row * 32 + 32]))
 
 
 class Archive:
@@ -105,11 +171,8 @@ class Archive:
         """One data sub-index, zero-copy from the memory map."""
         row = self.manifest_row(key)
         what = f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
-        table = read_stream(self.source, row.index_offset, row.index_len, what)
-        fields = list(table.schema)
-        head = pa.schema(fields[: len(BASE_FIELDS)]) if len(fields) >= len(BASE_FIELDS) else None
-        if head is None or not head.equals(LOOKUP_SCHEMA):
-            raise FormatError(f"{what} does not start with the base columns", path=self.path)
+        table = read_stream(self.source, row.index_offset, row.index_len, what,
+                            check_schema=_base_columns_problem)
         if table.num_rows != row.row_count:
             raise FormatError(f"{what} has {table.num_rows} rows, manifest says {row.row_count}",
                               path=self.path)
@@ -134,7 +197,11 @@ class Archive:
             extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),
                      pa.field("module_name", pa.utf8())]
             return pa.schema([*BASE_FIELDS, *extra]).empty_table()
-        return pa.concat_tables(parts, promote_options="default")
+        try:
+            return pa.concat_tables(parts, promote_options="default")
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise FormatError(f"sub-indexes have conflicting module columns: {exc}",
+                              path=self.path) from None
 
     def has_section(self, name: str) -> bool:
         return GroupKey(RESERVED_PKG_TYPE, "", name) in self._by_key
@@ -149,52 +216,67 @@ class Archive:
     @cached_property
     def lookup(self) -> pa.Table:
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
-        return read_stream(self.source, row.index_offset, row.index_len, LOOKUP, LOOKUP_SCHEMA)
+        table = read_stream(self.source, row.index_offset, row.index_len, LOOKUP, LOOKUP_SCHEMA)
+        if table.num_rows != row.row_count:
+            raise FormatError(f"{LOOKUP} has {table.num_rows} rows, manifest says "
+                              f"{row.row_count}", path=self.path)
+        if table.column(0).num_chunks > 1:
+            table = table.combine_chunks()
+        return table
+
+    @cached_property
+    def _cols(self) -> _Columns:
+        return _Columns(self.lookup)
 
     @cached_property
     def trie(self) -> ducer.Map:
         buf = self.section(TRIE)
-        try:
-            return ducer.Map(buf)
-        except Exception as exc:
-            raise FormatError(f"{TRIE} is not a valid fst map: {exc}", path=self.path) from None
+        return fst_call(lambda: ducer.Map(buf), "is not a valid fst map", self.path)
 
     @cached_property
     def blob_end(self) -> int:
-        lk = self.lookup
-        if lk.num_rows == 0:
+        c = self._cols
+        if c.n == 0:
             return 0
-        ends = pc.add(lk.column("blob_offset"), lk.column("blob_size"))
-        return int(pc.max(ends).as_py())
+        ends = c.blob_offset + c.blob_size
+        if bool(np.any(ends < c.blob_offset)):
+            raise FormatError(f"{LOOKUP}: a blob range overflows 64 bits", path=self.path)
+        return int(ends.max())
 
     # -- files ------------------------------------------------------------------------------
     def find(self, path: str) -> FileInfo | None:
         """The file's chunks, found through the fst trie (no scan)."""
-        trie = self.trie
         try:
-            row = trie.get(path.encode("utf-8"))
-        except Exception as exc:
-            raise FormatError(f"{TRIE} cannot be searched: {exc}", path=self.path) from None
+            key = path.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        trie = self.trie
+        row = fst_call(lambda: trie.get(key), "cannot be searched", self.path)
         if row is None:
             return None
-        return self._file_at(path, int(row))
+        return self._file_at(path, key, int(row))
 
-    def _file_at(self, path: str, row: int) -> FileInfo:
-        lk = self.lookup
-        if not 0 <= row < lk.num_rows:
+    def _file_at(self, path: str, key: bytes, row: int) -> FileInfo:
+        """The chunks of ``path`` from lookup row ``row`` on, each checked against the last."""
+        c = self._cols
+        if not 0 <= row < c.n:
             raise FormatError(f"{TRIE} points {path!r} at row {row}, past the lookup",
                               path=self.path)
-        cols = [lk.column(i) for i in range(8)]
+        if c.chunk_seq[row] != 0:
+            raise FormatError(f"{TRIE} points {path!r} at row {row}, not a first chunk",
+                              path=self.path)
+        end = c.run_end(row)
+        if not c.all_named(row, end, key):
+            raise FormatError(f"{TRIE} points {path!r} at rows of another file", path=self.path)
         chunks = []
-        r = row
-        while r < lk.num_rows and cols[0][r].as_py() == path:
-            vals = [c[r].as_py() for c in cols[1:]]
-            if vals[0] != len(chunks):
-                raise FormatError(f"{path!r}: chunk_seq {vals[0]} out of order", path=self.path)
-            chunks.append(Chunk(*vals))
-            r += 1
-        if not chunks:
-            raise FormatError(f"{TRIE} points {path!r} at a row of another file", path=self.path)
+        offset = 0
+        for r in range(row, end):
+            chunk = c.chunk(r)
+            if chunk.chunk_seq != r - row or chunk.fdata_offset != offset:
+                raise FormatError(f"{path!r}: chunk {chunk.chunk_seq} at {chunk.fdata_offset}, "
+                                  f"expected chunk {r - row} at {offset}", path=self.path)
+            offset += chunk.uncompressed_size
+            chunks.append(chunk)
         return FileInfo(path, row, tuple(chunks))
 
     def _need(self, path: str) -> FileInfo:
@@ -205,16 +287,25 @@ class Archive:
 
     def read_chunk(self, path: str, chunk: Chunk, *, verify: bool | None = None) -> bytes:
         """The original bytes of one chunk, checked against its BLAKE3 unless told not."""
-        if chunk.blob_offset + chunk.blob_size > self.tail_offset:
-            raise FormatError(f"{path!r} chunk {chunk.chunk_seq}: blob runs into the index tail",
-                              path=self.path)
-        blob = self.source.read(chunk.blob_offset, chunk.blob_size, f"blob of {path!r}")
         where = f"{path!r} chunk {chunk.chunk_seq}: "
+        if chunk.blob_offset + chunk.blob_size > self.tail_offset:
+            raise FormatError(f"{where}blob [{chunk.blob_offset}, "
+                              f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
+                              f"at {self.tail_offset}", path=self.path)
+        blob = self.source.read(chunk.blob_offset, chunk.blob_size, f"blob of {path!r}")
         if chunk.compressed:
-            data = codec.decoder().decode(memoryview(blob), chunk.uncompressed_size, where=where)
+            if chunk.uncompressed_size > MAX_CHUNK_BYTES:
+                raise FormatError(f"{where}size {chunk.uncompressed_size} exceeds the "
+                                  f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
+            try:
+                data = codec.decoder().decode(memoryview(blob), chunk.uncompressed_size,
+                                              where=where)
+            except CodecError as exc:
+                raise CodecError(exc.problem, path=self.path) from None
         else:
             if chunk.blob_size != chunk.uncompressed_size:
-                raise FormatError(f"{where}raw blob size differs from its size", path=self.path)
+                raise FormatError(f"{where}raw blob is {chunk.blob_size} bytes, index says "
+                                  f"{chunk.uncompressed_size}", path=self.path)
             data = blob.to_pybytes()
         if (self.verify_checksums if verify is None else verify):
             if blake3.blake3(data).digest() != chunk.checksum:
@@ -261,8 +352,8 @@ class Archive:
         return verify(self, progress=progress)
 
     def close(self) -> None:
-        self.__dict__.pop("lookup", None)
-        self.__dict__.pop("trie", None)
+        for name in ("lookup", "trie", "_cols"):
+            self.__dict__.pop(name, None)
         self.source.close()
 
     def __enter__(self) -> "Archive":
@@ -273,6 +364,13 @@ class Archive:
 
     def __repr__(self) -> str:
         return f"<Archive {self.path!r}: {len(self.groups)} groups, sections {self.sections}>"
+
+
+def _base_columns_problem(schema: pa.Schema) -> str | None:
+    head = pa.schema(list(schema)[: len(BASE_FIELDS)])
+    if len(schema) < len(BASE_FIELDS) or not head.equals(LOOKUP_SCHEMA):
+        return f"does not start with the base columns (has {describe(schema)})"
+    return None
 
 
 def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True) -> Archive:

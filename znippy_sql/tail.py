@@ -75,6 +75,23 @@ def build_trie(lookup: pa.Table) -> bytes:
     return bytes(ducer.Map.build(":memory:", items))
 
 
+def check_sections(sections: Sequence[ReservedSection]) -> None:
+    """Refuse a section whose name is not reserved (FORMAT §4), is written by the tail itself
+    (``__lookup__``, ``__trie__``), or is given twice."""
+    seen: set[str] = set()
+    for s in sections:
+        if not isinstance(s, ReservedSection):
+            raise FormatError(f"reserved sections must be ReservedSection objects, not {s!r}")
+        if not is_reserved(s.name) or s.name in (LOOKUP, TRIE):
+            raise FormatError(f"section name {s.name!r} is not a reserved name this writer takes "
+                              "(it must start and end with '__')")
+        if s.name in seen:
+            raise FormatError(f"section {s.name!r} given twice")
+        if not isinstance(s.payload, (pa.Table, bytes, bytearray, memoryview)):
+            raise FormatError(f"section {s.name!r}: payload must be a pyarrow Table or bytes")
+        seen.add(s.name)
+
+
 def write_tail(
     fh: BinaryIO,
     blob_end: int,
@@ -103,13 +120,7 @@ def write_tail(
     extra = list(sections)
     for builder in section_builders:
         extra.extend(builder(lookup))
-    names = [s.name for s in extra]
-    for s in extra:
-        if not is_reserved(s.name) or s.name in (LOOKUP, TRIE):
-            raise FormatError(f"section name {s.name!r} is not a reserved name this writer takes "
-                              "(it must start and end with '__')")
-        if names.count(s.name) > 1:
-            raise FormatError(f"section {s.name!r} given twice")
+    check_sections(extra)
     for s in sorted(extra, key=lambda s: section_rank(s.name)):
         key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
         if isinstance(s.payload, pa.Table):

@@ -1,6 +1,6 @@
 """The one-shot writer: ``write_archive`` and the ``ArchiveWriter`` context manager.
 
-Bytes go to a staging sibling (``.<name>.znippy-staging-<pid>``); only a clean exit writes the
+Bytes go to a staging sibling (``.<name>.znippy-staging-<pid>-<id>``); only a clean exit writes the
 tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
 file, so no half-written archive ever stands under the final name.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from . import codec
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from .source import Entry, as_entries
-from .tail import ReservedSection, SectionBuilder, TailInfo, write_tail
+from .tail import ReservedSection, SectionBuilder, TailInfo, check_sections, write_tail
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ class ArchiveWriter:
         self.options = WriteOptions(level=level, block_size=block_size, workers=workers)
         extra_sections, extra_builders = optional_sections(meta, signer)
         self.sections = [*reserved_sections, *extra_sections]
+        check_sections(self.sections)  # refuse bad names now, not after all the compression
         self.builders = [*section_builders, *extra_builders]
         self.fsync = fsync
         self.progress = progress
@@ -103,7 +104,7 @@ class ArchiveWriter:
         self._started = 0.0
         base = os.path.basename(self.path)
         self.staging = os.path.join(os.path.dirname(os.path.abspath(self.path)),
-                                    f".{base}.znippy-staging-{os.getpid()}")
+                                    f".{base}.znippy-staging-{os.getpid()}-{id(self):x}")
 
     def __enter__(self) -> "ArchiveWriter":
         self._started = time.perf_counter()
