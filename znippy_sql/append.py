@@ -1,0 +1,463 @@
+"""Append / resume: new blobs at ``blob_end`` of a static archive, then the whole tail rewritten.
+
+The old rows come back from the tail itself (each group's sub-index, copied out of the old tail
+bytes, so no blob is read); old rows stay first, new rows follow, and :func:`tail.write_tail`
+writes the tail a one-shot writer would have written. A path already in the archive is
+replaced: its old rows are dropped and their blobs become dead bytes (FORMAT §6).
+
+Crash safety (docs/lifecycle.md) rests on a rollback journal beside the archive,
+``<archive>.znippy-journal``::
+
+    [ "ZNPYJRNL" ][ u32 version ][ u32 flags ][ u64 old_size ][ u64 blob_end ][ u64 tail_len ]
+    [ old tail bytes: the archive's [blob_end, old_size) ][ 32-byte BLAKE3 of all the above ]
+
+It is written and fsynced, with its directory entry, before the first byte at ``blob_end`` is
+overwritten, and deleted only after the new tail and footer are fsynced. :func:`recover` puts a
+valid (hot) journal's bytes back and truncates to the old size; a journal that fails its BLAKE3
+was torn before the archive was touched and is simply removed. So the archive under its own name
+is always either the old one or the new one once :func:`recover` has run, which every opener
+does first. One appender at a time: an exclusive ``flock`` on the archive, refuse-don't-wait.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import blake3
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import codec
+from .errors import FormatError, LockError, ZnippyError
+from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from .ipc import read_stream
+from .reader import open_archive
+from .schema import GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS, SIGN_ARCHIVE, \
+    SIGN_ARTIFACTS, TRIE, GroupKey
+from .source import Entry, as_entries
+from .tail import ReservedSection, TailInfo, write_tail
+from .writer import fsync_dir, optional_sections
+
+JOURNAL_SUFFIX = ".znippy-journal"
+_MAGIC = b"ZNPYJRNL"
+_VERSION = 1
+_HEAD = struct.Struct("<8sIIQQQ")  # magic, version, flags, old_size, blob_end, tail_len
+_DIGEST = 32
+
+#: Sections an append cannot carry over: git sections point at lookup rows that move.
+_REFUSED = (GIT_OID, GIT_GRAPH, GIT_REACH)
+#: Sections an append drops unless a ``signer=`` rebuilds them: they sign the old content.
+_STALE = (SIGN_ARTIFACTS, SIGN_ARCHIVE)
+
+
+@dataclass(frozen=True)
+class AppendReport:
+    path: str
+    files_added: int
+    rows_added: int
+    files_replaced: int
+    rows_replaced: int
+    #: blob bytes of the replaced rows, left behind in the blob region
+    dead_bytes: int
+    #: (offset, length) of each dead byte range, merged where adjacent
+    dead_ranges: list[tuple[int, int]]
+    old_blob_end: int
+    blob_end: int
+    blob_bytes_written: int
+    archive_bytes: int
+    #: a hot journal of an interrupted append was rolled back before this one started
+    recovered: bool
+    #: reserved sections of the old archive not carried over (stale signatures)
+    dropped_sections: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# -- the journal --------------------------------------------------------------------------------
+def journal_path(path: str | os.PathLike[str]) -> str:
+    return os.fspath(path) + JOURNAL_SUFFIX
+
+
+def _encode_journal(old_size: int, blob_end: int, tail: bytes) -> bytes:
+    head = _HEAD.pack(_MAGIC, _VERSION, 0, old_size, blob_end, len(tail))
+    return head + tail + blake3.blake3(head + tail).digest()
+
+
+def _decode_journal(data: bytes) -> tuple[int, int, memoryview] | None:
+    """(old_size, blob_end, old tail bytes), or None when the journal is torn or foreign."""
+    if len(data) < _HEAD.size + _DIGEST:
+        return None
+    magic, version, _flags, old_size, blob_end, tail_len = _HEAD.unpack_from(data)  # [0, 40)
+    if magic != _MAGIC or version != _VERSION:
+        return None
+    if len(data) != _HEAD.size + tail_len + _DIGEST or blob_end + tail_len != old_size:
+        return None
+    body = memoryview(data)[: _HEAD.size + tail_len]  # header + old tail
+    if blake3.blake3(body).digest() != data[-_DIGEST:]:  # last 32 bytes: BLAKE3 of the body
+        return None
+    return old_size, blob_end, body[_HEAD.size :]
+
+
+def _write_all(fd: int, data: bytes | memoryview, offset: int | None = None) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
+        if offset is not None:
+            offset += n
+        view = view[n:]
+
+
+def _write_journal(path: str, old_size: int, blob_end: int, tail: bytes) -> None:
+    jpath = journal_path(path)
+    fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        _write_all(fd, _encode_journal(old_size, blob_end, tail))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(jpath)  # the journal's name is durable before the archive is touched
+
+
+def _drop_journal(path: str) -> None:
+    os.unlink(journal_path(path))
+    fsync_dir(path)
+
+
+def _lock(fd: int, path: str) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise LockError("another process is appending to this archive", path=path) from None
+
+
+def _rollback(fd: int, path: str, old_size: int, blob_end: int, tail: bytes | memoryview) -> None:
+    _write_all(fd, tail, blob_end)
+    os.ftruncate(fd, old_size)
+    os.fsync(fd)
+    _drop_journal(path)
+
+
+def _recover_locked(path: str, fd: int) -> bool:
+    jpath = journal_path(path)
+    try:
+        with open(jpath, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return False
+    parsed = _decode_journal(data)
+    if parsed is None:  # torn while being written: the archive was not touched yet
+        _drop_journal(path)
+        return False
+    old_size, blob_end, tail = parsed
+    _rollback(fd, path, old_size, blob_end, tail)
+    return True
+
+
+def recover(path: str | os.PathLike[str]) -> bool:
+    """Roll back an interrupted append of ``path``; True when a hot journal was rolled back.
+
+    Costs one ``stat`` when there is no journal. Raises :class:`LockError` while another process
+    is appending (its journal is live, not hot).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(journal_path(path)):
+        return False
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        raise ZnippyError(f"a journal {journal_path(path)!r} exists but the archive does not",
+                          path=path) from None
+    except PermissionError:
+        raise ZnippyError("an interrupted append left a journal; open the archive once with "
+                          "write access to roll it back", path=path) from None
+    try:
+        _lock(fd, path)
+        return _recover_locked(path, fd)
+    finally:
+        os.close(fd)
+
+
+# -- the old archive ----------------------------------------------------------------------------
+class _Bytes:
+    """The old tail held in memory, read like a RangeSource at its archive offsets."""
+
+    def __init__(self, path: str, data: bytes, base: int) -> None:
+        self.path = path
+        self.buffer = pa.py_buffer(data)
+        self.base = base
+
+    def read(self, offset: int, length: int, what: str = "range") -> pa.Buffer:
+        start = offset - self.base
+        if start < 0 or length < 0 or start + length > self.buffer.size:
+            raise FormatError(f"{what}: range [{offset}, {offset + length}) is outside the tail",
+                              path=self.path)
+        return self.buffer.slice(start, length)
+
+
+@dataclass
+class _Old:
+    blob_end: int
+    size: int
+    tail: bytes
+    groups: dict[GroupKey, pa.Table]
+    sections: list[ReservedSection]
+    stale: list[str]
+    metadata: dict[str, str]
+
+
+def _load(path: str) -> _Old:
+    """Everything an append keeps, copied out of the old tail: the archive may then be written."""
+    with open_archive(path, verify_checksums=False) as arc:
+        blob_end, size = arc.blob_end, arc.source.size
+        if arc.tail_offset < blob_end:
+            raise FormatError(f"blobs end at {blob_end}, past the tail at {arc.tail_offset}",
+                              path=path)
+        tail = arc.source.read(blob_end, size - blob_end, "tail").to_pybytes()
+        mem = _Bytes(path, tail, blob_end)
+        groups: dict[GroupKey, pa.Table] = {}
+        metadata: dict[str, str] = {}
+        for key in arc.groups:
+            arc.group_table(key)  # validates the base columns and the row count
+            row = arc.manifest_row(key)
+            table = read_stream(mem, row.index_offset, row.index_len, f"sub-index {key}")  # type: ignore[arg-type]
+            if not metadata and table.schema.metadata:
+                metadata = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+            groups[key] = table.replace_schema_metadata(None)
+        sections: list[ReservedSection] = []
+        stale: list[str] = []
+        for name in arc.sections:
+            if name in (LOOKUP, TRIE):
+                continue
+            if name in _REFUSED:
+                raise ZnippyError(f"archive holds git section {name}; append would invalidate "
+                                  "it (use the git push path)", path=path)
+            if name in _STALE:
+                stale.append(name)
+                continue
+            row = arc.manifest_row(GroupKey(-1, "", name))
+            if name in RAW_SECTIONS:
+                sections.append(ReservedSection(name, mem.read(row.index_offset, row.index_len)
+                                                .to_pybytes()))
+            else:
+                sections.append(ReservedSection(name, read_stream(
+                    mem, row.index_offset, row.index_len, name)))  # type: ignore[arg-type]
+    return _Old(blob_end, size, tail, groups, sections, stale, metadata)
+
+
+def _options(path: str, old: _Old, level: int | None, block_size: int | None,
+             workers: int | None) -> WriteOptions:
+    """The archive's own options (recorded on its sub-indexes); a different one is refused."""
+    recorded_level = int(old.metadata.get("znippy.openzl.level", codec.DEFAULT_LEVEL))
+    recorded_block = int(old.metadata.get("znippy.block_size", DEFAULT_BLOCK_SIZE))
+    if old.groups:
+        for name, given, recorded in (("level", level, recorded_level),
+                                      ("block_size", block_size, recorded_block)):
+            if given is not None and given != recorded:
+                raise ZnippyError(f"archive was written with {name}={recorded}; appending with "
+                                  f"{name}={given} would mix two settings", path=path)
+    return WriteOptions(level=level if level is not None else recorded_level,
+                        block_size=block_size if block_size is not None else recorded_block,
+                        workers=workers)
+
+
+# -- merging ------------------------------------------------------------------------------------
+@dataclass
+class Merged:
+    groups: dict[GroupKey, pa.Table]
+    files_replaced: int
+    rows_replaced: int
+    dead_ranges: list[tuple[int, int]]
+
+
+def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
+               where: str = "") -> Merged:
+    """Old rows minus every path the new rows bring, then the new rows, group by group.
+
+    Also used by the store's seal path: any table that replaces by path the same way.
+    """
+    new_paths = pa.concat_arrays([t.column("relative_path").combine_chunks() for t in new.values()]
+                                 ) if new else pa.array([], pa.utf8())
+    new_paths = pc.unique(new_paths)
+    out: dict[GroupKey, pa.Table] = {}
+    dead: list[tuple[int, int]] = []
+    replaced_paths: set[str] = set()
+    rows_replaced = 0
+    for key, table in old.items():
+        mask = pc.is_in(table.column("relative_path"), value_set=new_paths)
+        hits = pc.sum(mask).as_py() or 0
+        if hits:
+            gone = table.filter(mask)
+            rows_replaced += gone.num_rows
+            replaced_paths.update(gone.column("relative_path").to_pylist())
+            dead.extend(zip(gone.column("blob_offset").to_pylist(),
+                            gone.column("blob_size").to_pylist()))
+            table = table.filter(pc.invert(mask))
+        if table.num_rows:
+            out[key] = table
+    for key, table in new.items():
+        if key in out:
+            if not out[key].schema.equals(table.schema):
+                raise ZnippyError(f"group {tuple(key)} has columns {out[key].schema.names} in the "
+                                  f"archive but {table.schema.names} now (module changed?)",
+                                  path=where or None)
+            out[key] = pa.concat_tables([out[key], table])
+        else:
+            out[key] = table
+    return Merged({k: t.combine_chunks() for k, t in out.items()}, len(replaced_paths),
+                  rows_replaced, _merge_ranges(dead))
+
+
+def _merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for off, size in sorted(r for r in ranges if r[1]):
+        if merged and merged[-1][0] + merged[-1][1] == off:
+            merged[-1] = (merged[-1][0], merged[-1][1] + size)
+        else:
+            merged.append((off, size))
+    return merged
+
+
+# -- the appender -------------------------------------------------------------------------------
+class Appender:
+    """Append entry by entry; the tail is rewritten on a clean ``with`` exit, else rolled back.
+
+    Use :func:`open_for_append`. Holds the archive's append lock from enter to exit.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, repo: str = "",
+                 pkg_type: int | str = 0, level: int | None = None,
+                 block_size: int | None = None, workers: int | None = None,
+                 meta: Any = None, signer: Any = None) -> None:
+        self.path = os.fspath(path)
+        self._repo, self._pkg_type = repo, pkg_type
+        self._level, self._block_size, self._workers = level, block_size, workers
+        self._meta, self._signer = meta, signer
+        self.report: AppendReport | None = None
+        self.tail: TailInfo | None = None
+        self._fh: Any = None
+        self._ingest: Ingest | None = None
+        self._old: _Old | None = None
+        self._recovered = False
+        self._started = 0.0
+
+    def __enter__(self) -> "Appender":
+        self._started = time.perf_counter()
+        try:
+            self._fh = open(self.path, "r+b")
+        except FileNotFoundError:
+            raise ZnippyError("no such archive", path=self.path) from None
+        try:
+            _lock(self._fh.fileno(), self.path)
+            self._recovered = _recover_locked(self.path, self._fh.fileno())
+            old = self._old = _load(self.path)
+            options = _options(self.path, old, self._level, self._block_size, self._workers)
+            self.options = options
+            _write_journal(self.path, old.size, old.blob_end, old.tail)
+            self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
+                                  pkg_type=self._pkg_type, known_paths={})
+        except BaseException:
+            self._fh.close()
+            raise
+        return self
+
+    def add(self, entry: Entry | str, data: bytes | None = None, *,
+            file: str | os.PathLike[str] | None = None, repo: str | None = None,
+            pkg_type: int | str | None = None) -> None:
+        """Add one file: an :class:`Entry`, or a path with ``data=`` or ``file=``."""
+        if self._ingest is None:
+            raise RuntimeError("Appender.add outside its 'with' block")
+        if not isinstance(entry, Entry):
+            entry = Entry(entry, data=data, file=file, repo=repo, pkg_type=pkg_type)
+        self._ingest.add(entry)
+
+    def add_all(self, source: str | os.PathLike[str] | Iterable[Entry]) -> None:
+        for entry in as_entries(source):
+            self.add(entry)
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._fh is not None and self._ingest is not None and self._old is not None
+        old, fd = self._old, self._fh.fileno()
+        try:
+            if exc_type is not None:
+                self._ingest.abort()
+                _rollback(fd, self.path, old.size, old.blob_end, old.tail)
+                return
+            self._commit(old)
+        except BaseException:
+            if os.path.exists(journal_path(self.path)):
+                _rollback(fd, self.path, old.size, old.blob_end, old.tail)
+            raise
+        finally:
+            self._fh.close()  # releases the lock
+
+    def _commit(self, old: _Old) -> None:
+        assert self._ingest is not None
+        sink = self._ingest.finish()
+        new = {k: t for k, t in sink.tables().items() if t.num_rows}
+        if not new and not self._meta and not self._signer:
+            _drop_journal(self.path)  # nothing written at blob_end: the old tail stands
+            self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [])
+            return
+        merged = merge_rows(old.groups, new, where=self.path)
+        extra_sections, builders = optional_sections(self._meta, self._signer)
+        given = {s.name for s in extra_sections}
+        sections = [s for s in old.sections if s.name not in given] + extra_sections
+        dropped = old.stale if self._signer is None else []
+        self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
+                               section_builders=builders,
+                               schema_metadata=self.options.schema_metadata(), fsync=True)
+        _drop_journal(self.path)
+        rows = sum(t.num_rows for t in new.values())
+        self._report(old, sink.cursor, self.tail.file_size, merged, rows, dropped)
+
+    def _report(self, old: _Old, blob_end: int, size: int, merged: Merged, rows: int,
+                dropped: Sequence[str]) -> None:
+        assert self._ingest is not None
+        self.report = AppendReport(
+            path=self.path, files_added=self._ingest.files, rows_added=rows,
+            files_replaced=merged.files_replaced, rows_replaced=merged.rows_replaced,
+            dead_bytes=sum(n for _, n in merged.dead_ranges), dead_ranges=merged.dead_ranges,
+            old_blob_end=old.blob_end, blob_end=blob_end,
+            blob_bytes_written=blob_end - old.blob_end, archive_bytes=size,
+            recovered=self._recovered, dropped_sections=list(dropped),
+            seconds=time.perf_counter() - self._started,
+        )
+
+
+def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: int | str = 0,
+                    level: int | None = None, block_size: int | None = None,
+                    workers: int | None = None, meta: Any = None, signer: Any = None) -> Appender:
+    """An :class:`Appender` for ``path``, to use as a context manager."""
+    return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
+                    workers=workers, meta=meta, signer=signer)
+
+
+def append_archive(
+    path: str | os.PathLike[str],
+    source: str | os.PathLike[str] | Iterable[Entry],
+    *,
+    repo: str = "",
+    pkg_type: int | str = 0,
+    level: int | None = None,
+    block_size: int | None = None,
+    workers: int | None = None,
+    meta: Any = None,
+    signer: Any = None,
+) -> AppendReport:
+    """Append ``source`` (a directory or :class:`Entry` objects) to the archive at ``path``.
+
+    ``level``/``block_size`` default to the archive's own (a different value is refused).
+    ``meta=``/``signer=`` rebuild those sections; without ``signer=`` old signatures, which
+    no longer cover the content, are dropped (named in the report).
+    """
+    appender = open_for_append(path, repo=repo, pkg_type=pkg_type, level=level,
+                               block_size=block_size, workers=workers, meta=meta, signer=signer)
+    with appender:
+        appender.add_all(source)
+    assert appender.report is not None
+    return appender.report
