@@ -31,7 +31,14 @@ class ArchiveFile(io.RawIOBase):
         return self._pos
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        if whence == io.SEEK_SET:
+            base = 0
+        elif whence == io.SEEK_CUR:
+            base = self._pos
+        elif whence == io.SEEK_END:
+            base = self._size
+        else:
+            raise ValueError(f"invalid whence ({whence!r})")
         if base + offset < 0:
             raise ValueError("negative seek position")
         self._pos = base + offset
@@ -44,12 +51,29 @@ class ArchiveFile(io.RawIOBase):
         return self._cached[1]
 
     def readinto(self, buffer: "memoryview | bytearray") -> int:  # type: ignore[override]
-        if self._pos >= self._size:
-            return 0
-        i = bisect.bisect_right(self._starts, self._pos) - 1
-        data = self._chunk(i)
-        start = self._pos - self._starts[i]
-        n = min(len(buffer), len(data) - start)
-        memoryview(buffer)[:n] = data[start : start + n]
-        self._pos += n
-        return n
+        """Fill ``buffer`` across chunk boundaries; short only at end of file."""
+        out = memoryview(buffer).cast("B")
+        done = 0
+        while done < len(out) and self._pos < self._size:
+            i = bisect.bisect_right(self._starts, self._pos) - 1
+            data = self._chunk(i)
+            start = self._pos - self._starts[i]
+            n = min(len(out) - done, len(data) - start)
+            if n <= 0:  # cannot happen for a checked FileInfo; never loop forever
+                break
+            out[done : done + n] = data[start : start + n]
+            done += n
+            self._pos += n
+        return done
+
+    def readall(self) -> bytes:
+        parts = []
+        while self._pos < self._size:
+            i = bisect.bisect_right(self._starts, self._pos) - 1
+            data = self._chunk(i)
+            start = self._pos - self._starts[i]
+            if start >= len(data):
+                break
+            parts.append(data[start:] if start else data)
+            self._pos += len(data) - start
+        return b"".join(parts)

@@ -1,0 +1,243 @@
+"""Round-trip matrix: every scenario written once, then read back four ways.
+
+Scenarios cover the chunking edges (empty, exactly one block, one block plus one byte, many
+chunks), unicode paths, skip-list and incompressible files (stored raw), thousands of small
+files and several (pkg_type, repo) groups. Each is checked through ``read``, ``open`` (seek and
+partial reads), ``extract`` and ``verify``, and against the index rows themselves.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import random_bytes, text_bytes
+
+from znippy_sql import Archive, ArchiveWriter, Entry, open_archive, write_archive
+from znippy_sql.codec import is_skipped
+from znippy_sql.schema import GroupKey
+
+BLOCK = 4096
+
+
+@dataclass(frozen=True)
+class Case:
+    entries: Callable[[], list[Entry]]
+    block_size: int = BLOCK
+
+
+def _groups() -> list[Entry]:
+    out = []
+    for repo in ("central", "internal"):
+        for pkg in (0, 5, 6):
+            for i in range(5):
+                out.append(Entry(f"{repo}/{pkg}/file{i}.txt", data=text_bytes(300 + i * 700, i),
+                                 repo=repo, pkg_type=pkg))
+    return out
+
+
+CASES: dict[str, Case] = {
+    "empty": Case(lambda: [Entry("empty.txt", data=b"")]),
+    "exact_block": Case(lambda: [Entry("exact.txt", data=text_bytes(BLOCK, 1))]),
+    "block_plus_one": Case(lambda: [Entry("plus1.txt", data=text_bytes(BLOCK + 1, 2))]),
+    "multi_chunk": Case(lambda: [
+        Entry("big/text.log", data=text_bytes(13 * BLOCK + 123, 3)),
+        Entry("big/mixed.bin", data=text_bytes(3 * BLOCK, 4) + random_bytes(2 * BLOCK + 7, 4)),
+        Entry("small.txt", data=b"tiny"),
+    ]),
+    "unicode": Case(lambda: [
+        Entry("données/été.txt", data=text_bytes(900, 5)),
+        Entry("日本語/ファイル.md", data=text_bytes(5000, 6)),
+        Entry("emoji/😀 space.txt", data=b"smile"),
+        Entry("Zed/ǅ-ß.txt", data=b""),
+        Entry("a/b/c/d/e/f/deep.txt", data=text_bytes(100, 7)),
+    ]),
+    "skip_list": Case(lambda: [
+        Entry("lib/app.jar", data=text_bytes(10_000, 8)),
+        Entry("dist/pkg.whl", data=text_bytes(3000, 9)),
+        Entry("img/logo.PNG", data=text_bytes(500, 10)),
+        Entry("plain.txt", data=text_bytes(3000, 11)),
+    ]),
+    "incompressible": Case(lambda: [
+        Entry("random.bin", data=random_bytes(3 * BLOCK + 11, 12)),
+        Entry("one_byte", data=b"\x00"),
+    ]),
+    "many_small": Case(lambda: [
+        Entry(f"d{i % 37:02d}/f{i:05d}.txt", data=text_bytes(20 + i % 300, i))
+        for i in range(3000)
+    ], block_size=1 << 20),
+    "groups": Case(_groups),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Archive, dict]]:
+    cache: dict[str, tuple[Archive, dict]] = {}
+
+    def get(name: str) -> tuple[Archive, dict]:
+        if name not in cache:
+            case = CASES[name]
+            entries = case.entries()
+            out = tmp_path_factory.mktemp(name) / "a.znippy"
+            write_archive(out, entries, block_size=case.block_size, workers=1)
+            cache[name] = (open_archive(out), {e.relative_path: e for e in entries})
+        return cache[name]
+
+    yield get
+    for archive, _ in cache.values():
+        archive.close()
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_read(built, name: str) -> None:
+    archive, entries = built(name)
+    for path, entry in entries.items():
+        assert archive.read(path) == entry.data
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_open_seek_read(built, name: str) -> None:
+    archive, entries = built(name)
+    for path, entry in list(entries.items())[:200]:
+        data = entry.data
+        with archive.open(path) as fh:
+            assert fh.read() == data
+            for pos in sorted({0, 1, len(data) // 2, BLOCK - 1, BLOCK, BLOCK + 1, len(data) - 1}):
+                if 0 <= pos <= len(data):
+                    fh.seek(pos)
+                    assert fh.read(BLOCK + 3) == data[pos : pos + BLOCK + 3]
+            if data:
+                fh.seek(-1, io.SEEK_END)
+                assert fh.read() == data[-1:]
+            else:
+                with pytest.raises(ValueError):
+                    fh.seek(-1, io.SEEK_END)
+            fh.seek(len(data) + 10)
+            assert fh.read() == b""
+            buffered = io.BufferedReader(fh, buffer_size=1000)
+            buffered.seek(0)
+            assert buffered.read() == data
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_extract(built, name: str, tmp_path: Path) -> None:
+    archive, entries = built(name)
+    report = archive.extract(tmp_path / "out")
+    assert report.ok and report.files == len(entries)
+    assert report.bytes_written == sum(len(e.data) for e in entries.values())
+    for path, entry in entries.items():
+        target = tmp_path / "out" / path
+        assert not target.is_symlink()
+        assert target.read_bytes() == entry.data
+        assert oct(target.stat().st_mode & 0o777) != "0o777"
+    assert not [p for p in (tmp_path / "out").rglob("*") if "znippy-part" in p.name]
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_verify(built, name: str) -> None:
+    archive, entries = built(name)
+    report = archive.verify()
+    assert report.ok, report.problems
+    assert report.files == len(entries)
+    assert report.bytes_checked == sum(len(e.data) for e in entries.values())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_index_rows(built, name: str) -> None:
+    """Chunk layout, raw storage decisions and alignment as FORMAT §1/§3 say."""
+    archive, entries = built(name)
+    block = CASES[name].block_size
+    lk = archive.lookup.to_pylist()
+    assert [r["relative_path"].encode() for r in lk] == sorted(
+        r["relative_path"].encode() for r in lk)
+    by_path: dict[str, list[dict]] = {}
+    for r in lk:
+        by_path.setdefault(r["relative_path"], []).append(r)
+    assert set(by_path) == set(entries)
+    for path, rows in by_path.items():
+        size = len(entries[path].data)
+        assert len(rows) == max(1, -(-size // block))
+        assert [r["chunk_seq"] for r in rows] == list(range(len(rows)))
+        assert [r["fdata_offset"] for r in rows] == [i * block for i in range(len(rows))]
+        for r in rows:
+            if is_skipped(path) or r["uncompressed_size"] == 0:
+                assert r["compressed"] is False
+            if not r["compressed"]:
+                assert r["blob_size"] == r["uncompressed_size"]
+            else:
+                assert r["blob_size"] < r["uncompressed_size"]
+    for row in archive.manifest_rows:
+        assert row.index_offset % 64 == 0
+    assert archive.manifest_offset % 64 == 0
+    assert archive.tail_offset == -(-archive.blob_end // 64) * 64
+
+
+def test_skip_list_and_incompressible_stored_raw(built) -> None:
+    archive, _ = built("skip_list")
+    raw = {r["relative_path"]: r["compressed"] for r in archive.lookup.to_pylist()}
+    assert raw == {"lib/app.jar": False, "dist/pkg.whl": False, "img/logo.PNG": False,
+                   "plain.txt": True}
+    archive, _ = built("incompressible")
+    assert not any(archive.lookup.column("compressed").to_pylist())
+
+
+def test_groups(built) -> None:
+    archive, entries = built("groups")
+    assert len(archive.groups) == 6
+    assert {(k.pkg_type, k.repo) for k in archive.groups} == {
+        (p, r) for r in ("central", "internal") for p in (0, 5, 6)}
+    for repo in ("central", "internal"):
+        for pkg in (0, 5, 6):
+            idx = archive.index(pkg_type=pkg, repo=repo)
+            assert sorted(idx.column("relative_path").to_pylist()) == [
+                f"{repo}/{pkg}/file{i}.txt" for i in range(5)]
+            assert set(idx.column("repo").to_pylist()) == {repo}
+    assert len(archive.select(repo="internal")) == 15
+    assert archive.select(pkg_type=5, glob="*/file1.txt") == ["central/5/file1.txt",
+                                                               "internal/5/file1.txt"]
+
+
+def test_extract_selection(built, tmp_path: Path) -> None:
+    archive, entries = built("groups")
+    report = archive.extract(tmp_path, repo="central", pkg_type=6)
+    assert report.ok and sorted(report.written) == [f"central/6/file{i}.txt" for i in range(5)]
+    assert sorted(p.name for p in (tmp_path / "central" / "6").iterdir()) == [
+        f"file{i}.txt" for i in range(5)]
+    assert not (tmp_path / "internal").exists()
+
+
+def test_directory_source_and_writer_api(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    files = {"a.txt": text_bytes(5000, 1), "sub/b.bin": random_bytes(700, 2), "sub/c/empty": b""}
+    for rel, data in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    os.symlink(src / "a.txt", src / "link.txt")  # never followed, never archived
+    report = write_archive(tmp_path / "d.znippy", src, repo="r", block_size=BLOCK, workers=1)
+    assert report.files == 3 and report.bytes_in == sum(map(len, files.values()))
+    with ArchiveWriter(tmp_path / "w.znippy", block_size=BLOCK, workers=1) as w:
+        w.add("x.txt", data=b"xx")
+        w.add("y.txt", file=src / "a.txt")
+        w.add(Entry("z.txt", data=b"zz", repo="other"))
+    assert w.report is not None and w.report.files == 3 and w.report.groups == 2
+    with open_archive(tmp_path / "d.znippy") as a:
+        assert sorted(a.select()) == sorted(files)
+        assert all(a.read(p) == d for p, d in files.items())
+        assert a.find("link.txt") is None
+        assert a.groups == [GroupKey(0, "r", "")]
+    with open_archive(tmp_path / "w.znippy") as a:
+        assert a.read("y.txt") == files["a.txt"] and a.read("z.txt") == b"zz"
+
+
+def test_read_touches_only_own_blobs(built) -> None:
+    archive, entries = built("many_small")
+    archive.find("d00/f00000.txt")  # load the lookup and trie first
+    before = archive.source.bytes_read
+    info = archive.find("d05/f00005.txt")
+    assert info is not None
+    assert archive.read("d05/f00005.txt") == entries["d05/f00005.txt"].data
+    assert archive.source.bytes_read - before == info.stored_size
