@@ -29,6 +29,7 @@ from .ipc import describe, read_stream
 from .manifest import ManifestRow, decode_manifest
 from .rangeio import RangeSource
 from .schema import (
+    ARROW_SECTIONS,
     BASE_FIELDS,
     LOOKUP,
     LOOKUP_SCHEMA,
@@ -209,8 +210,11 @@ class Archive:
     def section(self, name: str) -> pa.Table | memoryview:
         """A reserved section: a ``pa.Table`` for Arrow sections, a ``memoryview`` for raw ones."""
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", name))
+        raw = memoryview(self.source.read(row.index_offset, row.index_len, name)).cast("B")
         if name in RAW_SECTIONS:
-            return memoryview(self.source.read(row.index_offset, row.index_len, name)).cast("B")
+            return raw
+        if name not in ARROW_SECTIONS and raw[:4] != b"\xff\xff\xff\xff":
+            return raw  # an unknown reserved section that is not an Arrow stream
         return read_stream(self.source, row.index_offset, row.index_len, name)
 
     @cached_property

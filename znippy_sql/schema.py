@@ -123,3 +123,6 @@ def pkg_type_name(value: int) -> str:
 
 #: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
+#: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future
+#: extension: readers tell its kind from its bytes (an Arrow stream starts with FF FF FF FF).
+ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, META})

@@ -21,9 +21,11 @@ from .footer import align_up, encode_footer
 from .ipc import stream_bytes
 from .manifest import ManifestRow, encode_manifest
 from .schema import (
+    ARROW_SECTIONS,
     BASE_NAMES,
     LOOKUP,
     LOOKUP_SCHEMA,
+    RAW_SECTIONS,
     RESERVED_PKG_TYPE,
     TRIE,
     GroupKey,
@@ -89,6 +91,8 @@ def check_sections(sections: Sequence[ReservedSection]) -> None:
             raise FormatError(f"section {s.name!r} given twice")
         if not isinstance(s.payload, (pa.Table, bytes, bytearray, memoryview)):
             raise FormatError(f"section {s.name!r}: payload must be a pyarrow Table or bytes")
+        if s.name in ARROW_SECTIONS and not isinstance(s.payload, pa.Table):
+            raise FormatError(f"section {s.name!r} is an Arrow section: give a pyarrow Table")
         seen.add(s.name)
 
 
@@ -123,8 +127,9 @@ def write_tail(
     check_sections(extra)
     for s in sorted(extra, key=lambda s: section_rank(s.name)):
         key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
-        if isinstance(s.payload, pa.Table):
-            out.put(key, stream_bytes(s.payload), s.payload.num_rows)
+        if isinstance(s.payload, pa.Table):  # a raw section may hold a stream (row_count 0)
+            out.put(key, stream_bytes(s.payload),
+                    0 if s.name in RAW_SECTIONS else s.payload.num_rows)
         else:
             out.put(key, bytes(s.payload), 0)
 
