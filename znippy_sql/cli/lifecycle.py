@@ -1,0 +1,154 @@
+"""Lifecycle subcommands: ``append`` to a static archive; ``store add|ls|seal`` for the dynamic store.
+
+``--json`` prints the report as JSON; otherwise one human line. Exit codes as everywhere: 0 ok,
+2 usage or unreadable input (any :class:`ZnippyError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import Any
+
+from .core import create_pkg_type_arg, human
+
+
+def _emit(report: Any, args: argparse.Namespace, line: str) -> None:
+    if args.json:
+        json.dump(dataclasses.asdict(report), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(line)
+
+
+def _catalog(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--catalog-uri`` (a SQLAlchemy URL or ``http(s)://`` REST endpoint) + ``--catalog-prop``."""
+    props: dict[str, str] = {}
+    for item in args.catalog_prop or ():
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"znippy-sql: --catalog-prop wants KEY=VALUE, got {item!r}")
+        props[key] = value
+    if args.catalog_uri:
+        props["uri"] = args.catalog_uri
+        if args.catalog_uri.startswith(("http://", "https://")):
+            props.setdefault("type", "rest")
+    return props or None
+
+
+# -- append -------------------------------------------------------------------------------------
+def cmd_append(args: argparse.Namespace) -> int:
+    from ..append import append_archive
+
+    r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
+                       workers=args.workers)
+    _emit(r, args, f"{r.path}: +{r.files_added} files ({human(r.blob_bytes_written)} of blobs), "
+                   f"{r.files_replaced} replaced ({human(r.dead_bytes)} dead), "
+                   f"{human(r.archive_bytes)} in {r.seconds:.2f}s"
+                   + (" [rolled back an interrupted append first]" if r.recovered else ""))
+    return 0
+
+
+# -- store --------------------------------------------------------------------------------------
+def _open_store(args: argparse.Namespace) -> Any:
+    from ..store import open_store
+
+    return open_store(args.sidecar, args.warehouse, args.namespace, catalog=_catalog(args))
+
+
+def cmd_store_add(args: argparse.Namespace) -> int:
+    store = _open_store(args)
+    try:
+        r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers)
+    finally:
+        store.close()
+    _emit(r, args, f"{args.sidecar}: +{r.files_added} files, {r.rows_replaced} rows replaced, "
+                   f"{len(r.tables)} table commit(s), sidecar at {human(r.sidecar_end)} "
+                   f"in {r.seconds:.2f}s")
+    return 0
+
+
+def cmd_store_ls(args: argparse.Namespace) -> int:
+    import pyarrow.compute as pc
+
+    store = _open_store(args)
+    try:
+        files = store.files()
+    finally:
+        store.close()
+    first = files.filter(pc.equal(files.column("chunk_seq"), 0))
+    if args.repo is not None:
+        first = first.filter(pc.equal(first.column("repo"), args.repo))
+    sizes = files.group_by("relative_path").aggregate([("uncompressed_size", "sum")])
+    size_of = dict(zip(sizes.column(0).to_pylist(), sizes.column(1).to_pylist()))
+    rows = sorted(zip(first.column("relative_path").to_pylist(),
+                      first.column("repo").to_pylist(), first.column("pkg_type").to_pylist()),
+                  key=lambda r: r[0].encode("utf-8"))
+    if args.json:
+        json.dump([{"path": p, "repo": r, "pkg_type": t, "size": size_of[p]} for p, r, t in rows],
+                  sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for p, _r, _t in rows:
+            print(f"{size_of[p]:>12}  {p}" if args.long else p)
+    return 0
+
+
+def cmd_store_seal(args: argparse.Namespace) -> int:
+    from ..store import seal
+
+    r = seal(args.sidecar, args.warehouse, args.namespace, args.output,
+             catalog=_catalog(args))
+    _emit(r, args, f"{r.path}: {r.rows_sealed} rows, {human(r.blob_bytes_reused)} of blobs "
+                   f"reused, {human(r.orphan_bytes_skipped)} orphan bytes skipped, "
+                   f"{human(r.bytes_written)} written in {r.seconds:.2f}s")
+    return 0
+
+
+def _store_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--sidecar", required=True, help="the blob file (pure blobs)")
+    p.add_argument("--warehouse", required=True, help="the Iceberg warehouse directory")
+    p.add_argument("--namespace", required=True, help="the Iceberg namespace of this store")
+    p.add_argument("--catalog-uri", help="a pyiceberg catalog uri (default: sqlite catalog.db "
+                                         "inside the warehouse; http(s):// means a REST catalog)")
+    p.add_argument("--catalog-prop", action="append", metavar="KEY=VALUE",
+                   help="any further pyiceberg catalog property (repeatable)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("append", help="append files to an archive (replacing same paths)")
+    p.add_argument("archive")
+    p.add_argument("source", help="a directory to add")
+    p.add_argument("--repo", default="", help="repo of the new files")
+    p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
+                   help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
+    p.add_argument("--workers", type=int, help="compression processes")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_append)
+
+    store = subparsers.add_parser("store", help="the dynamic store: sidecar blobs + Iceberg index")
+    sub = store.add_subparsers(dest="store_command", metavar="ACTION")
+    store.set_defaults(func=lambda args: (store.print_help(sys.stderr), 2)[1])
+
+    add = sub.add_parser("add", help="add a directory (paths re-added replace older rows)")
+    _store_common(add)
+    add.add_argument("source", help="a directory to add")
+    add.add_argument("--repo", default="", help="repo of the new files")
+    add.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
+                     help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
+    add.add_argument("--workers", type=int, help="compression processes")
+    add.set_defaults(func=cmd_store_add)
+
+    ls = sub.add_parser("ls", help="list the live files of a store")
+    _store_common(ls)
+    ls.add_argument("--repo", help="only files of this repo")
+    ls.add_argument("-l", "--long", action="store_true", help="show sizes")
+    ls.set_defaults(func=cmd_store_ls)
+
+    seal = sub.add_parser("seal", help="freeze the store into a static archive")
+    _store_common(seal)
+    seal.add_argument("-o", "--output", required=True, help="the archive to write")
+    seal.set_defaults(func=cmd_store_seal)
