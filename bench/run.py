@@ -1,0 +1,423 @@
+"""Core benchmark: znippy create/extract/open/read against ``tar | zstd -3 -T2``.
+
+Usage::
+
+    .venv/bin/python bench/run.py [--scale 1.0] [--mem-scale 0.25] [--only NAME ...]
+                                  [--workers N] [--out bench/results-core.md]
+
+Each znippy measurement runs in a fresh child Python process (``bench/run.py --child ...``)
+that calls the Python API in process (``write_archive``, ``open_archive(...).extract``) and
+reports its own wall time; the parent reads the child's peak RSS from ``wait4`` and samples the
+high-water RSS (``VmHWM``) of every descendant (the compression workers) every 50 ms. The peer
+pipelines run through ``sh -c`` and are timed around the whole pipeline. Both sides read warm
+page cache (the corpora were just generated or read). ``create`` fsyncs the archive and its
+directory; the peer pipeline ends with ``sync OUT`` so both pay for durability. Extract does
+not sync on either side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import corpora  # noqa: E402
+
+MB = 1e6  # throughput and sizes are reported in decimal MB
+
+
+# -- child side: one measurement in a fresh interpreter ---------------------------------------
+def child(argv: list[str]) -> None:
+    op = argv[0]
+    if op == "create":
+        from znippy_sql import write_archive
+
+        src, out, workers = argv[1], argv[2], argv[3]
+        t = time.perf_counter()
+        r = write_archive(out, src, workers=None if workers == "auto" else int(workers))
+        dt = time.perf_counter() - t
+        print(json.dumps({"seconds": dt, "bytes_in": r.bytes_in, "size": r.archive_bytes,
+                          "files": r.files, "compressed_chunks": r.compressed_chunks,
+                          "raw_chunks": r.raw_chunks}))
+    elif op == "extract":
+        from znippy_sql import open_archive
+
+        archive, dest = argv[1], argv[2]
+        t = time.perf_counter()
+        with open_archive(archive) as a:
+            r = a.extract(dest)
+        dt = time.perf_counter() - t
+        print(json.dumps({"seconds": dt, "files": r.files, "bytes": r.bytes_written,
+                          "failed": len(r.failed)}))
+    elif op == "access":
+        print(json.dumps(access(argv[1])))
+    else:
+        raise SystemExit(f"unknown child op {op}")
+
+
+def access(archive: str) -> dict[str, Any]:
+    """open_archive (first and median of 30) and warm reads of ~10 KB files."""
+    from znippy_sql import open_archive
+
+    t = time.perf_counter()
+    a = open_archive(archive)
+    first_open = time.perf_counter() - t
+    a.close()
+    opens = []
+    for _ in range(30):
+        t = time.perf_counter()
+        b = open_archive(archive)
+        opens.append(time.perf_counter() - t)
+        b.close()
+    a = open_archive(archive)
+    lk = a.lookup
+    sizes = lk.column("uncompressed_size").to_pylist()
+    paths = lk.column("relative_path").to_pylist()
+    seqs = lk.column("chunk_seq").to_pylist()
+    small = [p for p, s, q in zip(paths, sizes, seqs) if q == 0 and 8000 <= s <= 12000]
+    rng = random.Random(7)
+    picks = rng.sample(small, min(200, len(small)))
+    first_read_t = time.perf_counter()
+    a.read(picks[0])  # the first read of the process pays for the trie and lookup views
+    first_read = time.perf_counter() - first_read_t
+    distinct = []
+    for p in picks:
+        t = time.perf_counter()
+        a.read(p)
+        distinct.append(time.perf_counter() - t)
+    same = []
+    for _ in range(200):
+        t = time.perf_counter()
+        a.read(picks[0])
+        same.append(time.perf_counter() - t)
+    return {"first_open": first_open, "open_median": statistics.median(opens),
+            "first_read": first_read, "read_median_distinct": statistics.median(distinct),
+            "read_p90_distinct": sorted(distinct)[int(0.9 * len(distinct))],
+            "read_median_same": statistics.median(same), "reads": len(distinct)}
+
+
+# -- parent side ------------------------------------------------------------------------------
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+@dataclass
+class ChildRun:
+    result: dict[str, Any]
+    wall: float
+    main_rss_mb: float
+    tree_rss_mb: float  # sum of every process's high-water RSS (an upper bound)
+
+
+def run_child(args: list[str]) -> ChildRun:
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", *args]
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    peaks: dict[int, int] = {}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            for p in descendants(proc.pid):
+                peaks[p] = max(peaks.get(p, 0), hwm_kb(p))
+            stop.wait(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    stop.set()
+    sampler.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"child {' '.join(args)} failed with {proc.returncode}")
+    main_kb = usage.ru_maxrss
+    workers_kb = sum(v for p, v in peaks.items())
+    return ChildRun(json.loads(out), wall, main_kb / 1024, (main_kb + workers_kb) / 1024)
+
+
+def shell(cmd: str) -> float:
+    t = time.perf_counter()
+    subprocess.run(["sh", "-c", cmd], check=True)
+    return time.perf_counter() - t
+
+
+def rm(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    elif os.path.exists(path):
+        os.unlink(path)
+
+
+def warm(root: str) -> None:
+    subprocess.run(["sh", "-c", f"tar -cf - -C {shlex.quote(root)} . > /dev/null"], check=True)
+
+
+@dataclass
+class CorpusResult:
+    name: str
+    src: str
+    files: int
+    bytes_in: int
+    create: ChildRun
+    tar_create_s: float
+    tar_size: int
+    extract: ChildRun
+    tar_extract_s: float
+    access: dict[str, Any] | None = None
+    commands: dict[str, str] = field(default_factory=dict)
+
+
+def bench_corpus(name: str, src: str, work: str, workers: str) -> CorpusResult:
+    archive = os.path.join(work, f"{name}.znippy")
+    tarzst = os.path.join(work, f"{name}.tar.zst")
+    dest = os.path.join(work, f"{name}.x")
+    tdest = os.path.join(work, f"{name}.tx")
+    for p in (archive, tarzst, dest, tdest):
+        rm(p)
+    warm(src)
+    tar_cmd = (f"tar -cf - -C {shlex.quote(src)} . | zstd -3 -T2 -q -o {shlex.quote(tarzst)}"
+               f" && sync {shlex.quote(tarzst)}")
+    create = run_child(["create", src, archive, workers])
+    tar_s = shell(tar_cmd)
+    os.makedirs(tdest)
+    untar_cmd = f"zstd -d -q -c {shlex.quote(tarzst)} | tar -xf - -C {shlex.quote(tdest)}"
+    untar_s = shell(untar_cmd)
+    extract = run_child(["extract", archive, dest])
+    check_same(src, dest)
+    res = CorpusResult(
+        name=name, src=src, files=create.result["files"], bytes_in=create.result["bytes_in"],
+        create=create, tar_create_s=tar_s, tar_size=os.path.getsize(tarzst), extract=extract,
+        tar_extract_s=untar_s,
+        commands={"create": f"python bench/run.py --child create {src} {archive} {workers}",
+                  "tar": tar_cmd, "extract": f"python bench/run.py --child extract {archive} "
+                  f"{dest}", "untar": untar_cmd})
+    if name == "src_tree":
+        res.access = run_child(["access", archive]).result
+    for p in (dest, tdest):
+        rm(p)
+    return res
+
+
+def check_same(src: str, dest: str) -> None:
+    """Every source file exists in ``dest`` with the same size; a sample matches byte for byte."""
+    rng = random.Random(1)
+    files = []
+    for dirpath, _d, names in os.walk(src):
+        for n in names:
+            files.append(os.path.relpath(os.path.join(dirpath, n), src))
+    for rel in files:
+        if os.path.getsize(os.path.join(src, rel)) != os.path.getsize(os.path.join(dest, rel)):
+            raise SystemExit(f"extract differs in size: {rel}")
+    for rel in rng.sample(files, min(40, len(files))):
+        with open(os.path.join(src, rel), "rb") as a, open(os.path.join(dest, rel), "rb") as b:
+            if a.read() != b.read():
+                raise SystemExit(f"extract differs: {rel}")
+
+
+def mbps(n: int, s: float) -> float:
+    return n / MB / s if s else 0.0
+
+
+def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]], scale: float,
+           mem_scale: float, workers: str, load: tuple[list[float], list[float]],
+           elapsed: float, argv: list[str]) -> str:
+    size_target = {"src_tree": 1.20}
+    speed_target = {"mixed_repo": 1.3}
+    lines = [
+        "# Core benchmark: znippy writer/extract vs tar + zstd",
+        "",
+        f"Generated by `.venv/bin/python bench/run.py {' '.join(argv)}` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, {zstd_version()}. Scale {scale:g} "
+        f"(1 = the full corpora of the issue); took {elapsed / 60:.1f} min. Load average "
+        f"(1/5/15 min) before: {fmt_load(load[0])}, after: {fmt_load(load[1])} — the machine "
+        "is shared, so other sessions' work is in these numbers.",
+        "",
+        "znippy is measured **in process through the Python API** (`write_archive(out, src, "
+        f"workers={workers})`, `open_archive(a).extract(dest)`) inside a fresh child "
+        "interpreter per measurement (`bench/run.py --child ...`), timed by the child around "
+        "the call (interpreter start-up and imports excluded; pool start-up included). The "
+        "peer is timed around the whole shell pipeline. Both read warm page cache. "
+        "`create` fsyncs the archive and its directory; the peer ends with `sync OUT`.",
+        "",
+        "## Create",
+        "",
+        "| corpus | files | input MB | znippy s | znippy MB/s | tar+zstd s | tar+zstd MB/s | "
+        "speed × (target) | znippy MB | .tar.zst MB | size × (target) | ratio znippy / zstd |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        zs = r.create.result["seconds"]
+        size = r.create.result["size"]
+        speed_x = r.tar_create_s / zs
+        size_x = size / r.tar_size
+        st = speed_target.get(r.name, 1.0)
+        zt = size_target.get(r.name, 1.03)
+        lines.append(
+            f"| {r.name} | {r.files} | {r.bytes_in / MB:.1f} | {zs:.2f} | "
+            f"{mbps(r.bytes_in, zs):.0f} | {r.tar_create_s:.2f} | "
+            f"{mbps(r.bytes_in, r.tar_create_s):.0f} | **{speed_x:.2f}×** (≥{st}) "
+            f"{ok(speed_x >= st)} | {size / MB:.2f} | {r.tar_size / MB:.2f} | "
+            f"**{size_x:.3f}×** (≤{zt}) {ok(size_x <= zt)} | "
+            f"{r.bytes_in / size:.2f} / {r.bytes_in / r.tar_size:.2f} |")
+    lines += [
+        "",
+        "## Extract everything",
+        "",
+        "| corpus | znippy s | znippy MB/s | zstd -d \\| tar -x s | MB/s | speed × (≥1.0) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        zs = r.extract.result["seconds"]
+        x = r.tar_extract_s / zs
+        lines.append(f"| {r.name} | {zs:.2f} | {mbps(r.bytes_in, zs):.0f} | "
+                     f"{r.tar_extract_s:.2f} | {mbps(r.bytes_in, r.tar_extract_s):.0f} | "
+                     f"**{x:.2f}×** {ok(x >= 1.0)} |")
+    acc = next((r.access for r in results if r.access), None)
+    if acc:
+        lines += [
+            "",
+            "## Random access on the src_tree archive (in process)",
+            "",
+            "| measure | value | target |",
+            "|---|---:|---|",
+            f"| `open_archive` first call in the process | {acc['first_open'] * 1e3:.2f} ms | "
+            f"< 5 ms {ok(acc['first_open'] < 0.005)} |",
+            f"| `open_archive` median of 30 | {acc['open_median'] * 1e3:.2f} ms | < 5 ms "
+            f"{ok(acc['open_median'] < 0.005)} |",
+            f"| first `read` in the process (builds trie/lookup views) | "
+            f"{acc['first_read'] * 1e3:.2f} ms | |",
+            f"| `read(path)` of a ~10 KB file, median over {acc['reads']} distinct random files"
+            f" | {acc['read_median_distinct'] * 1e3:.3f} ms (p90 "
+            f"{acc['read_p90_distinct'] * 1e3:.3f} ms) | < 1 ms "
+            f"{ok(acc['read_median_distinct'] < 0.001)} |",
+            f"| `read(path)` of the same ~10 KB file, median of 200 | "
+            f"{acc['read_median_same'] * 1e3:.3f} ms | < 1 ms "
+            f"{ok(acc['read_median_same'] < 0.001)} |",
+        ]
+    lines += [
+        "",
+        "## Peak memory (RSS high-water)",
+        "",
+        "`main` = the writer/extractor process (`wait4` rusage); `all` = main + the sum of every "
+        "worker's own high-water mark (sampled from `/proc/PID/status` every 50 ms; an upper "
+        "bound, shared pages counted once per process). Block size 10 MiB, "
+        f"workers = {workers}.",
+        "",
+        "| corpus | scale | input MB | create main MB | create all MB | extract MB |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for sc, r in mem:
+        lines.append(f"| {r.name} | {sc:g} | {r.bytes_in / MB:.0f} | {r.create.main_rss_mb:.0f} |"
+                     f" {r.create.tree_rss_mb:.0f} | {r.extract.main_rss_mb:.0f} |")
+    lines += ["", "## Commands", ""]
+    for r in results:
+        lines.append(f"- {r.name}:")
+        for k, v in r.commands.items():
+            lines.append(f"  - {k}: `{v}`")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def ok(flag: bool) -> str:
+    return "✅" if flag else "❌"
+
+
+def fmt_load(v: list[float]) -> str:
+    return "/".join(f"{x:.2f}" for x in v)
+
+
+def zstd_version() -> str:
+    out = subprocess.run(["zstd", "--version"], capture_output=True, text=True).stdout
+    return out.strip().strip("*").strip().split(",")[0]
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        child(sys.argv[2:])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--mem-scale", type=float, default=None,
+                    help="second, smaller scale for the memory comparison (default scale/4)")
+    ap.add_argument("--only", nargs="*", choices=list(corpora.GENERATORS))
+    ap.add_argument("--workers", default="auto")
+    ap.add_argument("--corpora", default=os.path.join(HERE, "out", "corpora"))
+    ap.add_argument("--work", default=os.path.join(HERE, "out", "work"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results-core.md"))
+    args = ap.parse_args()
+    started = time.perf_counter()
+    load0 = list(os.getloadavg())
+    names = args.only or list(corpora.GENERATORS)
+    dirs = corpora.generate(args.corpora, scale=args.scale, only=names)
+    os.makedirs(args.work, exist_ok=True)
+    results = []
+    for name in names:
+        r = bench_corpus(name, dirs[name], args.work, args.workers)
+        print(f"{name}: create {r.create.result['seconds']:.2f}s vs {r.tar_create_s:.2f}s, "
+              f"size {r.create.result['size']} vs {r.tar_size}, extract "
+              f"{r.extract.result['seconds']:.2f}s vs {r.tar_extract_s:.2f}s, "
+              f"rss {r.create.tree_rss_mb:.0f}/{r.extract.main_rss_mb:.0f} MB", flush=True)
+        results.append(r)
+    mem_scale = args.mem_scale if args.mem_scale is not None else args.scale / 4
+    mem = [(args.scale, r) for r in results if r.name in ("big_text", "mixed_repo")]
+    mem_names = [n for n in ("big_text", "mixed_repo") if n in names]
+    small = corpora.generate(args.corpora, scale=mem_scale, only=mem_names)
+    for name in mem_names:
+        r = bench_corpus(name, small[name], args.work, args.workers)
+        mem.append((mem_scale, r))
+    mem.sort(key=lambda x: (x[1].name, x[0]))
+    text = report(results, mem, args.scale, mem_scale, args.workers,
+                  (load0, list(os.getloadavg())), time.perf_counter() - started, sys.argv[1:])
+    with open(args.out, "w") as fh:
+        fh.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
