@@ -92,19 +92,31 @@ def test_create_then_ls(made, capsys) -> None:
     assert len(_json(capsys, ["ls", str(out), "--json", "--pkg-type", "1"])) == len(files)
 
 
+POM = "org/acme/lib/1.0/lib-1.0.pom"
+WHEEL = "packages/acme/acme-1.0-py3-none-any.whl"
+
+
 def test_ls_filters_across_groups(tmp_path: Path, capsys) -> None:
     out = tmp_path / "multi.znippy"
     write_archive(out, [
-        Entry("a/x.pom", data=b"<project/>", repo="central", pkg_type="maven"),
-        Entry("b/y.whl", data=b"PK\x03\x04", repo="pypi-local", pkg_type="pypi"),
-        Entry("c/z.txt", data=b"zzz", repo="central", pkg_type=0),
+        Entry(POM, data=b"<project><groupId>org.acme</groupId><artifactId>lib</artifactId>"
+              b"<version>1.0</version></project>", repo="central", pkg_type="maven"),
+        Entry(WHEEL, data=b"PK\x03\x04", repo="pypi-local", pkg_type="pypi"),
+        Entry("z.txt", data=b"zzz", repo="central", pkg_type=0),
     ], fsync=False)
     assert main(["ls", str(out), "--repo", "central"]) == 0
-    assert capsys.readouterr().out.split() == ["a/x.pom", "c/z.txt"]
+    assert capsys.readouterr().out.split() == [POM, "z.txt"]
     assert main(["ls", str(out), "--pkg-type", "pypi"]) == 0
-    assert capsys.readouterr().out.split() == ["b/y.whl"]
+    assert capsys.readouterr().out.split() == [WHEEL]
     assert main(["ls", str(out), "--repo", "central", "--pkg-type", "raw"]) == 0
-    assert capsys.readouterr().out.split() == ["c/z.txt"]
+    assert capsys.readouterr().out.split() == ["z.txt"]
+
+    core = {"relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
+            "stored_size", "chunks", "compressed"}
+    for row in _json(capsys, ["ls", str(out), "--json"]):
+        assert core <= set(row)
+        for key in set(row) - core:  # a module's own columns, only its own, never null
+            assert key.startswith(row["module_name"] + "_") and row[key] is not None
 
     info = _json(capsys, ["info", str(out), "--json"])
     assert [(g["pkg_type"], g["repo"], g["files"]) for g in info["groups"]] == [

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ..codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..ingest import DEFAULT_BLOCK_SIZE
-from ..schema import PKG_TYPES, pkg_type_name, resolve_pkg_type
+from ..schema import BASE_NAMES, pkg_type_name, resolve_pkg_type
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -187,7 +187,8 @@ def cmd_create(args: argparse.Namespace) -> int:
 # -- ls ---------------------------------------------------------------------------------------
 def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = None,
                glob: str | None = None) -> pa.Table:
-    """One row per file: path, group, size, stored size, chunks; in path (UTF-8 byte) order."""
+    """One row per file in path (UTF-8 byte) order: path, group, size, stored size, chunks,
+    whether any chunk is compressed, then the package-type modules' columns (if any)."""
     idx = archive.index(pkg_type=pkg_type, repo=repo)
     grouped = idx.group_by(["relative_path", "repo", "pkg_type", "module_name"]).aggregate(
         [("uncompressed_size", "sum"), ("blob_size", "sum"), ("chunk_seq", "count"),
@@ -201,8 +202,24 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
         rx = re.compile(fnmatch.translate(glob))
         keep = [rx.match(p) is not None for p in grouped.column("relative_path").to_pylist()]
         grouped = grouped.filter(pa.array(keep, pa.bool_()))
+    extra = [n for n in idx.schema.names if n not in BASE_NAMES and n not in names]
+    if extra:  # the modules' own columns, from each file's chunk_seq 0 row
+        first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
+        grouped = grouped.join(first.select(["relative_path", *extra]), "relative_path")
     order = pc.sort_indices(grouped, [("relative_path", "ascending")])  # utf8 sorts by bytes
-    return grouped.take(order)
+    return grouped.take(order).combine_chunks()
+
+
+_FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size", "chunks",
+              "compressed")
+
+
+def _json_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A file record for JSON: core keys, ``pkg_type_name``, then its module's non-null columns."""
+    out = {k: row[k] for k in _FILE_KEYS}
+    out["pkg_type_name"] = pkg_type_name(row["pkg_type"])
+    out.update((k, v) for k, v in row.items() if k not in out and v is not None)
+    return out
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -210,9 +227,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
         rows = files.to_pylist()
     if args.json:
-        for row in rows:
-            row["pkg_type_name"] = pkg_type_name(row["pkg_type"])
-        _print_json(rows)
+        _print_json([_json_row(row) for row in rows])
         return 0
     out = sys.stdout
     for row in rows:
