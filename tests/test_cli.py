@@ -313,3 +313,17 @@ def test_subprocess_and_terminal_progress(made, tmp_path: Path) -> None:
     tty = b"".join(chunks).decode()
     assert "\rverify [" in tty and "chunks" in tty
     assert b"OK" in stdout and b"\r" not in stdout
+
+
+@pytest.mark.parametrize("hostile", ["../x", "/etc/x", "a/../../x", "C:\\x", "x\0y"])
+def test_extract_of_a_hostile_archive_refuses(hostile: str, raw_archive, tmp_path: Path,
+                                              capsys) -> None:
+    evil = raw_archive([("ok.txt", b"fine"), (hostile, b"escaped")]).write(tmp_path / "e.znippy")
+    dest = tmp_path / "jail" / "dest"
+    assert main(["extract", str(evil), "-o", str(dest)]) == 2
+    assert "unsafe" in capsys.readouterr().err
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")] == ["e.znippy"]
+    assert main(["ls", str(evil)]) == 0  # listing is harmless: the paths are shown as stored
+    assert hostile in capsys.readouterr().out.splitlines()
+    assert main(["verify", str(evil)]) == 1  # an unsafe path is a finding
+    assert "unsafe entry path" in capsys.readouterr().out
