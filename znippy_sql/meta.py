@@ -1,0 +1,227 @@
+"""``__meta__``: searchable facts about the archive and its files (FORMAT §4).
+
+One row per fact: ``relative_path`` (null for an archive-level fact), ``key``, ``value``. The
+writer only writes the section when asked (``meta=``): no ``meta`` → no section → the archive
+says "no metadata" (:func:`read_meta` returns ``None``); ``Meta(provenance=False)`` with no facts
+→ an empty section → "metadata, none recorded".
+
+Provenance facts (``created_at``, ``created_by``, ``source``) are archive-level facts added unless
+``provenance=False``. ``created_at`` honours ``SOURCE_DATE_EPOCH`` (reproducible builds).
+
+Rows are written in a canonical order (archive facts first, then by path bytes; by key inside;
+values of one key in the order given), so the same facts always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+import pyarrow as pa
+
+from .errors import FormatError, ZnippyError
+from .paths import check_relative_path
+from .schema import META, META_SCHEMA
+from .tail import ReservedSection
+
+if TYPE_CHECKING:
+    from .reader import Archive
+
+#: A per-file fact given as a row.
+Fact = tuple[Union[str, None], str, str]
+PROVENANCE_KEYS = ("created_at", "created_by", "source")
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What ``write_archive(..., meta=...)`` records.
+
+    ``facts``: archive-level ``key → value`` (a value may be a list: several facts, one key).
+    ``files``: per-file facts, as ``{path: {key: value}}`` or ``(path, key, value)`` rows
+    (``path=None`` is an archive-level fact). ``provenance``: add ``created_at``,
+    ``created_by`` and ``source`` (when known). ``created_at``/``created_by`` override the
+    defaults (``SOURCE_DATE_EPOCH`` or now; ``znippy-sql <version>``).
+    """
+
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, Mapping[str, Any]] | Iterable[Fact] = ()
+    provenance: bool = True
+    source: str | None = None
+    created_at: str | None = None
+    created_by: str | None = None
+
+
+def created_at(now: float | None = None) -> str:
+    """ISO 8601 UTC, seconds: ``SOURCE_DATE_EPOCH`` when set, else ``now`` (or the clock)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is not None and epoch.strip():
+        try:
+            now = int(epoch.strip())
+        except ValueError:
+            raise ZnippyError(f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds") \
+                from None
+    stamp = _dt.datetime.fromtimestamp(
+        _dt.datetime.now(_dt.timezone.utc).timestamp() if now is None else now,
+        _dt.timezone.utc)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def created_by() -> str:
+    from . import __version__
+
+    return f"znippy-sql {__version__}"
+
+
+def meta_table(meta: Any, *, source: str | None = None) -> pa.Table:
+    """The ``__meta__`` rows for ``meta`` (a :class:`Meta`, a ``{key: value}`` mapping of
+    archive facts, ``True`` for provenance only, or a table with ``key``/``value`` columns)."""
+    if isinstance(meta, pa.Table):
+        return _from_table(meta)
+    if meta is True:
+        meta = Meta()
+    elif isinstance(meta, Mapping):
+        meta = Meta(facts=meta)
+    elif not isinstance(meta, Meta):
+        raise TypeError(f"meta= takes a Meta, a mapping, True or a pa.Table, not {meta!r}")
+    rows: list[Fact] = []
+    if meta.provenance:  # a fact the caller gives under the same key wins
+        src = meta.source if meta.source is not None else source
+        auto = {"created_at": meta.created_at or created_at(),
+                "created_by": meta.created_by or created_by(),
+                "source": None if src is None else os.fspath(src)}
+        rows.extend((None, k, v) for k, v in auto.items() if v is not None and k not in meta.facts)
+    for key, value in meta.facts.items():
+        rows.extend((None, key, v) for v in _values(value))
+    rows.extend(_file_facts(meta.files))
+    return _canonical(rows)
+
+
+def meta_section(meta: Any, *, source: str | None = None) -> ReservedSection:
+    """The ``__meta__`` section the writer adds for ``write_archive(..., meta=meta)``."""
+    return ReservedSection(META, meta_table(meta, source=source))
+
+
+def read_meta(archive: "Archive") -> pa.Table | None:
+    """The ``__meta__`` rows, or ``None`` when the archive records no metadata at all."""
+    if not archive.has_section(META):
+        return None
+    table = archive.section(META)
+    if not isinstance(table, pa.Table) or not table.schema.equals(META_SCHEMA):
+        got = table.schema if isinstance(table, pa.Table) else "raw bytes"
+        raise FormatError(f"{META} has schema {got}, expected {META_SCHEMA}", path=archive.path)
+    return table
+
+
+def facts(archive: "Archive", relative_path: str | None = None) -> dict[str, list[str]] | None:
+    """``{key: [values]}`` of one file (or of the archive, ``relative_path=None``)."""
+    table = read_meta(archive)
+    if table is None:
+        return None
+    out: dict[str, list[str]] = {}
+    for row in table.to_pylist():
+        if row["relative_path"] == relative_path:
+            out.setdefault(row["key"], []).append(row["value"])
+    return out
+
+
+def read_facts_file(path: str | os.PathLike[str]) -> list[Fact]:
+    """Per-file facts from a JSON Lines file (docs/signing.md, "Metadata").
+
+    Each line is an object: ``{"path": P, "key": K, "value": V}`` or ``{"path": P, K1: V1, ...}``
+    (``relative_path`` may stand for ``path``; a missing or null path is an archive fact).
+    """
+    rows: list[Fact] = []
+    where = os.fspath(path)
+    try:
+        fh = open(where, encoding="utf-8")
+    except OSError as exc:
+        raise ZnippyError(f"cannot read facts file: {exc.strerror}", path=where) from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ZnippyError(f"line {n}: not JSON: {exc.msg}", path=where) from None
+            if not isinstance(obj, dict):
+                raise ZnippyError(f"line {n}: expected a JSON object", path=where)
+            obj = dict(obj)
+            p = obj.pop("path", None) if "path" in obj else obj.pop("relative_path", None)
+            if p is not None and not isinstance(p, str):
+                raise ZnippyError(f"line {n}: path must be a string", path=where)
+            if set(obj) == {"key", "value"}:
+                obj = {obj["key"]: obj["value"]}
+            if not obj:
+                raise ZnippyError(f"line {n}: no facts on this line", path=where)
+            try:
+                for key, value in obj.items():
+                    rows.extend(_check((p, key, v)) for v in _values(value))
+            except ZnippyError as exc:
+                raise ZnippyError(f"line {n}: {exc.problem}", path=where) from None
+    return rows
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``key=value`` (``--meta``) → ``(key, value)``."""
+    key, eq, value = text.partition("=")
+    if not eq or not key.strip():
+        raise ValueError(f"expected key=value, got {text!r}")
+    return key.strip(), value
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def _values(value: Any) -> Iterator[str]:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _values(v)
+    elif isinstance(value, str):
+        yield value
+    elif value is None:
+        raise ZnippyError("a fact's value may not be null")
+    else:
+        yield json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _file_facts(files: Mapping[str, Mapping[str, Any]] | Iterable[Fact]) -> Iterator[Fact]:
+    if isinstance(files, Mapping):
+        for path, kv in files.items():
+            for key, value in kv.items():
+                yield from ((path, key, v) for v in _values(value))
+    else:
+        for row in files:
+            path, key, value = row
+            yield from ((path, key, v) for v in _values(value))
+
+
+def _check(row: Fact) -> Fact:
+    path, key, value = row
+    if not isinstance(key, str) or not key:
+        raise ZnippyError(f"fact key {key!r} must be a non-empty string")
+    if not isinstance(value, str):
+        raise ZnippyError(f"fact {key!r}: value {value!r} is not a string")
+    if path is not None:
+        check_relative_path(path)
+    return path, key, value
+
+
+def _canonical(rows: Iterable[Fact]) -> pa.Table:
+    checked = [_check(r) for r in rows]
+    checked.sort(key=lambda r: (r[0] is not None, (r[0] or "").encode("utf-8"), r[1]))
+    return pa.table({"relative_path": [r[0] for r in checked], "key": [r[1] for r in checked],
+                     "value": [r[2] for r in checked]}, schema=META_SCHEMA)
+
+
+def _from_table(table: pa.Table) -> pa.Table:
+    names = set(table.schema.names)
+    if not {"key", "value"} <= names or not names <= {"relative_path", "key", "value"}:
+        raise ZnippyError(f"a meta table has columns relative_path?, key, value; got "
+                          f"{table.schema.names}")
+    paths = table.column("relative_path").to_pylist() if "relative_path" in names \
+        else [None] * table.num_rows
+    return _canonical(zip(paths, table.column("key").to_pylist(),
+                          table.column("value").to_pylist()))
