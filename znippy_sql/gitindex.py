@@ -1,0 +1,144 @@
+"""``__gunnar_oid__``: the git object-id index, a raw reserved section (docs/git-sections.md).
+
+Layout (all integers little-endian; the section starts 64-aligned, so every array below is
+aligned to its element size)::
+
+    offset            size        field
+    0                 8           magic  b"ZNGITOID"
+    8                 4           version  u32 = 1
+    12                4           oid_len  u32: 20 (SHA-1) or 32 (SHA-256)
+    16                8           count    u64: number of objects N
+    24                8           reserved u64 = 0
+    32                256 * 4     fanout: u32[256], fanout[b] = objects whose oid's first byte <= b
+    1056              N * 8       offset:   u64[N], object's byte offset inside its pack
+    1056 + 8N         N * 4       pack_row: u32[N], ``__lookup__`` row of the pack file (chunk 0)
+    1056 + 12N        N * oid_len oid:      object ids, strictly ascending (bytewise)
+    1056 + (12+L)N    N           type:     u8[N], git object type (1 commit, 2 tree, 3 blob,
+                                            4 tag, 6 ofs-delta, 7 ref-delta)
+
+An object's *ordinal* is its position in oid order; ``__gunnar_reach__`` bitmaps count in
+ordinals. The section is exactly ``1056 + N * (13 + oid_len)`` bytes long.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+
+from .errors import FormatError
+
+MAGIC = b"ZNGITOID"
+VERSION = 1
+HEADER = struct.Struct("<8sIIQQ")  # magic, version, oid_len, count, reserved
+FANOUT_LEN = 256 * 4
+FIXED_LEN = HEADER.size + FANOUT_LEN  # 1056
+OID_LENS = (20, 32)
+TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag", 6: "ofs_delta", 7: "ref_delta"}
+
+
+def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len: int = 20
+                     ) -> bytes:
+    """``(oid, pack_row, offset, type)`` tuples → the section bytes (sorted by oid here)."""
+    if oid_len not in OID_LENS:
+        raise ValueError(f"oid_len must be 20 or 32, not {oid_len}")
+    rows = sorted(objects, key=lambda o: o[0])
+    for i, (oid, pack_row, offset, kind) in enumerate(rows):
+        if len(oid) != oid_len:
+            raise ValueError(f"object id {oid.hex()} is not {oid_len} bytes")
+        if i and rows[i - 1][0] == oid:
+            raise ValueError(f"object id {oid.hex()} given twice")
+        if kind not in TYPE_NAMES:
+            raise ValueError(f"object {oid.hex()}: unknown git object type {kind}")
+    n = len(rows)
+    fanout = np.zeros(256, dtype="<u4")
+    for oid, *_ in rows:
+        fanout[oid[0]] += 1
+    parts = [
+        HEADER.pack(MAGIC, VERSION, oid_len, n, 0),
+        np.cumsum(fanout, dtype="<u4").tobytes(),
+        np.array([r[2] for r in rows], dtype="<u8").tobytes(),
+        np.array([r[1] for r in rows], dtype="<u4").tobytes(),
+        b"".join(r[0] for r in rows),
+        bytes(r[3] for r in rows),
+    ]
+    return b"".join(parts)
+
+
+def objects_schema(oid_len: int = 20) -> pa.Schema:
+    return pa.schema([
+        pa.field("oid", pa.binary(oid_len), nullable=False),
+        pa.field("ordinal", pa.uint32(), nullable=False),
+        pa.field("pack_row", pa.uint32(), nullable=False),
+        pa.field("offset", pa.uint64(), nullable=False),
+        pa.field("type", pa.uint8(), nullable=False),
+        pa.field("type_name", pa.utf8(), nullable=False),
+    ])
+
+
+def decode_oid_index(data: memoryview | bytes, *, lookup_rows: int | None = None,
+                     path: str | None = None) -> pa.Table:
+    """The section as rows (oid, ordinal, pack_row, offset, type, type_name); fully checked."""
+    buf = memoryview(data).cast("B")
+    size = len(buf)
+
+    def bad(why: str) -> FormatError:
+        return FormatError(f"__gunnar_oid__: {why}", path=path)
+
+    if size < FIXED_LEN:
+        raise bad(f"{size} bytes, shorter than its {FIXED_LEN}-byte header")
+    magic, version, oid_len, count, _reserved = HEADER.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise bad(f"bad magic {bytes(magic)!r}")
+    if version != VERSION:
+        raise bad(f"unsupported version {version}")
+    if oid_len not in OID_LENS:
+        raise bad(f"oid length {oid_len} is neither 20 nor 32")
+    per = 13 + oid_len
+    if (size - FIXED_LEN) % per or (size - FIXED_LEN) // per != count:
+        raise bad(f"{size} bytes cannot hold {count} objects of {per} bytes")
+    n = int(count)
+    fanout = np.frombuffer(buf, dtype="<u4", count=256, offset=HEADER.size)
+    if bool((fanout[1:] < fanout[:-1]).any()) or int(fanout[-1]) != n:
+        raise bad("fanout table is not cumulative or does not end at the object count")
+    at = FIXED_LEN
+    offsets = np.frombuffer(buf, dtype="<u8", count=n, offset=at)
+    at += 8 * n
+    pack_rows = np.frombuffer(buf, dtype="<u4", count=n, offset=at)
+    at += 4 * n
+    oids = np.frombuffer(buf, dtype=np.uint8, count=n * oid_len, offset=at).reshape(n, oid_len)
+    at += oid_len * n
+    types = np.frombuffer(buf, dtype=np.uint8, count=n, offset=at)
+    if n > 1:
+        diff = oids[1:] != oids[:-1]
+        first = diff.argmax(axis=1)
+        rows = np.arange(n - 1)
+        if not bool(diff.any(axis=1).all()) or bool(
+                (oids[rows, first] > oids[rows + 1, first]).any()):
+            raise bad("object ids are not strictly ascending")
+    if n:
+        counts = np.bincount(oids[:, 0], minlength=256).cumsum()
+        if not np.array_equal(counts, fanout):
+            raise bad("fanout table does not match the object ids")
+    known = np.array(sorted(TYPE_NAMES), dtype=np.uint8)
+    if not bool(np.isin(types, known).all()):
+        raise bad("unknown git object type")
+    if lookup_rows is not None and n and int(pack_rows.max()) >= lookup_rows:
+        raise bad(f"pack_row {int(pack_rows.max())} is past the lookup ({lookup_rows} rows)")
+    names = pa.array([TYPE_NAMES[int(t)] for t in range(8) if t in TYPE_NAMES])
+    codes = pa.array(types)
+    name_index = pa.array(np.searchsorted(known, types).astype(np.int32))
+    return pa.table(
+        [
+            pa.FixedSizeBinaryArray.from_buffers(pa.binary(oid_len), n,
+                                                  [None, pa.py_buffer(oids.tobytes())]),
+            pa.array(np.arange(n, dtype=np.uint32)),
+            pa.array(pack_rows),
+            pa.array(offsets),
+            codes,
+            names.take(name_index),
+        ],
+        schema=objects_schema(oid_len),
+    )
