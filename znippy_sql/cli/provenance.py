@@ -1,0 +1,134 @@
+"""Provenance on the command line: ``modules``, and the options ``create``/``verify`` take.
+
+``create`` (and ``append``/``seal``, through :func:`writer_kwargs`): ``--meta KEY=VALUE``
+(repeatable), ``--meta-file FACTS.jsonl`` (per-file facts), ``--no-provenance``,
+``--sign-key KEY.pem --sign-cert CERT.pem``. ``verify``: ``--trust CERT.pem`` (repeatable),
+``--deep``. The command modules call the hooks below; each reads its options with
+``getattr(args, name, default)``, so a command that adds only some of them still works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import ZnippyError
+
+
+# -- modules ------------------------------------------------------------------------------------
+def cmd_modules(args: argparse.Namespace) -> int:
+    from .. import modules
+
+    found = [{"name": m.name, "pkg_type": m.pkg_type, "source": type(m).__module__,
+              "columns": [{"name": f.name, "type": str(f.type)} for f in m.fields]}
+             for m in modules.all_modules()]
+    if args.json:
+        json.dump(found, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for m in found:
+        print(f"{m['name']}  (pkg_type {m['pkg_type']}, {m['source']})")
+        for col in m["columns"]:
+            print(f"    {col['name']:<24}{col['type']}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("modules", help="list the package-type modules and their columns")
+    p.add_argument("--json", action="store_true", help="the list as JSON")
+    p.set_defaults(func=cmd_modules)
+
+
+# -- create / append / seal ---------------------------------------------------------------------
+def _assignment(text: str) -> tuple[str, str]:
+    from ..meta import parse_assignment
+
+    try:
+        return parse_assignment(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_create_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("metadata and signatures")
+    g.add_argument("--meta", action="append", type=_assignment, default=[], metavar="KEY=VALUE",
+                   help="an archive-level fact for __meta__ (repeatable; a repeated key keeps "
+                        "every value)")
+    g.add_argument("--meta-file", action="append", default=[], metavar="FACTS.jsonl",
+                   help='per-file facts, one JSON object a line: {"path": P, "key": K, '
+                        '"value": V} or {"path": P, K: V, ...}')
+    g.add_argument("--no-provenance", action="store_true",
+                   help="do not record created_at, created_by and the source")
+    g.add_argument("--sign-key", metavar="KEY.pem",
+                   help="sign every file and the archive root with this EC or RSA key "
+                        "(encrypted: password in $ZNIPPY_SIGN_KEY_PASSWORD)")
+    g.add_argument("--sign-cert", metavar="CERT.pem",
+                   help="the signing key's certificate (then any chain certificates)")
+
+
+def writer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """``meta=`` and ``signer=`` for the writer, from the options above.
+
+    Provenance is recorded unless ``--no-provenance``; with that and no facts, no ``__meta__``
+    section is written at all.
+    """
+    from ..meta import Meta, read_facts_file
+
+    facts: dict[str, list[str]] = {}
+    for key, value in getattr(args, "meta", None) or []:
+        facts.setdefault(key, []).append(value)
+    files = [row for path in getattr(args, "meta_file", None) or [] for row in
+             read_facts_file(path)]
+    provenance = not getattr(args, "no_provenance", False)
+    meta = None
+    if provenance or facts or files:
+        source = getattr(args, "src", None)
+        meta = Meta(facts=facts, files=files, provenance=provenance,
+                    source=None if source is None else str(source))
+    key, cert = getattr(args, "sign_key", None), getattr(args, "sign_cert", None)
+    if (key is None) != (cert is None):
+        raise ZnippyError("--sign-key and --sign-cert go together")
+    signer = None
+    if key is not None:
+        from ..sign import Signer
+
+        signer = Signer.from_files(key, cert)
+    return {"meta": meta, "signer": signer}
+
+
+# -- verify -------------------------------------------------------------------------------------
+def add_verify_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("signatures")
+    g.add_argument("--trust", action="append", default=[], metavar="CERT.pem",
+                   help="check every signature and that its signer is this certificate or "
+                        "issued by it (repeatable)")
+    g.add_argument("--deep", action="store_true",
+                   help="with --trust: also decode every file and check it against its "
+                        "signed digest")
+
+
+def verify_extra(args: argparse.Namespace, archive: Any) -> list[str]:
+    """Problems with ``__meta__`` and the signatures (trusted ones with ``--trust``)."""
+    from ..meta import read_meta
+    from ..sign import signatures_table, verify_signatures
+
+    problems: list[str] = []
+    try:
+        read_meta(archive)
+    except ZnippyError as exc:
+        problems.append(exc.problem)
+    trust = getattr(args, "trust", None) or []
+    try:
+        if trust:
+            problems.extend(verify_signatures(archive, trust, deep=getattr(args, "deep", False)))
+        else:  # no anchor: still check each signature is over its file's current digest
+            for row in signatures_table(archive).to_pylist():
+                if row["problem"] is not None:
+                    who = "archive root" if row["relative_path"] is None \
+                        else repr(row["relative_path"])
+                    problems.append(f"{who}: {row['problem']}")
+    except ZnippyError as exc:
+        problems.append(exc.problem)
+    return problems
