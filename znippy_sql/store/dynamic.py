@@ -1,0 +1,366 @@
+"""The dynamic store: blobs in a sidecar file, index rows in Iceberg tables (one per group).
+
+``Store.add`` writes the new blobs at the sidecar's committed end with the same
+:class:`~znippy_sql.ingest.Ingest` every writer uses, fsyncs the sidecar, and only then commits
+the rows: one Iceberg transaction per touched table (create + first rows, or delete of replaced
+paths + new rows). Bytes first, then the reference: a crash in between leaves orphan bytes past
+the committed end, which the next ``add`` truncates and the seal never copies.
+
+One writer per sidecar (an exclusive ``flock``, refuse-don't-wait); readers (``files()``, the
+seal, DuckDB/Polars views) read the committed snapshots and need no lock.
+
+Replacement: a path added again replaces its older rows, in whatever table they were. Tables
+holding new rows commit before tables that only lose rows, so a crash between two table
+commits can leave a path twice but never lose it; the copy with the highest ordinal wins in
+every read, and the next ``add`` deletes the stale copy.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import codec
+from ..errors import LockError, StoreError
+from ..ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from ..schema import BASE_FIELDS, GroupKey, resolve_pkg_type
+from ..source import Entry, as_entries
+from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
+from .iceberg import (NS_BLOCK, NS_LEVEL, GroupTable, create_transaction, group_tables,
+                      open_catalog, read_rows, table_name)
+
+_STATE_COLUMNS = ("relative_path", "blob_offset", "blob_size", ORDINAL)
+
+
+@dataclass(frozen=True)
+class AddReport:
+    files_added: int
+    rows_added: int
+    files_replaced: int
+    rows_replaced: int
+    #: blob bytes of replaced rows, now dead in the sidecar
+    dead_bytes: int
+    #: bytes of an earlier crashed add, cut off the sidecar before this one wrote
+    orphan_bytes_truncated: int
+    sidecar_start: int
+    sidecar_end: int
+    blob_bytes_written: int
+    #: the Iceberg tables committed, in commit order
+    tables: list[str]
+    seconds: float
+
+
+@dataclass
+class _Live:
+    """What the store knows about one live path: its table, rows and blob bytes."""
+
+    key: GroupKey
+    ordinal: int
+    rows: int
+    stored: int
+
+
+class Store:
+    """A dynamic store. Use :func:`open_store`; ``writable=False`` for readers (no lock)."""
+
+    def __init__(self, sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
+                 namespace: str, catalog: Mapping[str, Any] | None = None, *,
+                 level: int | None = None, block_size: int | None = None,
+                 writable: bool = True) -> None:
+        self.sidecar = os.fspath(sidecar)
+        self.warehouse = os.fspath(warehouse)
+        self.namespace = namespace
+        self.writable = writable
+        self.catalog = open_catalog(warehouse, catalog)
+        self._fd: int | None = None
+        self.options = self._options(level, block_size)
+        if writable:
+            fd = os.open(self.sidecar, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise LockError("another process is writing to this store",
+                                path=self.sidecar) from None
+            self._fd = fd
+        elif not os.path.exists(self.sidecar):
+            raise StoreError("no sidecar file", path=self.sidecar)
+        self._groups: dict[GroupKey, GroupTable] = group_tables(self.catalog, namespace)
+        self._load_state()
+
+    # -- options and state ------------------------------------------------------------------
+    def _options(self, level: int | None, block_size: int | None) -> WriteOptions:
+        """The store's codec level and block size, recorded once in the namespace."""
+        ns = self.namespace
+        if not self.catalog.namespace_exists(ns):
+            if not self.writable:
+                raise StoreError(f"no namespace {ns!r} in the catalog", path=self.warehouse)
+            self.catalog.create_namespace(ns)
+        props = self.catalog.load_namespace_properties(ns)
+        recorded = {NS_LEVEL: props.get(NS_LEVEL), NS_BLOCK: props.get(NS_BLOCK)}
+        given = {NS_LEVEL: level, NS_BLOCK: block_size}
+        defaults = {NS_LEVEL: codec.DEFAULT_LEVEL, NS_BLOCK: DEFAULT_BLOCK_SIZE}
+        values: dict[str, int] = {}
+        for name in (NS_LEVEL, NS_BLOCK):
+            if recorded[name] is not None:
+                values[name] = int(recorded[name])  # type: ignore[arg-type]
+                if given[name] is not None and given[name] != values[name]:
+                    raise StoreError(f"store was created with {name}={values[name]}, "
+                                     f"not {given[name]}", path=self.warehouse)
+            else:
+                values[name] = given[name] if given[name] is not None else defaults[name]
+        missing = {k: str(v) for k, v in values.items() if recorded[k] is None}
+        if missing and self.writable:
+            self.catalog.update_namespace_properties(ns, updates=missing)
+        return WriteOptions(level=values[NS_LEVEL], block_size=values[NS_BLOCK])
+
+    def _load_state(self) -> None:
+        """Live paths (highest ordinal wins), stale copies, next ordinal, committed end."""
+        self._live: dict[str, _Live] = {}
+        self._stale: dict[GroupKey, set[str]] = {}
+        self._next_ordinal = 0
+        self._end = 0
+        parts = []
+        for key, group in self._groups.items():
+            t = read_rows(group, _STATE_COLUMNS)
+            if t.num_rows:
+                parts.append((key, t))
+        if not parts:
+            return
+        keys = [k for k, _ in parts]
+        table = pa.concat_tables([t.select(list(_STATE_COLUMNS)).cast(pa.schema([
+            ("relative_path", pa.utf8()), ("blob_offset", pa.int64()), ("blob_size", pa.int64()),
+            (ORDINAL, pa.int64())])) for _, t in parts])
+        which = np.repeat(np.arange(len(parts)), [t.num_rows for _, t in parts])
+        offsets = table.column("blob_offset").to_numpy().view(np.uint64)
+        sizes = table.column("blob_size").to_numpy().view(np.uint64)
+        ordinals = table.column(ORDINAL).to_numpy()
+        self._end = int((offsets + sizes).max())
+        self._next_ordinal = int(ordinals.max()) + 1
+        seen: dict[tuple[str, int], list[int]] = {}  # (path, table) → [max ordinal, rows, bytes]
+        for path, w, o, s in zip(table.column("relative_path").to_pylist(), which.tolist(),
+                                 ordinals.tolist(), sizes.tolist()):
+            entry = seen.get((path, w))
+            if entry is None:
+                seen[(path, w)] = [o, 1, s]
+            else:
+                entry[0] = max(entry[0], o)
+                entry[1] += 1
+                entry[2] += s
+        for (path, w), (o, rows, stored) in seen.items():
+            live = self._live.get(path)
+            if live is None or o > live.ordinal:
+                if live is not None:
+                    self._stale.setdefault(live.key, set()).add(path)
+                self._live[path] = _Live(keys[w], o, rows, stored)
+            else:
+                self._stale.setdefault(keys[w], set()).add(path)
+
+    # -- reading ----------------------------------------------------------------------------
+    @property
+    def groups(self) -> list[GroupKey]:
+        return sorted(self._groups)
+
+    @property
+    def committed_end(self) -> int:
+        """End of the last committed blob in the sidecar (where the next add writes)."""
+        return self._end
+
+    def refresh(self) -> None:
+        """Re-read the catalog (another process may have committed since this one opened)."""
+        self._groups = group_tables(self.catalog, self.namespace)
+        self._load_state()
+
+    def group_rows(self) -> dict[GroupKey, pa.Table]:
+        """Every group's live rows in canonical order, in the exact sub-index schema.
+
+        Exactly what a one-shot writer hands the tail for the same files.
+        """
+        out: dict[GroupKey, pa.Table] = {}
+        for key, group in sorted(self._groups.items()):
+            rows, ordinals = from_iceberg(read_rows(group), group.schema)
+            stale = self._stale.get(key)
+            if stale:
+                keep = pc.invert(pc.is_in(rows.column("relative_path"),
+                                          value_set=pa.array(sorted(stale), pa.utf8())))
+                rows, ordinals = rows.filter(keep), ordinals.filter(keep)
+            if rows.num_rows:
+                out[key] = in_order(rows, ordinals)[0]
+        return out
+
+    def files(self) -> pa.Table:
+        """The live index: every chunk row with ``repo``, ``pkg_type``, ``module_name``.
+
+        The same columns as :meth:`Archive.index` of the sealed archive, in canonical order.
+        """
+        parts = []
+        for key, t in self.group_rows().items():
+            n = t.num_rows
+            if "pkg_type" in t.schema.names:
+                t = t.drop_columns(["pkg_type"])
+            t = t.append_column("repo", pa.repeat(key.repo, n).cast(pa.utf8()))
+            t = t.append_column("pkg_type", pa.repeat(pa.scalar(key.pkg_type, pa.int8()), n))
+            t = t.append_column("module_name", pa.repeat(key.module_name, n).cast(pa.utf8()))
+            parts.append(t)
+        if not parts:
+            extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),
+                     pa.field("module_name", pa.utf8())]
+            return pa.schema([*BASE_FIELDS, *extra]).empty_table()
+        return pa.concat_tables(parts, promote_options="default")
+
+    def iceberg_table(self, key: GroupKey) -> Any:
+        """The pyiceberg table of one group (for ``pl.scan_iceberg`` and friends)."""
+        try:
+            return self._groups[key].table
+        except KeyError:
+            raise StoreError(f"no table for group {tuple(key)}", path=self.warehouse) from None
+
+    # -- writing ----------------------------------------------------------------------------
+    def add(self, source: str | os.PathLike[str] | Iterable[Entry], *, repo: str = "",
+            pkg_type: int | str = 0, workers: int | None = None) -> AddReport:
+        """Add ``source`` (a directory or :class:`Entry` objects): blobs, fsync, commits."""
+        if self._fd is None:
+            raise StoreError("store is closed or read-only", path=self.sidecar)
+        if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
+            resolve_pkg_type(pkg_type)  # fail before any byte is written
+        started = time.perf_counter()
+        fd, start = self._fd, self._end
+        size = os.fstat(fd).st_size
+        if size < start:
+            raise StoreError(f"sidecar is {size} bytes but committed rows reach {start}",
+                             path=self.sidecar)
+        if size > start:
+            os.ftruncate(fd, start)  # orphans of a crashed add: never referenced
+        options = WriteOptions(level=self.options.level, block_size=self.options.block_size,
+                               workers=workers)
+        ingest = Ingest(fd, start, options, repo=repo, pkg_type=pkg_type, known_paths={})
+        try:
+            for entry in as_entries(source):
+                ingest.add(entry)
+            sink = ingest.finish()
+            new = {k: t for k, t in sink.tables().items() if t.num_rows}
+            for key, t in new.items():
+                if key in self._groups and not self._groups[key].schema.equals(t.schema):
+                    raise StoreError(f"group {tuple(key)} has columns {self._groups[key].schema.names}"
+                                     f" in the store but {t.schema.names} now",
+                                     path=self.warehouse)
+            os.fsync(fd)  # the bytes are durable before any row references them
+        except BaseException:
+            ingest.abort()
+            os.ftruncate(fd, start)
+            raise
+        report = self._commit(new, start, sink.cursor, size - start)
+        return AddReport(**{**report, "files_added": ingest.files,
+                            "seconds": time.perf_counter() - started})
+
+    def _ordinals(self, new: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Array]:
+        """Production order over all new rows: blob order, an empty blob before the one that
+        shares its offset, then group and row order (exact within every group)."""
+        keys = sorted(new)
+        offsets = np.concatenate([new[k].column("blob_offset").to_numpy() for k in keys])
+        nonempty = np.concatenate([new[k].column("blob_size").to_numpy() > 0 for k in keys])
+        group = np.repeat(np.arange(len(keys)), [new[k].num_rows for k in keys])
+        row = np.concatenate([np.arange(new[k].num_rows) for k in keys])
+        order = np.lexsort((row, group, nonempty, offsets))
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        rank += self._next_ordinal
+        out, pos = {}, 0
+        for k in keys:
+            n = new[k].num_rows
+            out[k] = pa.array(rank[pos : pos + n], pa.int64())
+            pos += n
+        return out
+
+    def _commit(self, new: dict[GroupKey, pa.Table], start: int, end: int,
+                orphans: int) -> dict[str, Any]:
+        from pyiceberg.expressions import In
+
+        ordinals = self._ordinals(new) if new else {}
+        new_live: dict[str, _Live] = {}
+        for key, t in new.items():
+            paths = t.column("relative_path").to_pylist()
+            sizes = t.column("blob_size").to_pylist()
+            ords = ordinals[key].to_pylist()
+            for p, s, o in zip(paths, sizes, ords):
+                live = new_live.get(p)
+                if live is None:
+                    new_live[p] = _Live(key, o, 1, s)
+                else:
+                    live.rows += 1
+                    live.stored += s
+                    live.ordinal = max(live.ordinal, o)
+        deletes: dict[GroupKey, set[str]] = {k: set(v) for k, v in self._stale.items()}
+        replaced = [p for p in new_live if p in self._live]
+        for p in replaced:
+            deletes.setdefault(self._live[p].key, set()).add(p)
+        order = sorted(new) + sorted(k for k in deletes if k not in new and deletes[k])
+        props = {"znippy.sidecar_end": str(end), "znippy.add_rows": str(sum(
+            t.num_rows for t in new.values()))}
+        committed = []
+        for key in order:
+            fresh = key not in self._groups
+            if fresh:
+                tx = create_transaction(self.catalog, self.namespace, key, new[key].schema)
+            else:
+                tx = self._groups[key].table.transaction()
+            gone = deletes.get(key)
+            if gone:
+                tx.delete(In("relative_path", sorted(gone)))
+            if key in new:
+                tx.append(to_iceberg(new[key], ordinals[key]), snapshot_properties=props)
+            tx.commit_transaction()
+            ident = f"{self.namespace}.{table_name(key)}"
+            if fresh:
+                self._groups[key] = GroupTable(key, self.catalog.load_table(ident),
+                                               new[key].schema)
+            self._stale.pop(key, None)
+            committed.append(ident)
+        rows_replaced = sum(self._live[p].rows for p in replaced)
+        dead = sum(self._live[p].stored for p in replaced)
+        self._live.update(new_live)
+        if new:
+            self._next_ordinal = max(o.ordinal for o in new_live.values()) + 1
+            self._end = end
+        return dict(rows_added=sum(t.num_rows for t in new.values()),
+                    files_replaced=len(replaced), rows_replaced=rows_replaced, dead_bytes=dead,
+                    orphan_bytes_truncated=orphans, sidecar_start=start, sidecar_end=end,
+                    blob_bytes_written=end - start, tables=committed)
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # releases the writer lock
+            self._fd = None
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<Store {self.sidecar!r} + {self.warehouse!r}/{self.namespace}: "
+                f"{len(self._groups)} tables, {len(self._live)} files>")
+
+
+def open_store(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
+               namespace: str, catalog: Mapping[str, Any] | None = None, *,
+               level: int | None = None, block_size: int | None = None,
+               writable: bool = True) -> Store:
+    """Open (creating what is missing) the store of ``sidecar`` + ``warehouse``/``namespace``.
+
+    ``catalog``: pyiceberg catalog properties (``{"type": "rest", "uri": ...}``); default: an
+    SQLite ``SqlCatalog`` at ``<warehouse>/catalog.db``. ``level``/``block_size`` are fixed
+    when the store is created; a later open with other values is refused.
+    """
+    return Store(sidecar, warehouse, namespace, catalog, level=level, block_size=block_size,
+                 writable=writable)

@@ -1,0 +1,121 @@
+"""The seal: a dynamic store frozen into an ordinary static archive.
+
+The sidecar's blob region ``[0, blob_end)`` is copied verbatim (``copy_file_range``: no
+decompression, no hashing), so every row keeps its ``blob_offset``; the rows come back from
+Iceberg in canonical order and :func:`~znippy_sql.tail.write_tail` writes the tail a one-shot
+writer would write. Staging sibling, fsync, atomic rename, parent-directory fsync: the output
+name never holds a half-written archive.
+
+``blob_end`` is the end of the last live blob. Sidecar bytes past it (orphans of a crashed add)
+are skipped; dead bytes inside it (replaced files, orphans of a crash between two table
+commits) are copied like any blob region bytes and reported. Only a store whose live rows
+cover ``[0, blob_end)`` without gaps — e.g. one that received A, then B, no path twice — seals
+byte-identical to ``write_archive(A then B)``; with gaps the blob offsets differ from any
+one-shot's (docs/lifecycle.md).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow.compute as pc
+
+from ..errors import StoreError
+from ..tail import write_tail
+from ..writer import fsync_dir, optional_sections
+from .dynamic import Store
+
+_COPY_STEP = 1 << 30
+
+
+@dataclass(frozen=True)
+class SealReport:
+    path: str
+    files_sealed: int
+    rows_sealed: int
+    #: rows whose blob was copied verbatim (every sealed row), and their bytes
+    blobs_reused: int
+    blob_bytes_reused: int
+    #: bytes of [0, blob_end) no live row points at (replaced files, crash leftovers)
+    dead_bytes: int
+    #: sidecar bytes past the last live blob, not copied
+    orphan_bytes_skipped: int
+    blob_end: int
+    bytes_written: int
+    seconds: float
+
+
+def copy_range(src_fd: int, dst_fd: int, length: int) -> None:
+    """``[0, length)`` of ``src_fd`` to ``[0, length)`` of ``dst_fd``, in the kernel if it can."""
+    done = 0
+    while done < length:
+        step = min(_COPY_STEP, length - done)
+        try:
+            n = os.copy_file_range(src_fd, dst_fd, step, done, done)
+        except OSError:
+            n = 0
+        if n <= 0:  # no in-kernel copy here: plain positioned read and write
+            data = os.pread(src_fd, min(step, 1 << 24), done)
+            if not data:
+                raise StoreError(f"sidecar ended at {done}, expected {length} bytes")
+            view = memoryview(data)
+            while view:
+                w = os.pwrite(dst_fd, view, done)
+                done += w
+                view = view[w:]
+        else:
+            done += n
+
+
+def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], namespace: str,
+         out: str | os.PathLike[str], *, catalog: Mapping[str, Any] | None = None,
+         meta: Any = None, signer: Any = None) -> SealReport:
+    """Write the store's live content as a static archive at ``out``.
+
+    ``meta=`` and ``signer=`` add the ``__meta__`` and signature sections, as for
+    :func:`~znippy_sql.write_archive`. The store may keep growing while it is sealed: the seal
+    takes each table's committed snapshot and copies only bytes those rows reference.
+    """
+    started = time.perf_counter()
+    out = os.fspath(out)
+    store = Store(sidecar, warehouse, namespace, catalog, writable=False)
+    try:
+        groups = store.group_rows()
+        options = store.options
+    finally:
+        store.close()
+    blob_end = 0
+    live_bytes = rows = files = 0
+    for t in groups.values():
+        ends = pc.add(t.column("blob_offset"), t.column("blob_size"))
+        blob_end = max(blob_end, int(pc.max(ends).as_py()))
+        live_bytes += int(pc.sum(t.column("blob_size")).as_py())
+        rows += t.num_rows
+        files += int(pc.sum(pc.equal(t.column("chunk_seq"), 0)).as_py())
+    sidecar = os.fspath(sidecar)
+    size = os.path.getsize(sidecar)
+    if size < blob_end:
+        raise StoreError(f"sidecar is {size} bytes, its rows reach {blob_end}", path=sidecar)
+    sections, builders = optional_sections(meta, signer)
+    staging = os.path.join(os.path.dirname(os.path.abspath(out)),
+                           f".{os.path.basename(out)}.znippy-staging-{os.getpid()}")
+    try:
+        with open(sidecar, "rb") as src, open(staging, "w+b") as fh:
+            copy_range(src.fileno(), fh.fileno(), blob_end)
+            tail = write_tail(fh, blob_end, groups, sections=sections, section_builders=builders,
+                              schema_metadata=options.schema_metadata(), fsync=True)
+        os.replace(staging, out)
+        fsync_dir(out)
+    finally:
+        if os.path.exists(staging):
+            os.unlink(staging)
+    return SealReport(
+        path=out, files_sealed=files, rows_sealed=rows, blobs_reused=rows,
+        blob_bytes_reused=live_bytes, dead_bytes=blob_end - live_bytes,
+        orphan_bytes_skipped=size - blob_end, blob_end=blob_end, bytes_written=tail.file_size,
+        seconds=time.perf_counter() - started,
+    )
