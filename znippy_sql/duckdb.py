@@ -133,7 +133,7 @@ def connect(*archives: str | os.PathLike[str], database: str = ":memory:"
 
 def files_arrow(con: "duckdb.DuckDBPyConnection", name: str) -> pa.Table:
     """``<name>_files`` as an Arrow table."""
-    return con.execute(f'SELECT * FROM "{name}_files"').fetch_arrow_table()
+    return con.sql(f'SELECT * FROM "{name}_files"').to_arrow_table()
 
 
 __all__ = ["register", "unregister", "install", "register_store", "connect", "sanitize_name",

@@ -1,0 +1,108 @@
+"""``znippy-sql sql ARCHIVE... "SELECT ..."``: one query over archives registered in DuckDB.
+
+Each archive's views are named after its file stem (``repo-a.znippy`` → ``repo_a_files``,
+``repo_a_chunks``, ...); the macros (``znippy_ls``, ``znippy_cat``, ``znippy_extract``,
+``znippy_meta``) are loaded. Output: a text table (default), CSV, JSON lines or an Arrow IPC
+stream on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import ZnippyError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "sql", help="run a SQL query over archives (DuckDB)",
+        description="Run one DuckDB query with every ARCHIVE registered as <stem>_files, "
+                    "<stem>_chunks, ... views.")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE... QUERY",
+                   help="archive files, then the query (last argument)")
+    p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table")
+    p.add_argument("--max-rows", type=int, default=10_000,
+                   help="rows shown by --format table (default 10000)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from ..duckdb import register as register_archive
+
+    if len(args.archives) < 2:
+        print("znippy-sql sql: give at least one ARCHIVE and a QUERY", file=sys.stderr)
+        return 2
+    *archives, query = args.archives
+    con = duckdb.connect()
+    try:
+        names: dict[str, str] = {}
+        for path in archives:
+            name = register_archive(con, path)
+            if name in names:
+                raise ZnippyError(f"two archives would both be named {name!r} "
+                                  f"({names[name]} and {path})", path=path)
+            names[name] = path
+        try:
+            rel = con.sql(query)
+            table = rel.to_arrow_table() if rel is not None else pa.table({})
+        except duckdb.Error as exc:
+            print(f"znippy-sql sql: {exc}", file=sys.stderr)
+            return 2
+    finally:
+        con.close()
+    _print(table, args.format, args.max_rows)
+    return 0
+
+
+def _print(table: pa.Table, fmt: str, max_rows: int) -> None:
+    if fmt == "arrow":
+        out = sys.stdout.buffer
+        with pa.ipc.new_stream(out, table.schema) as writer:
+            writer.write_table(table)
+        out.flush()
+        return
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        buf = pa.BufferOutputStream()
+        pcsv.write_csv(_printable(table), buf)
+        sys.stdout.write(buf.getvalue().to_pybytes().decode("utf-8"))
+        return
+    if fmt == "json":
+        for row in _printable(table).to_pylist():
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return
+    sys.stdout.write(render_table(_printable(table), max_rows=max_rows))
+
+
+def _printable(table: pa.Table) -> pa.Table:
+    """Binary columns as hex (digests, checksums, contents) so text formats can carry them."""
+    cols = []
+    for field, col in zip(table.schema, table.columns):
+        if pa.types.is_binary(field.type) or pa.types.is_fixed_size_binary(field.type) \
+                or pa.types.is_large_binary(field.type):
+            col = pa.array([None if v is None else v.hex() for v in col.to_pylist()], pa.utf8())
+            field = pa.field(field.name, pa.utf8())
+        cols.append((field, col))
+    return pa.table([c for _, c in cols], schema=pa.schema([f for f, _ in cols]))
+
+
+def render_table(table: pa.Table, *, max_rows: int = 10_000) -> str:
+    """A plain aligned text table with a header line and a row count."""
+    names = table.column_names
+    rows = [["" if v is None else str(v) for v in row.values()]
+            for row in table.slice(0, max_rows).to_pylist()]
+    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows]
+    more = f" (showing {max_rows})" if table.num_rows > max_rows else ""
+    lines.append(f"({table.num_rows} row{'s' if table.num_rows != 1 else ''}{more})")
+    return "\n".join(lines) + "\n"
