@@ -1,0 +1,434 @@
+"""Provenance signatures: FORMAT §4 digests, openssl as ground truth, tampering, trust, CLI."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import blake3
+import pyarrow as pa
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+from znippy_sql import Entry, GroupKey, open_archive, write_archive
+from znippy_sql import sign as sign_mod
+from znippy_sql.cli import main
+from znippy_sql.errors import SignatureError
+from znippy_sql.schema import LOOKUP_SCHEMA, META, SIGN_ARCHIVE, SIGN_ARTIFACTS
+from znippy_sql.sign import (
+    Signer,
+    archive_root,
+    file_digests,
+    signature_builder,
+    signatures_table,
+    verify_signatures,
+)
+from znippy_sql.tail import ReservedSection, write_tail
+
+NOW = dt.datetime.now(dt.timezone.utc)
+
+
+def _name(cn: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def _cert(subject_key, cn: str, *, issuer_key=None, issuer: str | None = None, ca: bool = False,
+          start: dt.datetime | None = None, days: int = 30) -> x509.Certificate:
+    start = start or NOW - dt.timedelta(days=1)
+    b = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(_name(issuer or cn))
+         .public_key(subject_key.public_key()).serial_number(x509.random_serial_number())
+         .not_valid_before(start).not_valid_after(start + dt.timedelta(days=days)))
+    if ca:
+        b = b.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+    return b.sign(issuer_key or subject_key, hashes.SHA256())
+
+
+def _pem(path: Path, obj) -> Path:
+    if isinstance(obj, x509.Certificate):
+        path.write_bytes(obj.public_bytes(serialization.Encoding.PEM))
+    else:
+        path.write_bytes(obj.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _cert(ca_key, "Test CA", ca=True)
+    leaf_key = ec.generate_private_key(ec.SECP256R1())
+    leaf = _cert(leaf_key, "release signer", issuer_key=ca_key, issuer="Test CA")
+    self_key = ec.generate_private_key(ec.SECP256R1())
+    self_cert = _cert(self_key, "self signer")
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    other = _cert(other_key, "someone else", ca=True)
+    return {
+        "ca": _pem(d / "ca.pem", ca), "leaf_key": _pem(d / "leaf.key", leaf_key),
+        "leaf": _pem(d / "leaf.pem", leaf), "self_key": _pem(d / "self.key", self_key),
+        "self": _pem(d / "self.pem", self_cert), "other": _pem(d / "other.pem", other),
+        "objs": {"ca_key": ca_key, "ca": ca, "leaf_key": leaf_key, "leaf": leaf,
+                 "self_key": self_key, "self": self_cert},
+    }
+
+
+def _entries() -> list[Entry]:
+    return [
+        Entry("a.txt", data=b"alpha " * 50),
+        Entry("b.txt", data=b"beta " * 40),
+        Entry("dir/big.bin", data=bytes(range(256)) * 5),  # several chunks at block_size 512
+        Entry("dir/empty", data=b""),
+        Entry("raw.zip", data=os.urandom(700)),  # stored raw: a flipped byte fails BLAKE3
+        Entry("zz/ünïcode.txt", data=b"utf-8 path"),
+    ]
+
+
+@pytest.fixture
+def signed(tmp_path, pki):
+    out = tmp_path / "s.znippy"
+    write_archive(out, _entries(), block_size=512, workers=1,
+                  signer=(pki["self_key"], pki["self"]))
+    return out
+
+
+def _artifacts(archive) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(archive.section(SIGN_ARTIFACTS))).read_all()
+
+
+def _openssl_verify(tmp: Path, der: bytes, content: bytes, cafile: Path) -> subprocess.CompletedProcess:
+    (tmp / "sig.der").write_bytes(der)
+    (tmp / "digest.bin").write_bytes(content)
+    return subprocess.run(
+        ["openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", str(tmp / "sig.der"),
+         "-content", str(tmp / "digest.bin"), "-CAfile", str(cafile), "-purpose", "any",
+         "-out", os.devnull], capture_output=True, text=True)
+
+
+# -- digests -----------------------------------------------------------------------------------
+def test_digests_follow_format_section_4(signed):
+    """Recompute file digests and the root from the lookup with struct + blake3 alone."""
+    with open_archive(signed) as a:
+        rows = a.lookup.to_pylist()
+        paths, digests = file_digests(a.lookup)
+    by_path: dict[str, list[dict]] = {}
+    for r in rows:
+        by_path.setdefault(r["relative_path"], []).append(r)
+    want = {}
+    for path, chunks in by_path.items():
+        data = b"znippy-file-v1\0" + path.encode() + b"\0" + struct.pack("<I", len(chunks))
+        for c in sorted(chunks, key=lambda c: c["chunk_seq"]):
+            data += struct.pack("<I", c["chunk_seq"]) + c["checksum"]
+        want[path] = blake3.blake3(data).digest()
+    assert dict(zip(paths, digests)) == want
+    assert len(by_path["dir/big.bin"]) == 3
+    order = sorted(want, key=lambda p: p.encode())
+    assert paths == order
+    root = blake3.blake3(b"znippy-archive-v1\0" + b"".join(
+        p.encode() + b"\0" + want[p] for p in order)).digest()
+    assert archive_root(paths, digests) == root
+
+
+def test_signing_uses_only_the_lookup(pki):
+    """The builder gets a lookup table that points at no file at all: nothing to re-read."""
+    lookup = pa.table({
+        "relative_path": ["x/one", "x/two"], "chunk_seq": pa.array([0, 0], pa.uint32()),
+        "fdata_offset": pa.array([0, 0], pa.uint64()), "compressed": [False, True],
+        "uncompressed_size": pa.array([5, 9], pa.uint64()),
+        "blob_offset": pa.array([10**12, 2 * 10**12], pa.uint64()),
+        "blob_size": pa.array([5, 4], pa.uint64()),
+        "checksum": pa.array([b"\1" * 32, b"\2" * 32], pa.binary(32)),
+    }, schema=LOOKUP_SCHEMA)
+    sections = list(signature_builder((pki["self_key"], pki["self"]))(lookup))
+    assert [s.name for s in sections] == [SIGN_ARTIFACTS, SIGN_ARCHIVE]
+    table = pa.ipc.open_stream(pa.py_buffer(sections[0].payload)).read_all()
+    assert table.column("relative_path").to_pylist() == ["x/one", "x/two"]
+    assert all(len(c) > 100 for c in table.column("cms").to_pylist())
+
+
+# -- ground truth: openssl -----------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["self", "ca-issued", "rsa"])
+def test_openssl_accepts_every_signature(tmp_path, pki, kind):
+    if kind == "self":
+        signer, anchor = (pki["self_key"], pki["self"]), pki["self"]
+    elif kind == "ca-issued":
+        signer, anchor = (pki["leaf_key"], pki["leaf"]), pki["ca"]
+    else:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        cert = _cert(key, "rsa signer")
+        signer = Signer(key, cert)
+        anchor = _pem(tmp_path / "rsa.pem", cert)
+    out = tmp_path / "k.znippy"
+    write_archive(out, _entries(), block_size=512, workers=1, signer=signer)
+    with open_archive(out) as a:
+        paths, digests = file_digests(a.lookup)
+        table = _artifacts(a)
+        assert table.column("relative_path").to_pylist() == paths
+        for der, digest in zip(table.column("cms").to_pylist(), digests):
+            res = _openssl_verify(tmp_path, der, digest, anchor)
+            assert res.returncode == 0, res.stderr
+        root = _openssl_verify(tmp_path, bytes(a.section(SIGN_ARCHIVE)),
+                               archive_root(paths, digests), anchor)
+        assert root.returncode == 0, root.stderr
+        # and openssl refuses a signature over other content
+        bad = _openssl_verify(tmp_path, table.column("cms")[0].as_py(), digests[1], anchor)
+        assert bad.returncode != 0
+        assert verify_signatures(a, anchor) == []
+
+
+# -- reading and checking --------------------------------------------------------------------------
+def test_signatures_table_with_and_without_trust(signed, pki):
+    with open_archive(signed) as a:
+        paths, digests = file_digests(a.lookup)
+        t = signatures_table(a)
+        assert t.schema.names == ["relative_path", "signer", "signing_time", "digest", "valid",
+                                  "problem"]
+        rows = t.to_pylist()
+        assert [r["relative_path"] for r in rows] == [*paths, None]
+        assert [r["digest"] for r in rows[:-1]] == [d.hex() for d in digests]
+        assert {r["signer"] for r in rows} == {"CN=self signer"}
+        assert all(r["valid"] is None and r["problem"] is None for r in rows)
+        when = rows[0]["signing_time"]
+        assert abs((when - dt.datetime.now(dt.timezone.utc)).total_seconds()) < 600
+        trusted = signatures_table(a, trust=pki["self"]).column("valid").to_pylist()
+        assert trusted == [True] * len(rows)
+        untrusted = signatures_table(a, trust=pki["other"]).to_pylist()
+        assert [r["valid"] for r in untrusted] == [False] * len(rows)
+        assert all("not trusted" in r["problem"] for r in untrusted)
+
+
+def test_unsigned_archive(tmp_path, pki):
+    out = tmp_path / "u.znippy"
+    write_archive(out, _entries(), workers=1)
+    with open_archive(out) as a:
+        assert signatures_table(a).num_rows == 0
+        assert verify_signatures(a, pki["self"]) == [
+            f"archive is not signed (no {SIGN_ARTIFACTS} / {SIGN_ARCHIVE} sections)"]
+
+
+def test_trust_through_a_ca(tmp_path, pki):
+    out = tmp_path / "ca.znippy"
+    write_archive(out, _entries(), workers=1, signer=(pki["leaf_key"], pki["leaf"]))
+    with open_archive(out) as a:
+        assert verify_signatures(a, pki["ca"]) == []
+        assert verify_signatures(a, [pki["other"], pki["ca"]]) == []
+        assert verify_signatures(a, pki["leaf"]) == []  # the signer itself, exactly
+        problems = verify_signatures(a, pki["other"])
+        assert len(problems) == 7
+        assert all("signer CN=release signer is not trusted" in p for p in problems)
+
+
+def test_expired_certificate_at_signing_time(tmp_path, pki):
+    key = ec.generate_private_key(ec.SECP256R1())
+    old = _cert(key, "expired", issuer_key=pki["objs"]["ca_key"], issuer="Test CA",
+                start=NOW - dt.timedelta(days=60), days=10)
+    out = tmp_path / "old.znippy"
+    write_archive(out, _entries()[:2], workers=1, signer=Signer(key, old))
+    with open_archive(out) as a:
+        problems = verify_signatures(a, pki["ca"])
+    assert problems and all("CN=expired is not valid at" in p for p in problems)
+
+
+def test_key_must_match_certificate(pki):
+    with pytest.raises(SignatureError, match="does not belong to the certificate"):
+        Signer.from_files(pki["self_key"], pki["leaf"])
+
+
+def test_unreadable_key_names_the_file(tmp_path, pki):
+    bad = tmp_path / "bad.key"
+    bad.write_text("not a key")
+    with pytest.raises(SignatureError, match="not a usable private key") as err:
+        Signer.from_files(bad, pki["self"])
+    assert str(bad) in str(err.value)
+
+
+def test_encrypted_key_from_environment(tmp_path, pki, monkeypatch):
+    key = pki["objs"]["self_key"]
+    enc = tmp_path / "enc.key"
+    enc.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                      serialization.PrivateFormat.PKCS8,
+                                      serialization.BestAvailableEncryption(b"s3cret")))
+    monkeypatch.delenv(sign_mod.PASSWORD_ENV, raising=False)
+    with pytest.raises(SignatureError, match=sign_mod.PASSWORD_ENV):
+        Signer.from_files(enc, pki["self"])
+    monkeypatch.setenv(sign_mod.PASSWORD_ENV, "s3cret")
+    assert Signer.from_files(enc, pki["self"]).cert == pki["objs"]["self"]
+
+
+def test_worker_processes_give_the_same_answers(signed, pki, monkeypatch):
+    with open_archive(signed) as a:
+        single = signatures_table(a, trust=pki["self"])
+        monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
+        pooled = signatures_table(a, trust=pki["self"])
+        pooled_bad = verify_signatures(a, pki["other"])
+    assert pooled.equals(single)
+    assert len(pooled_bad) == 7
+
+
+# -- tampering ---------------------------------------------------------------------------------
+def _rewrite(src: Path, dst: Path, *, rename: tuple[str, str] | None = None,
+             artifacts: pa.Table | None = None) -> None:
+    """Re-tail ``src`` into ``dst`` as a forger would: same blobs, edited index/signatures."""
+    with open_archive(src) as a:
+        groups = {}
+        for key in a.groups:
+            t = a.group_table(key)
+            if rename:
+                names = [rename[1] if p == rename[0] else p
+                         for p in t.column("relative_path").to_pylist()]
+                t = t.set_column(0, t.schema.field(0), pa.array(names, pa.utf8()))
+            groups[key] = pa.table(t.to_pydict(), schema=t.schema)
+        table = artifacts if artifacts is not None else _artifacts(a)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        sections = [ReservedSection(SIGN_ARTIFACTS, sink.getvalue().to_pybytes()),
+                    ReservedSection(SIGN_ARCHIVE, bytes(a.section(SIGN_ARCHIVE)))]
+        blob_end = a.blob_end
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as fh:
+        write_tail(fh, blob_end, groups, sections=sections, fsync=False)
+
+
+def test_flipped_blob_byte_is_found_with_deep(tmp_path, signed, pki):
+    bad = tmp_path / "flip.znippy"
+    shutil.copyfile(signed, bad)
+    with open_archive(signed) as a:
+        chunk = a.find("raw.zip").chunks[0]
+        assert not chunk.compressed
+    with open(bad, "r+b") as fh:
+        fh.seek(chunk.blob_offset + 100)
+        byte = fh.read(1)
+        fh.seek(chunk.blob_offset + 100)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    with open_archive(bad) as a:
+        assert verify_signatures(a, pki["self"]) == []  # the index still matches its signatures
+        deep = verify_signatures(a, pki["self"], deep=True)
+    assert len(deep) == 1
+    assert deep[0].startswith("'raw.zip': content does not match its signed digest")
+    assert "BLAKE3 mismatch" in deep[0]
+
+
+def test_changed_path_is_reported(tmp_path, signed, pki):
+    bad = tmp_path / "renamed.znippy"
+    _rewrite(signed, bad, rename=("b.txt", "b2.txt"))
+    with open_archive(bad) as a:
+        problems = verify_signatures(a, pki["self"])
+    assert problems == [
+        "'b.txt': signed, but no such file in the archive",
+        "'b2.txt': no signature",
+        "archive root: signature does not match the archive root (files were added, removed, "
+        "renamed or changed since signing)",
+    ]
+
+
+def test_changed_path_in_index_and_signature_list(tmp_path, signed, pki):
+    bad = tmp_path / "renamed2.znippy"
+    with open_archive(signed) as a:
+        table = _artifacts(a)
+    names = ["b2.txt" if p == "b.txt" else p for p in table.column("relative_path").to_pylist()]
+    table = table.set_column(0, table.schema.field(0), pa.array(names, pa.utf8()))
+    _rewrite(signed, bad, rename=("b.txt", "b2.txt"), artifacts=table)
+    with open_archive(bad) as a:
+        problems = verify_signatures(a, pki["self"])
+    assert problems[0] == ("'b2.txt': signature does not match the file's digest (its path, "
+                           "chunks or checksums changed since signing)")
+    assert len(problems) == 2 and problems[1].startswith("archive root:")
+
+
+def test_swapped_signatures_are_reported(tmp_path, signed, pki):
+    bad = tmp_path / "swapped.znippy"
+    with open_archive(signed) as a:
+        table = _artifacts(a)
+    cms = table.column("cms").to_pylist()
+    cms[0], cms[1] = cms[1], cms[0]
+    table = table.set_column(1, table.schema.field(1), pa.array(cms, pa.binary()))
+    _rewrite(signed, bad, artifacts=table)
+    with open_archive(bad) as a:
+        problems = verify_signatures(a, pki["self"])
+        rows = signatures_table(a, trust=pki["self"]).to_pylist()
+    assert problems == ["'a.txt': the signature is that of 'b.txt' (signatures swapped)",
+                        "'b.txt': the signature is that of 'a.txt' (signatures swapped)"]
+    assert [r["valid"] for r in rows] == [False, False, True, True, True, True, True]
+
+
+def test_damaged_signature_bytes(tmp_path, signed, pki):
+    bad = tmp_path / "damaged.znippy"
+    with open_archive(signed) as a:
+        table = _artifacts(a)
+    cms = table.column("cms").to_pylist()
+    sig = bytearray(cms[2])
+    sig[-5] ^= 0xFF  # inside the signature value
+    cms[2] = bytes(sig)
+    cms[3] = cms[3][:40]  # truncated
+    table = table.set_column(1, table.schema.field(1), pa.array(cms, pa.binary()))
+    _rewrite(signed, bad, artifacts=table)
+    with open_archive(bad) as a:
+        paths = a.select()
+        problems = verify_signatures(a, pki["self"])
+    assert len(problems) == 2
+    assert problems[0].startswith(f"{paths[2]!r}: signature invalid")
+    assert problems[1].startswith(f"{paths[3]!r}: not a readable signature")
+
+
+def test_wrong_certificate_is_reported_per_file(signed, pki):
+    with open_archive(signed) as a:
+        problems = verify_signatures(a, pki["other"])
+        paths = a.select()
+    assert problems[:-1] == [f"{p!r}: signer CN=self signer is not trusted by the given "
+                             "certificate(s)" for p in paths]
+    assert problems[-1].startswith("archive root: signer CN=self signer is not trusted")
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+def test_cli_sign_and_verify(tmp_path, pki, capsys):
+    src = tmp_path / "src"
+    (src / "lib").mkdir(parents=True)
+    (src / "lib" / "x.py").write_text("print('x')\n" * 20)
+    (src / "README").write_text("hello\n")
+    out = tmp_path / "c.znippy"
+    assert main(["create", str(src), "-o", str(out), "--sign-key", str(pki["leaf_key"]),
+                 "--sign-cert", str(pki["leaf"])]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--trust", str(pki["ca"])]) == 0
+    assert "OK" in capsys.readouterr().out
+    assert main(["verify", str(out), "--trust", str(pki["ca"]), "--deep"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--trust", str(pki["other"])]) == 1
+    text = capsys.readouterr().out
+    assert "PROBLEM: 'README': signer CN=release signer is not trusted" in text
+    assert "PROBLEM: 'lib/x.py': signer CN=release signer is not trusted" in text
+
+
+def test_cli_sign_key_needs_cert(tmp_path, pki, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "f").write_text("f")
+    code = main(["create", str(src), "-o", str(tmp_path / "x.znippy"),
+                 "--sign-key", str(pki["self_key"])])
+    assert code == 2
+    assert "--sign-key and --sign-cert go together" in capsys.readouterr().err
+
+
+def test_cli_verify_without_trust_still_checks_digests(tmp_path, signed, capsys):
+    bad = tmp_path / "renamed.znippy"
+    _rewrite(signed, bad, rename=("a.txt", "a0.txt"))
+    assert main(["verify", str(bad)]) == 1
+    out = capsys.readouterr().out
+    assert "PROBLEM: 'a0.txt': no signature" in out
+    assert main(["verify", str(signed)]) == 0
+
+
+def test_group_key_untouched_by_signing(signed):
+    """Signing adds reserved sections only: the data groups are the unsigned ones."""
+    with open_archive(signed) as a:
+        assert a.groups == [GroupKey(0, "", "")]
+        assert META not in a.sections
+        assert a.sections[-2:] == [SIGN_ARTIFACTS, SIGN_ARCHIVE]
