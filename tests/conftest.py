@@ -88,13 +88,18 @@ class RawArchive:
 
     def write(self, path: Path, *, lookup_rows: list[dict[str, Any]] | None = None,
               trie: list[tuple[bytes, int]] | None = None,
-              manifest_edit: Callable[[list[dict[str, Any]]], None] | None = None) -> Path:
+              manifest_edit: Callable[[list[dict[str, Any]]], None] | None = None,
+              table_edit: Callable[[str, pa.Table], pa.Table] | None = None,
+              trie_bytes: bytes | None = None) -> Path:
+        """``table_edit(name, table)`` may replace the sub-index (``"sub"``), ``"__lookup__"``
+        or ``"manifest"`` table before it is streamed; ``trie_bytes`` replaces the trie."""
+        edit = table_edit if table_edit is not None else (lambda _name, t: t)
         rows = self.rows
         lk_rows = lookup_rows if lookup_rows is not None else sorted(
             rows, key=lambda r: (r["relative_path"].encode("utf-8", "surrogatepass"),
                                  r["chunk_seq"]))
-        sub = pa.Table.from_pylist(rows, schema=BASE)
-        lookup = pa.Table.from_pylist(lk_rows, schema=BASE)
+        sub = edit("sub", pa.Table.from_pylist(rows, schema=BASE))
+        lookup = edit("__lookup__", pa.Table.from_pylist(lk_rows, schema=BASE))
         if trie is None:
             trie = [(r["relative_path"].encode("utf-8", "surrogatepass"), i)
                     for i, r in enumerate(lk_rows) if r["chunk_seq"] == 0]
@@ -109,12 +114,13 @@ class RawArchive:
 
         put((0, "", ""), ipc_stream(sub), sub.num_rows)
         put((-1, "", "__lookup__"), ipc_stream(lookup), lookup.num_rows)
-        put((-1, "", "__trie__"), bytes(ducer.Map.build(":memory:", trie)), 0)
+        put((-1, "", "__trie__"), trie_bytes if trie_bytes is not None
+            else bytes(ducer.Map.build(":memory:", trie)), 0)
         if manifest_edit is not None:
             manifest_edit(manifest)
         out.extend(bytes(-len(out) % 64))
         manifest_offset = len(out)
-        out += ipc_stream(pa.Table.from_pylist(manifest, schema=MANIFEST))
+        out += ipc_stream(edit("manifest", pa.Table.from_pylist(manifest, schema=MANIFEST)))
         out += b"ZNPYMIDX" + struct.pack("<Q", manifest_offset)
         path.write_bytes(bytes(out))
         return path

@@ -17,6 +17,7 @@ from .errors import FormatError
 from .rangeio import RangeSource
 
 #: What pyarrow may raise for bytes that are not a valid stream.
+EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # continuation marker, then length 0
 _ARROW_ERRORS = (pa.ArrowException, ValueError, OSError, TypeError, NotImplementedError,
                  IndexError, KeyError, OverflowError, struct.error, MemoryError)
 
@@ -44,6 +45,9 @@ def read_stream(
     ``schema``: the exact schema required. ``check_schema``: returns a problem or None.
     """
     buf = src.read(offset, length, what)
+    if length < len(EOS) or buf.slice(length - len(EOS)).to_pybytes() != EOS:
+        raise FormatError(f"{what} does not end with the Arrow end-of-stream marker",
+                          path=src.path)
     try:
         _refuse_compressed_bodies(buf)
         reader = pa.ipc.open_stream(buf)

@@ -96,7 +96,8 @@ class _Columns:
             return
         paths = col("relative_path")
         _, offs, data = paths.buffers()
-        self.path_offsets = np.frombuffer(offs, dtype=np.int32)[paths.offset : paths.offset + n + 1]
+        self.path_offsets = np.frombuffer(offs, dtype=np.int32, count=n + 1,
+                                          offset=paths.offset * 4)
         self.path_data = memoryview(data if data is not None else b"").cast("B")
         self.chunk_seq = col("chunk_seq").to_numpy()
         self.fdata_offset = col("fdata_offset").to_numpy()
