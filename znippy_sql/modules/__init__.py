@@ -60,10 +60,13 @@ def _load() -> None:
         return
     _LOADED = True
     try:
-        from . import builtin  # noqa: F401  (registers the shipped modules)
+        from .builtin import BUILTIN
     except ModuleNotFoundError as exc:
         if exc.name != f"{__name__}.builtin":
             raise
+        BUILTIN = ()
+    for module in BUILTIN:
+        register(module)
     from importlib.metadata import entry_points
 
     from ..errors import ZnippyError
