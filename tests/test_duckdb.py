@@ -1,0 +1,328 @@
+"""DuckDB views and macros, each checked against pyarrow-only readings of the same archive."""
+
+from __future__ import annotations
+
+import datetime
+import fnmatch
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+from pyroaring import BitMap
+
+from _query_expect import BASE, RawView, by_path, contents, corpus
+from znippy_sql import ReservedSection, ZnippyError, open_archive, write_archive
+from znippy_sql.duckdb import register, unregister
+from znippy_sql.gitindex import encode_oid_index
+from znippy_sql.schema import META_SCHEMA
+
+OPTIONAL = ("meta", "signatures", "git_objects", "git_commits", "git_reach")
+
+
+def _signer() -> Any:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from znippy_sql.sign import Signer
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "query test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    return Signer(key, cert)
+
+
+OIDS = [bytes([b]) * 20 for b in (0x10, 0xA0, 0x33)]
+
+
+def git_sections() -> list[ReservedSection]:
+    oid_index = encode_oid_index([(OIDS[0], 0, 12, 1), (OIDS[1], 1, 400, 3),
+                                  (OIDS[2], 0, 99, 2)])
+    graph = pa.table({
+        "oid": pa.array([OIDS[0]], pa.binary(20)),
+        "parents": pa.array([[]], pa.list_(pa.binary(20))),
+        "tree": pa.array([OIDS[2]], pa.binary(20)),
+        "generation": pa.array([1], pa.uint32()),
+        "commit_time": pa.array([1_700_000_000], pa.int64()),
+    })
+    reach = pa.table({"oid": pa.array([OIDS[0]], pa.binary(20)),
+                      "bitmap": pa.array([BitMap([0, 1, 2]).serialize()], pa.binary())})
+    return [ReservedSection("__gunnar_oid__", oid_index),
+            ReservedSection("__gunnar_graph__", graph),
+            ReservedSection("__gunnar_reach__", reach)]
+
+
+META = pa.table({"relative_path": [None, "docs/readme.txt", "notes/a.txt"],
+                 "key": ["release", "license", "license"],
+                 "value": ["1.0", "MIT", "Apache-2.0"]}, schema=META_SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("q") / "full.znippy"
+    write_archive(out, corpus(), block_size=256, workers=1, fsync=False, signer=_signer(),
+                  reserved_sections=[ReservedSection("__meta__", META), *git_sections()])
+    return out
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("q") / "plain-one.znippy"
+    write_archive(out, corpus(), block_size=256, workers=1, fsync=False)
+    return out
+
+
+@pytest.fixture()
+def con() -> Any:
+    c = duckdb.connect()
+    yield c
+    c.close()
+
+
+def rows(con: Any, sql: str) -> list[dict[str, Any]]:
+    return con.sql(sql).to_arrow_table().to_pylist()
+
+
+def test_files_view_matches_pyarrow(con: Any, full: Path) -> None:
+    assert register(con, full) == "full"
+    got = rows(con, "SELECT * FROM full_files ORDER BY relative_path")
+    expected = RawView(full).files()
+    assert by_path(got) == expected
+    cols = con.sql("SELECT * FROM full_files LIMIT 0").columns
+    assert cols[:10] == ["relative_path", "repo", "pkg_type", "pkg_type_name", "module", "size",
+                         "stored_size", "chunks", "compressed", "digest"]
+    assert {"maven_group_id", "pypi_name"} <= set(cols)
+    pom = next(r for r in got if r["relative_path"].endswith(".pom"))
+    assert (pom["maven_group_id"], pom["maven_artifact_id"]) == ("org.acme", "lib")
+    assert pom["chunks"] == 4 and pom["pypi_name"] is None
+    assert sum(r["size"] for r in got) == sum(len(v) for v in contents().values())
+
+
+def test_chunks_lookup_manifest_groups(con: Any, full: Path) -> None:
+    register(con, full)
+    raw = RawView(full)
+    got = rows(con, "SELECT * FROM full_chunks")
+    exp = raw.chunks()
+    for r in exp:
+        for c in raw.module_columns():
+            r.setdefault(c, None)
+    assert by_path(got) == by_path(exp)
+    assert rows(con, "SELECT * FROM full_lookup") == raw.section("__lookup__").to_pylist()
+    assert rows(con, "SELECT * FROM full_manifest") == raw.manifest.to_pylist()
+    groups = rows(con, "SELECT * FROM full_groups")
+    data = [r for r in raw.rows if r["pkg_type"] != -1]
+    assert [(g["pkg_type"], g["repo"], g["module_name"]) for g in groups] == sorted(
+        (r["pkg_type"], r["repo"], r["module_name"]) for r in data)
+    files = raw.files()
+    for g in groups:
+        mine = [f for f in files if (f["repo"], f["pkg_type"]) == (g["repo"], g["pkg_type"])]
+        assert g["files"] == len(mine)
+        assert g["size"] == sum(f["size"] for f in mine)
+        assert g["stored_size"] == sum(f["stored_size"] for f in mine)
+        assert g["row_count"] == sum(f["chunks"] for f in mine)
+
+
+def test_reserved_section_views(con: Any, full: Path) -> None:
+    register(con, full)
+    raw = RawView(full)
+    assert rows(con, "SELECT * FROM full_meta") == raw.section("__meta__").to_pylist()
+    assert rows(con, "SELECT * FROM znippy_meta('full', 'license')") == [
+        {"relative_path": "docs/readme.txt", "key": "license", "value": "MIT"},
+        {"relative_path": "notes/a.txt", "key": "license", "value": "Apache-2.0"}]
+    from znippy_sql.sign import signatures_table
+
+    sigs = rows(con, "SELECT * FROM full_signatures")
+    with open_archive(full) as a:
+        assert sigs == signatures_table(a).to_pylist()
+    assert {s["relative_path"] for s in sigs} == set(contents()) | {None}
+    lookup = raw.section("__lookup__").to_pylist()
+    objs = rows(con, "SELECT * FROM full_git_objects ORDER BY ordinal")
+    assert [o["oid"] for o in objs] == sorted(OIDS)
+    assert [o["ordinal"] for o in objs] == [0, 1, 2]
+    by_oid = {o["oid"]: o for o in objs}
+    assert (by_oid[OIDS[1]]["offset"], by_oid[OIDS[1]]["type_name"]) == (400, "blob")
+    assert by_oid[OIDS[1]]["pack_path"] == lookup[1]["relative_path"]
+    assert by_oid[OIDS[2]]["pack_path"] == lookup[0]["relative_path"]
+    assert rows(con, "SELECT * FROM full_git_commits") == raw.section(
+        "__gunnar_graph__").to_pylist()
+    reach = rows(con, "SELECT * FROM full_git_reach")
+    assert list(BitMap.deserialize(reach[0]["bitmap"])) == [0, 1, 2]
+
+
+def view_names(con: Any) -> set[str]:
+    return {r[0] for r in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE temporary").fetchall()}
+
+
+def test_absent_sections_have_no_views(con: Any, plain: Path) -> None:
+    name = register(con, plain)
+    assert name == "plain_one"
+    views = view_names(con)
+    for suffix in ("files", "chunks", "manifest", "groups", "lookup"):
+        assert f"plain_one_{suffix}" in views
+    for suffix in OPTIONAL:
+        assert f"plain_one_{suffix}" not in views
+    with pytest.raises(duckdb.CatalogException):
+        con.execute("SELECT * FROM plain_one_meta").fetchall()
+
+
+def test_ls_and_cat_macros(con: Any, full: Path) -> None:
+    register(con, full, "a")
+    files = RawView(full).files()
+
+    def ls(**kw: Any) -> list[str]:
+        args = "".join(f", {k} := {v!r}" if isinstance(v, str) else f", {k} := {v}"
+                       for k, v in kw.items())
+        return [r["relative_path"] for r in rows(con, f"SELECT * FROM znippy_ls('a'{args})")]
+
+    assert ls() == [f["relative_path"] for f in files]
+    assert ls(repo="local") == [f["relative_path"] for f in files if f["repo"] == "local"]
+    maven = [f["relative_path"] for f in files if f["pkg_type"] == 1]
+    assert ls(pkg_type=1) == maven and ls(pkg_type="maven") == maven
+    assert ls(pkg_type="maven2") == maven and ls(pkg_type="1") == maven
+    assert ls(repo="central", pkg_type=0) == ["docs/empty.txt", "docs/readme.txt"]
+    want = [f["relative_path"] for f in files if fnmatch.fnmatchcase(f["relative_path"], "*.jar")]
+    assert ls(glob="*.jar") == want and len(want) == 2
+    assert ls(glob="notes/*", repo="local") == ["notes/a.txt", "notes/b.md", "notes/sub/c.txt"]
+    with pytest.raises(duckdb.Error, match="unknown pkg_type"):
+        ls(pkg_type="nosuch")
+    data = contents()
+    for path in ("org/acme/lib/1.0/lib-1.0.pom", "docs/empty.txt", "notes/sub/c.txt"):
+        got = rows(con, f"SELECT * FROM znippy_cat('a', '{path}')")
+        assert got == [{"relative_path": path, "content": data[path]}]
+    assert rows(con, "SELECT * FROM znippy_cat('a', 'no/such')") == []
+
+
+def test_extract_macro_equals_archive_extract(con: Any, full: Path, tmp_path: Path) -> None:
+    register(con, full, "a")
+    dest = tmp_path / "sql"
+    got = rows(con, f"SELECT * FROM znippy_extract('a', '{dest}', repo := 'local')")
+    data = contents()
+    local = sorted(p for p, f in ((f["relative_path"], f) for f in RawView(full).files())
+                   if f["repo"] == "local")
+    assert [r["relative_path"] for r in got] == local
+    assert all(r["checksum_ok"] for r in got)
+    assert [r["bytes_written"] for r in got] == [len(data[p]) for p in local]
+    ref = tmp_path / "ref"
+    with open_archive(full) as a:
+        a.extract(ref, repo="local")
+    assert _tree(dest) == _tree(ref)
+    assert {p: (dest / p).read_bytes() for p in local} == {p: data[p] for p in local}
+    # the same filters as a number and a name, and a glob
+    d2 = tmp_path / "maven"
+    got = rows(con, f"SELECT * FROM znippy_extract('a', '{d2}', pkg_type := 'maven', "
+                    "glob := '*.jar')")
+    assert sorted(r["relative_path"] for r in got) == sorted(
+        p for p in data if p.endswith(".jar"))
+    assert sorted(_tree(d2)) == sorted(p for p in data if p.endswith(".jar"))
+
+
+def test_extract_writes_each_file_once_in_a_transaction(con: Any, full: Path,
+                                                        tmp_path: Path) -> None:
+    register(con, full, "a")
+    dest = tmp_path / "once"
+    con.execute("BEGIN").fetchall()
+    first = rows(con, f"SELECT * FROM znippy_extract('a', '{dest}', repo := 'central')")
+    stamps = {p: os.stat(dest / p).st_mtime_ns for p in _tree(dest)}
+    inodes = {p: os.stat(dest / p).st_ino for p in _tree(dest)}
+    again = rows(con, f"SELECT * FROM znippy_extract('a', '{dest}', repo := 'central')")
+    con.execute("COMMIT").fetchall()
+    assert first == again and len(first) == len(stamps) == 5
+    assert {p: os.stat(dest / p).st_ino for p in _tree(dest)} == inodes
+    assert {p: os.stat(dest / p).st_mtime_ns for p in _tree(dest)} == stamps
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    out = {}
+    for dirpath, _, names in os.walk(root):
+        for n in names:
+            full = Path(dirpath) / n
+            out[full.relative_to(root).as_posix()] = full.read_bytes()
+    return out
+
+
+def test_reregister_and_two_archives(con: Any, full: Path, plain: Path) -> None:
+    register(con, full, "x")
+    assert "x_meta" in view_names(con)
+    register(con, plain, "x")  # replaces: the optional views of `full` are gone
+    views = view_names(con)
+    assert "x_meta" not in views and "x_git_objects" not in views
+    assert not any(v.startswith("__znippy_x_git") for v in views)
+    assert con.sql("SELECT count(*) FROM x_files").fetchall()[0] == (len(contents()),)
+    register(con, full, "y")
+    joined = con.sql("SELECT count(*) FROM x_files a JOIN y_files b USING (relative_path) "
+                     "WHERE a.digest = b.digest").fetchall()[0]
+    assert joined == (len(contents()),)
+    # views scan the same buffers any number of times
+    for _ in range(3):
+        assert con.sql("SELECT sum(size) FROM y_files").fetchall()[0] == (
+            sum(len(v) for v in contents().values()),)
+    unregister(con, "y")
+    assert not any(v.startswith("y_") or v.startswith("__znippy_y_") for v in view_names(con))
+
+
+def test_missing_and_corrupt_archives(con: Any, full: Path, tmp_path: Path) -> None:
+    register(con, full, "good")
+    with pytest.raises(ZnippyError, match="no-such.znippy"):
+        register(con, tmp_path / "no-such.znippy")
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(b"not an archive at all, just some bytes")
+    with pytest.raises(ZnippyError, match="bad.znippy"):
+        register(con, bad)
+    # a sub-index whose bytes are damaged: caught when registering, not by a crash later
+    raw = RawView(full)
+    row = next(r for r in raw.rows if r["pkg_type"] == 1)
+    damaged = bytearray(raw.data)
+    mid = row["index_offset"] + row["index_len"] // 2
+    damaged[mid:mid + 64] = b"\xff" * 64
+    hurt = tmp_path / "hurt.znippy"
+    hurt.write_bytes(bytes(damaged))
+    with pytest.raises(ZnippyError, match="hurt.znippy"):
+        register(con, hurt, "good")
+    # the connection still works and still holds the good archive
+    assert con.sql("SELECT count(*) FROM good_files").fetchall()[0] == (len(contents()),)
+    assert con.sql("SELECT 1 + 1").fetchall()[0] == (2,)
+
+
+def test_filters_reach_the_right_groups(con: Any, full: Path) -> None:
+    register(con, full, "a")
+    plan = "\n".join(r[1] for r in con.execute(
+        "EXPLAIN SELECT relative_path FROM a_files WHERE repo = 'local'").fetchall())
+    # the central groups' constants fold the filter away: only the local groups are scanned
+    local = [r for r in RawView(full).rows if r["pkg_type"] != -1 and r["repo"] == "local"]
+    assert plan.count("PYTHON_ARROW_SCAN") == len(local) == 2
+    got = rows(con, "SELECT relative_path FROM a_files WHERE repo = 'local' ORDER BY 1")
+    assert [r["relative_path"] for r in got] == sorted(
+        f["relative_path"] for f in RawView(full).files() if f["repo"] == "local")
+
+
+def test_archive_with_no_files(con: Any, tmp_path: Path) -> None:
+    out = tmp_path / "empty.znippy"
+    write_archive(out, [], workers=1, fsync=False)
+    register(con, out)
+    assert rows(con, "SELECT * FROM empty_files") == []
+    assert rows(con, "SELECT * FROM empty_chunks") == []
+    assert rows(con, "SELECT * FROM empty_groups") == []
+    assert rows(con, "SELECT * FROM znippy_ls('empty')") == []
+    assert rows(con, f"SELECT * FROM znippy_extract('empty', '{tmp_path / 'o'}')") == []
+
+
+def test_copied_archive_registers_under_its_own_stem(con: Any, full: Path,
+                                                      tmp_path: Path) -> None:
+    copy = tmp_path / "2024-build.v1.znippy"
+    shutil.copy(full, copy)
+    assert register(con, copy) == "_2024_build"
+    assert con.sql("SELECT count(*) FROM _2024_build_files").fetchall()[0] == (len(contents()),)
+    cols = {f.name for f in con.sql("SELECT * FROM _2024_build_chunks LIMIT 0")
+            .to_arrow_table().schema}
+    assert set(BASE) <= cols
