@@ -52,14 +52,15 @@ def cmd_append(args: argparse.Namespace) -> int:
 
 
 # -- store --------------------------------------------------------------------------------------
-def _open_store(args: argparse.Namespace) -> Any:
+def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
     from ..store import open_store
 
-    return open_store(args.sidecar, args.warehouse, args.namespace, catalog=_catalog(args))
+    return open_store(args.sidecar, args.warehouse, args.namespace, catalog=_catalog(args),
+                      writable=writable)
 
 
 def cmd_store_add(args: argparse.Namespace) -> int:
-    store = _open_store(args)
+    store = _open_store(args, writable=True)
     try:
         r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers)
     finally:
@@ -73,7 +74,7 @@ def cmd_store_add(args: argparse.Namespace) -> int:
 def cmd_store_ls(args: argparse.Namespace) -> int:
     import pyarrow.compute as pc
 
-    store = _open_store(args)
+    store = _open_store(args, writable=False)
     try:
         files = store.files()
     finally:

@@ -100,6 +100,9 @@ class Store:
     def _options(self, level: int | None, block_size: int | None) -> WriteOptions:
         """The store's codec level and block size, recorded once in the namespace."""
         ns = self.namespace
+        if "." in ns and type(self.catalog).__name__ == "SqlCatalog":
+            raise StoreError(f"namespace {ns!r}: the SQL catalog takes one-level namespaces "
+                             "(no '.')", path=self.warehouse)
         if not self.catalog.namespace_exists(ns):
             if not self.writable:
                 raise StoreError(f"no namespace {ns!r} in the catalog", path=self.warehouse)
