@@ -29,8 +29,12 @@ def text_bytes(n: int, seed: int = 0) -> bytes:
     """``n`` bytes of compressible, source-like text (deterministic per seed)."""
     rng = random.Random(seed)
     out = bytearray()
-    while len(out) < n:
+    while len(out) < min(n, 1 << 16):
         out += (" ".join(rng.choice(WORDS) for _ in range(12)) + "\n").encode()
+    if len(out) < n:  # large inputs: 64 KiB of text, repeated with a per-block marker
+        base, out = bytes(out), bytearray()
+        while len(out) < n:
+            out += b"%d\n" % len(out) + base
     return bytes(out[:n])
 
 
