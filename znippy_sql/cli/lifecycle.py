@@ -12,7 +12,7 @@ import json
 import sys
 from typing import Any
 
-from .core import create_pkg_type_arg, human
+from .core import create_pkg_type_arg, human, positive_int, size_arg
 
 
 def _emit(report: Any, args: argparse.Namespace, line: str) -> None:
@@ -56,7 +56,8 @@ def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
     from ..store import open_store
 
     return open_store(args.sidecar, args.warehouse, args.namespace, catalog=_catalog(args),
-                      writable=writable)
+                      level=getattr(args, "level", None),
+                      block_size=getattr(args, "block_size", None), writable=writable)
 
 
 def cmd_store_add(args: argparse.Namespace) -> int:
@@ -141,6 +142,10 @@ def register(subparsers: Any) -> None:
     add.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
                      help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
     add.add_argument("--workers", type=int, help="compression processes")
+    add.add_argument("--level", type=positive_int,
+                     help="OpenZL level (fixed when the store is created; default 3)")
+    add.add_argument("--block-size", type=size_arg, metavar="SIZE",
+                     help="chunk size (fixed when the store is created; default 10M)")
     add.set_defaults(func=cmd_store_add)
 
     ls = sub.add_parser("ls", help="list the live files of a store")

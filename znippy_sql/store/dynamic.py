@@ -79,7 +79,9 @@ class Store:
         self.warehouse = os.fspath(warehouse)
         self.namespace = namespace
         self.writable = writable
-        self.catalog = open_catalog(warehouse, catalog)
+        if not writable and not os.path.exists(self.sidecar):
+            raise StoreError("no sidecar file", path=self.sidecar)
+        self.catalog = open_catalog(warehouse, catalog, create=writable)
         self._fd: int | None = None
         self.options = self._options(level, block_size)
         if writable:
@@ -91,8 +93,6 @@ class Store:
                 raise LockError("another process is writing to this store",
                                 path=self.sidecar) from None
             self._fd = fd
-        elif not os.path.exists(self.sidecar):
-            raise StoreError("no sidecar file", path=self.sidecar)
         self._groups: dict[GroupKey, GroupTable] = group_tables(self.catalog, namespace)
         self._load_state()
 

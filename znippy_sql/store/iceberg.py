@@ -36,10 +36,20 @@ NS_LEVEL = "znippy.openzl.level"
 NS_BLOCK = "znippy.block_size"
 
 
-def open_catalog(warehouse: str | os.PathLike[str], catalog: Mapping[str, Any] | None) -> Any:
-    """A pyiceberg catalog: the embedded SQLite one, or the one ``catalog`` describes."""
+def open_catalog(warehouse: str | os.PathLike[str], catalog: Mapping[str, Any] | None, *,
+                 create: bool = True) -> Any:
+    """A pyiceberg catalog: the embedded SQLite one, or the one ``catalog`` describes.
+
+    ``create=False`` refuses a local warehouse or default catalog that does not exist yet.
+    """
     warehouse = os.fspath(warehouse)
     local = "://" not in warehouse
+    if local and not create:
+        missing = warehouse if not os.path.isdir(warehouse) else (
+            os.path.join(warehouse, "catalog.db") if catalog is None
+            and not os.path.exists(os.path.join(warehouse, "catalog.db")) else None)
+        if missing:
+            raise StoreError("no such warehouse or catalog", path=missing)
     if local:
         os.makedirs(warehouse, exist_ok=True)
         location = "file://" + os.path.abspath(warehouse)
