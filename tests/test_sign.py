@@ -432,3 +432,41 @@ def test_group_key_untouched_by_signing(signed):
         assert a.groups == [GroupKey(0, "", "")]
         assert META not in a.sections
         assert a.sections[-2:] == [SIGN_ARTIFACTS, SIGN_ARCHIVE]
+
+
+def test_reader_agrees_with_asn1crypto(signed):
+    """Every field the small DER reader takes out, asn1crypto's full CMS parse gives too."""
+    from asn1crypto import cms as acms
+
+    from znippy_sql import cms
+
+    with open_archive(signed) as a:
+        ders = [*_artifacts(a).column("cms").to_pylist(), bytes(a.section(SIGN_ARCHIVE))]
+    for der in ders:
+        mine = cms.parse(der)
+        sd = acms.ContentInfo.load(der)["content"]
+        si = sd["signer_infos"][0]
+        attrs = {at["type"].native: at["values"][0].native for at in si["signed_attrs"]}
+        assert mine.message_digest == attrs["message_digest"]
+        assert mine.signing_time == attrs["signing_time"]
+        assert mine.signature == si["signature"].native
+        assert mine.sid == si["sid"].dump()
+        assert mine.digest_algorithm == si["digest_algorithm"]["algorithm"].native
+        assert mine.signed_attrs[1:] == si["signed_attrs"].dump()[1:]
+        assert mine.certificates == sd["certificates"].contents
+        assert sd["encap_content_info"]["content"].native is None
+
+
+@pytest.mark.parametrize("mangle,match", [
+    (lambda d: d[:-3], "runs past its container|truncated"),
+    (lambda d: d[:1] + b"\x80" + d[2:], "indefinite length"),
+    (lambda d: b"\x31" + d[1:], "unexpected ASN.1 element"),
+    (lambda d: d + b"\x00\x00", "trailing bytes"),
+])
+def test_reader_refuses_malformed_der(signed, mangle, match):
+    from znippy_sql import cms
+
+    with open_archive(signed) as a:
+        der = bytes(a.section(SIGN_ARCHIVE))
+    with pytest.raises(cms.CmsError, match=match):
+        cms.parse(mangle(der))
