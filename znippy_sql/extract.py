@@ -1,8 +1,9 @@
 """Extract: every target checked before anything is written, streamed chunk by chunk, verified.
 
-Memory is bounded by one chunk (the block size). Files are written to a temporary sibling and
-renamed, so a checksum failure leaves no partial file under the entry's name. No symlink is ever
-created; modes are plain files (0o644 under the umask).
+Memory is bounded by one chunk (the block size). A new file is created exclusively (``O_EXCL``,
+never through a symlink) and removed again if a chunk fails its check; a file that already
+exists is replaced through a hidden temporary sibling and a rename, so a failure leaves the old
+file as it was. No symlink is ever created; modes are plain files (0o644 under the umask).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import ChecksumError, CodecError, FormatError
-from .paths import contained_target
+from .paths import Targets
 
 if TYPE_CHECKING:
     from .reader import Archive, FileInfo
+
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 @dataclass
@@ -41,8 +44,9 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     started = time.perf_counter()
     selected = paths if paths is not None else archive.select(repo=repo, pkg_type=pkg_type,
                                                               glob=glob)
-    targets = [(p, contained_target(dest, p, archive=archive.path)) for p in selected]
-    infos = [(p, t, archive.find(p)) for p, t in targets]
+    targets = Targets(dest, archive=archive.path)
+    plan = [(p, targets.target(p)) for p in selected]  # every path checked before any write
+    infos = [(p, t, archive.find(p)) for p, t in plan]
     report = ExtractReport(dest=dest)
     os.makedirs(dest, exist_ok=True)
     for path, target, info in infos:
@@ -50,7 +54,8 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             report.failed[path] = "not in the archive"
             continue
         try:
-            n = _extract_one(archive, dest, path, target, info)
+            targets.make_parent(path)
+            n = _extract_one(archive, path, target, info)
         except (ChecksumError, CodecError, FormatError) as exc:
             report.failed[path] = exc.problem
             continue
@@ -66,15 +71,17 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     return report
 
 
-def _extract_one(archive: "Archive", dest: str, path: str, target: str, info: "FileInfo") -> int:
-    """Write one file through a hidden temporary sibling, created exclusively (never followed)."""
-    parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
-    contained_target(dest, path, archive=archive.path)  # re-check after makedirs
-    tmp = os.path.join(parent, f".{os.path.basename(target)}.znippy-part-{os.getpid()}")
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+def _extract_one(archive: "Archive", path: str, target: str, info: "FileInfo") -> int:
+    try:
+        fd = os.open(target, _CREATE, 0o644)
+        tmp = None
+    except FileExistsError:  # replace an existing file through a temporary sibling
+        tmp = os.path.join(os.path.dirname(target),
+                           f".{os.path.basename(target)}.znippy-part-{os.getpid()}")
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        fd = os.open(tmp, _CREATE, 0o644)
+    written = tmp if tmp is not None else target
     try:
         n = 0
         try:
@@ -84,10 +91,11 @@ def _extract_one(archive: "Archive", dest: str, path: str, target: str, info: "F
                 n += len(data)
         finally:
             os.close(fd)
-        os.replace(tmp, target)
+        if tmp is not None:
+            os.replace(tmp, target)
     except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        if os.path.lexists(written):
+            os.unlink(written)
         raise
     return n
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 
 from .errors import UnsafePathError
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_relative_path(path: str, *, archive: str | None = None) -> str:
@@ -19,7 +21,7 @@ def check_relative_path(path: str, *, archive: str | None = None) -> str:
 
     if not isinstance(path, str) or not path:
         raise bad("empty")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+    if _CONTROL.search(path):
         raise bad("NUL or control character")
     if "\\" in path:
         raise bad("backslash")
@@ -36,7 +38,7 @@ def check_relative_path(path: str, *, archive: str | None = None) -> str:
     for part in path.split("/"):
         if part in ("", ".", ".."):
             raise bad("empty, '.' or '..' component")
-        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+        if len(part) > MAX_NAME_BYTES // 4 and len(part.encode("utf-8")) > MAX_NAME_BYTES:
             raise bad(f"a component longer than {MAX_NAME_BYTES} bytes")
     return path
 
@@ -52,3 +54,63 @@ def contained_target(dest: str, path: str, *, archive: str | None = None) -> str
     if os.path.islink(target):
         raise UnsafePathError(f"entry path {path!r} points at an existing symlink", path=archive)
     return target
+
+
+class Targets:
+    """Targets under one extraction root, checked with one ``lstat`` per new directory.
+
+    Paths are checked by :func:`check_relative_path` (no ``..``, no absolute or drive paths),
+    so a target can only leave the root through a symlink: every directory on the way and the
+    target itself are ``lstat``-ed (once each, cached) and a symlink there is refused.
+    """
+
+    def __init__(self, dest: str, *, archive: str | None = None) -> None:
+        self.dest = dest
+        self.root = os.path.realpath(dest)
+        self.archive = archive
+        self._dirs: dict[str, bool] = {"": True}  # relative dir → exists as a real directory
+
+    def target(self, path: str) -> str:
+        check_relative_path(path, archive=self.archive)
+        parts = path.split("/")
+        rel = ""
+        for part in parts[:-1]:
+            rel = f"{rel}/{part}" if rel else part
+            if rel not in self._dirs:
+                self._dirs[rel] = self._probe_dir(path, rel)
+        target = os.path.join(self.root, *parts)
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            return target
+        except NotADirectoryError:
+            return target  # a parent is a file: writing will fail and be reported
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePathError(f"entry path {path!r} points at an existing symlink",
+                                  path=self.archive)
+        return target
+
+    def _probe_dir(self, path: str, rel: str) -> bool:
+        try:
+            st = os.lstat(os.path.join(self.root, rel))
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            raise UnsafePathError(f"entry path {path!r} resolves outside {self.dest} "
+                                  f"(through the symlink {rel!r})", path=self.archive)
+        return stat.S_ISDIR(st.st_mode)
+
+    def make_parent(self, path: str) -> None:
+        """Create the missing parent directories of ``path`` (never through a symlink)."""
+        rel = path.rpartition("/")[0]
+        if self._dirs.get(rel):
+            return
+        os.makedirs(os.path.join(self.root, rel), exist_ok=True)
+        parts = rel.split("/")
+        for i in range(len(parts)):
+            prefix = "/".join(parts[: i + 1])
+            if not self._dirs.get(prefix):
+                if os.path.islink(os.path.join(self.root, prefix)):
+                    raise UnsafePathError(f"{prefix!r} became a symlink during extract",
+                                          path=self.archive)
+                self._dirs[prefix] = True

@@ -119,6 +119,8 @@ class _Columns:
 
     def all_named(self, start: int, end: int, key: bytes) -> bool:
         """Rows ``[start, end)`` all have ``relative_path == key``."""
+        if end - start == 1:
+            return self.path_bytes(start) == key
         offs = self.path_offsets[start : end + 1]
         if not bool(np.all(np.diff(offs) == len(key))):
             return False

@@ -1,0 +1,131 @@
+"""Reader benchmark: open, find, point read, streaming open, verify and extract of one archive.
+
+Usage::
+
+    .venv/bin/python bench/bench_reader.py [--corpus bench/out/corpora/src_tree@1]
+                                           [--work bench/out/reader] [--reads 300]
+
+Writes the archive of the corpus once (``--work/src.znippy``, reused when present), then, in
+this process: ``open_archive`` (median of 50), the first ``read`` (pays for the lookup views and
+the trie), warm ``find`` and ``read`` of distinct ~10 KB files (median, p90), ``open().read()``,
+``verify`` and ``extract`` throughput, and ``zstd -d | tar -x`` of the same tree for scale.
+Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+MB = 1e6
+
+
+def median_us(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1e6, 1)
+
+
+def p90_us(samples: list[float]) -> float:
+    return round(sorted(samples)[int(0.9 * len(samples))] * 1e6, 1)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", default="bench/out/corpora/src_tree@1")
+    ap.add_argument("--work", default="bench/out/reader")
+    ap.add_argument("--reads", type=int, default=300)
+    args = ap.parse_args()
+    from znippy_sql import open_archive, write_archive
+
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    archive = work / "src.znippy"
+    out: dict[str, object] = {"corpus": args.corpus}
+    if not archive.exists():
+        t = time.perf_counter()
+        rep = write_archive(archive, args.corpus)
+        out["create_s"] = round(time.perf_counter() - t, 2)
+    out["archive_bytes"] = archive.stat().st_size
+
+    opens = []
+    for _ in range(50):
+        t = time.perf_counter()
+        a = open_archive(archive)
+        opens.append(time.perf_counter() - t)
+        a.close()
+    out["open_median_us"] = median_us(opens)
+
+    a = open_archive(archive)
+    lk = a.lookup
+    sizes = lk.column("uncompressed_size").to_pylist()
+    paths = lk.column("relative_path").to_pylist()
+    seqs = lk.column("chunk_seq").to_pylist()
+    out["files"] = seqs.count(0)
+    small = [p for p, s, q in zip(paths, sizes, seqs) if q == 0 and 8000 <= s <= 12000]
+    picks = random.Random(7).sample(small, min(args.reads, len(small)))
+    b = open_archive(archive)
+    t = time.perf_counter()
+    b.read(picks[0])
+    out["first_read_us"] = round((time.perf_counter() - t) * 1e6, 1)
+    b.close()
+
+    finds, reads, streams = [], [], []
+    for p in picks:
+        t = time.perf_counter()
+        a.find(p)
+        finds.append(time.perf_counter() - t)
+    for p in picks:
+        t = time.perf_counter()
+        a.read(p)
+        reads.append(time.perf_counter() - t)
+    for p in picks:
+        t = time.perf_counter()
+        with a.open(p) as fh:
+            fh.read()
+        streams.append(time.perf_counter() - t)
+    out.update(find_median_us=median_us(finds), read_10k_median_us=median_us(reads),
+               read_10k_p90_us=p90_us(reads), open_read_10k_median_us=median_us(streams))
+
+    t = time.perf_counter()
+    rep = a.verify()
+    dt = time.perf_counter() - t
+    out.update(verify_ok=rep.ok, verify_s=round(dt, 2), verify_mb_s=round(rep.bytes_checked / MB / dt, 1))
+
+    dest = work / "extract"
+    shutil.rmtree(dest, ignore_errors=True)
+    t = time.perf_counter()
+    ext = a.extract(dest)
+    dt = time.perf_counter() - t
+    out.update(extract_ok=ext.ok, extract_s=round(dt, 2),
+               extract_mb_s=round(ext.bytes_written / MB / dt, 1))
+    a.close()
+
+    tarzst = work / "src.tar.zst"
+    if not tarzst.exists():
+        subprocess.run(f"tar -cf - -C {args.corpus} . | zstd -3 -T2 -q -o {tarzst}", shell=True,
+                       check=True)
+    peer = work / "peer"
+    shutil.rmtree(peer, ignore_errors=True)
+    peer.mkdir()
+    t = time.perf_counter()
+    subprocess.run(f"zstd -d -q -c {tarzst} | tar -x -C {peer}", shell=True, check=True)
+    dt_peer = time.perf_counter() - t
+    out.update(peer_extract_s=round(dt_peer, 2),
+               peer_extract_mb_s=round(ext.bytes_written / MB / dt_peer, 1),
+               extract_vs_peer=round(dt_peer / out["extract_s"], 2))  # type: ignore[operator]
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.rmtree(peer, ignore_errors=True)
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    main()
