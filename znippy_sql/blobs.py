@@ -5,42 +5,58 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from .modules import Module
+from .pipeline import NOT_SENT, BatchResult, Job
 from .schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
 
 
 @dataclass
 class GroupRows:
-    """Column lists of one group's rows, in production (= canonical) order."""
+    """One group's rows, in production (= canonical) order: base tuples, module extras."""
 
     key: GroupKey
     module: Module | None
-    cols: dict[str, list[Any]] = field(default_factory=dict)
+    base: list[tuple[Any, ...]] = field(default_factory=list)
+    extra: list[dict[str, Any] | None] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        names = [f.name for f in self.schema()]
-        self.cols = {n: [] for n in names}
+    @property
+    def has_extra(self) -> bool:
+        return self.module is not None and bool(self.module.fields)
 
     def schema(self) -> pa.Schema:
         fields = list(BASE_FIELDS)
-        if self.module is not None and self.module.fields:
-            fields += [PKG_TYPE_FIELD, *self.module.fields]
+        if self.has_extra:
+            fields += [PKG_TYPE_FIELD, *self.module.fields]  # type: ignore[union-attr]
         return pa.schema(fields)
 
-    def add(self, base: Sequence[Any], extra: dict[str, Any] | None) -> None:
-        for f, v in zip(BASE_FIELDS, base):
-            self.cols[f.name].append(v)
-        if len(self.cols) > len(BASE_FIELDS):
-            self.cols["pkg_type"].append(self.key.pkg_type if extra is not None else None)
-            for f in self.module.fields:  # type: ignore[union-attr]
-                self.cols[f.name].append(None if extra is None else extra.get(f.name))
+    def add(self, base: tuple[Any, ...], extra: dict[str, Any] | None) -> None:
+        self.base.append(base)
+        if self.has_extra:
+            self.extra.append(extra)
 
     def table(self) -> pa.Table:
-        return pa.table(self.cols, schema=self.schema())
+        cols: dict[str, list[Any]] = {f.name: [] for f in BASE_FIELDS}
+        if self.base:
+            for f, values in zip(BASE_FIELDS, zip(*self.base)):
+                cols[f.name] = list(values)
+        if self.has_extra:
+            cols["pkg_type"] = [None if e is None else self.key.pkg_type for e in self.extra]
+            for f in self.module.fields:  # type: ignore[union-attr]
+                cols[f.name] = [None if e is None else e.get(f.name) for e in self.extra]
+        return pa.table(cols, schema=self.schema())
+
+
+class ChunkTag(NamedTuple):
+    """Where a chunk's row goes: its group, path, chunk number and module columns."""
+
+    rows: GroupRows
+    path: str
+    chunk_seq: int
+    extra: dict[str, Any] | None
 
 
 class BlobSink:
@@ -114,6 +130,38 @@ class BlobSink:
         self.stored_bytes += size
         rows.add((path, chunk_seq, fdata_offset, frame is not None, length, start, size, digest),
                  extra)
+
+    def put_batch(self, tags: Sequence[ChunkTag], jobs: Sequence[Job],
+                  result: BatchResult) -> None:
+        """Write a batch's blobs in order (few ``pwrite`` calls) and record their rows.
+
+        ``result.buffer`` holds the blobs the worker sent back, back to back; a chunk whose
+        stored size is ``NOT_SENT`` is copied from its source file in between.
+        """
+        view = memoryview(result.buffer)
+        digests = result.digests
+        flushed = pos = 0
+        for i, (tag, job) in enumerate(zip(tags, jobs)):
+            size = result.stored[i]
+            if size == NOT_SENT:
+                self._pwrite(view[flushed:pos])
+                flushed = pos
+                start = self.cursor
+                assert job.file is not None
+                self._copy_file(job.file, job.offset, job.length)
+                size = job.length
+            else:
+                start = self.cursor + (pos - flushed)
+                pos += size
+            compressed = result.compressed[i]
+            if compressed:
+                self.compressed_chunks += 1
+            else:
+                self.raw_chunks += 1
+            self.stored_bytes += size
+            tag.rows.add((tag.path, tag.chunk_seq, job.offset, compressed, job.length, start,
+                          size, digests[32 * i : 32 * i + 32]), tag.extra)
+        self._pwrite(view[flushed:pos])
 
     def tables(self) -> dict[GroupKey, pa.Table]:
         return {k: g.table() for k, g in self.groups.items()}

@@ -2,7 +2,10 @@
 
 Writer choices [fixed here, restated in docs/format.md]: the ``Zstd`` graph of OpenZL, compression
 level 3, format version 8 (``MIN_FORMAT_VERSION`` of openzl 0.3: the oldest one, so older
-OpenZL releases can decode our frames), a chunk stored raw when its frame is not smaller.
+OpenZL releases can decode our frames), a chunk stored raw when its frame is not smaller, and
+no OpenZL frame checksums (neither content nor compressed): every chunk's BLAKE3 is in the index
+and checked on every read, so frame checksums would only cost 8 bytes a frame and a hash pass.
+Decoding accepts frames with or without them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from .errors import CodecError
 GRAPH = "zstd"
 DEFAULT_LEVEL = 3
 FORMAT_VERSION = 8
+FRAME_CHECKSUMS = False
+_TERNARY_DISABLE = 2  # ZL_TernaryParam_disable
 
 #: Already-compressed suffixes stored raw without trying the codec (FORMAT §3, Rust skip.rs).
 SKIP_SUFFIXES: frozenset[str] = frozenset(
@@ -27,9 +32,9 @@ SKIP_SUFFIXES: frozenset[str] = frozenset(
 
 def is_skipped(path: str) -> bool:
     """True when the file name ends with a known already-compressed suffix."""
-    name = path.rsplit("/", 1)[-1].lower()
-    dot = name.rfind(".")
-    return dot > 0 and name[dot + 1 :] in SKIP_SUFFIXES
+    dot = path.rfind(".")
+    # a suffix needs a dot inside the last component, not at its start (".gz" is a bare name)
+    return dot > path.rfind("/") + 1 and path[dot + 1 :].lower() in SKIP_SUFFIXES
 
 
 class Encoder:
@@ -45,6 +50,9 @@ class Encoder:
         self._cctx.set_parameter(zl.CParam.StickyParameters, 1)
         self._cctx.set_parameter(zl.CParam.FormatVersion, FORMAT_VERSION)
         self._cctx.set_parameter(zl.CParam.CompressionLevel, level)
+        if not FRAME_CHECKSUMS:
+            self._cctx.set_parameter(zl.CParam.ContentChecksum, _TERNARY_DISABLE)
+            self._cctx.set_parameter(zl.CParam.CompressedChecksum, _TERNARY_DISABLE)
 
     def encode(self, chunk: bytes | memoryview) -> bytes:
         data = np.frombuffer(chunk, dtype=np.uint8)
@@ -58,14 +66,15 @@ class Decoder:
         self._dctx = zl.DCtx()
 
     def decode(self, frame: bytes | memoryview, expected_size: int, *, where: str = "") -> bytes:
+        raw = frame if isinstance(frame, bytes) else bytes(frame)  # openzl takes bytes only
         try:
-            info = zl.FrameInfo(bytes(frame) if not isinstance(frame, bytes) else frame)
+            info = zl.FrameInfo(raw)
             if info.num_outputs != 1:
                 raise CodecError(f"{where}frame has {info.num_outputs} outputs, expected 1")
             size = info.output_content_size(0)
             if size != expected_size:
                 raise CodecError(f"{where}frame holds {size} bytes, index says {expected_size}")
-            outs = self._dctx.decompress(frame if isinstance(frame, bytes) else bytes(frame))
+            outs = self._dctx.decompress(raw)
         except CodecError:
             raise
         except Exception as exc:  # openzl raises RuntimeError/ValueError on bad frames

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from . import codec, modules
-from .blobs import BlobSink, GroupRows
+from .blobs import BlobSink, ChunkTag, GroupRows
 from .errors import DuplicatePathError, ZnippyError
 from .paths import check_relative_path
-from .pipeline import BATCH_BYTES, BATCH_JOBS, Compressor, Job
+from .pipeline import BATCH_BYTES, BATCH_JOBS, BatchResult, Compressor, Job
 from .schema import GroupKey, is_reserved, resolve_pkg_type
 from .source import Entry
 
@@ -39,15 +38,6 @@ class WriteOptions:
         }
 
 
-@dataclass
-class _Pending:
-    rows: GroupRows
-    entry: Entry
-    path: str
-    chunk_seq: int
-    extra: dict[str, Any] | None
-
-
 class Ingest:
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
                  pkg_type: int | str | None = 0, known_paths: dict[str, str] | None = None) -> None:
@@ -62,14 +52,20 @@ class Ingest:
         self.files = 0
         self.bytes_in = 0
         self._batch: list[Job] = []
-        self._tags: list[_Pending] = []
+        self._tags: list[ChunkTag] = []
         self._batch_bytes = 0
+        self._groups: dict[tuple[str | None, int | str | None], GroupRows] = {}
 
     # -- grouping -------------------------------------------------------------------------
     def _group(self, entry: Entry) -> GroupRows:
+        cache_key = (entry.repo, entry.pkg_type)
+        cached = self._groups.get(cache_key)
+        if cached is not None:
+            return cached
         repo = entry.repo if entry.repo is not None else self.default_repo
         wanted = entry.pkg_type if entry.pkg_type is not None else self.default_pkg_type
-        if isinstance(wanted, str) and wanted.strip().lower() == "auto":
+        auto = isinstance(wanted, str) and wanted.strip().lower() == "auto"
+        if auto:
             module = modules.claim(entry.relative_path)
             pkg_type = module.pkg_type if module else 0
         else:
@@ -78,7 +74,10 @@ class Ingest:
         key = GroupKey(pkg_type, repo, module.name if module else "")
         if is_reserved(key.module_name):
             raise ZnippyError(f"module name {key.module_name!r} is reserved")
-        return self.sink.group(key, module)
+        rows = self.sink.group(key, module)
+        if not auto:  # "auto" claims per path; every other choice is per (repo, pkg_type)
+            self._groups[cache_key] = rows
+        return rows
 
     # -- adding ---------------------------------------------------------------------------
     def add(self, entry: Entry) -> None:
@@ -92,26 +91,29 @@ class Ingest:
         rows = self._group(entry)
         size = entry.size()
         extra = None
-        if rows.module is not None and rows.module.fields:
-            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))
+        if rows.has_extra:
+            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))  # type: ignore
         skip = codec.is_skipped(path)
         block = self.options.block_size
-        offsets = range(0, size, block) if size else [0]
+        data = entry.data
+        file = None if entry.file is None else os.fspath(entry.file)
         self.files += 1
         self.bytes_in += size
-        for seq, off in enumerate(offsets):
+        if size <= block:
+            self._batch.append(Job(data, file, 0, size, skip))
+            self._tags.append(ChunkTag(rows, path, 0, extra))
+            self._batch_bytes += size
+            if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
+                self._flush()
+            return
+        for seq, off in enumerate(range(0, size, block)):
             length = min(block, size - off)
-            data = entry.data[off : off + length] if entry.data is not None else None
-            file = None if entry.file is None else os.fspath(entry.file)
-            job = Job(data, file, off, length, skip)
-            self._queue(job, _Pending(rows, entry, path, seq, extra if seq == 0 else None))
-
-    def _queue(self, job: Job, tag: _Pending) -> None:
-        self._batch.append(job)
-        self._tags.append(tag)
-        self._batch_bytes += job.length
-        if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
-            self._flush()
+            part = data[off : off + length] if data is not None else None
+            self._batch.append(Job(part, file, off, length, skip))
+            self._tags.append(ChunkTag(rows, path, seq, extra if seq == 0 else None))
+            self._batch_bytes += length
+            if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
+                self._flush()
 
     def _flush(self) -> None:
         if self._batch:
@@ -119,14 +121,9 @@ class Ingest:
             self._batch, self._tags, self._batch_bytes = [], [], 0
             self._place(self.compressor.submit(batch, (batch, tags)))
 
-    def _place(self, done: list[tuple[object, list]]) -> None:
-        for (batch, tags), results in done:  # type: ignore[misc]
-            for job, tag, (digest, frame) in zip(batch, tags, results):
-                self.sink.put_chunk(
-                    tag.rows, tag.path, tag.chunk_seq, job.offset, job.length, digest, frame,
-                    lambda job=job: job.data if job.data is not None else (job.file, job.offset),
-                    tag.extra,
-                )
+    def _place(self, done: list[tuple[object, BatchResult]]) -> None:
+        for (batch, tags), result in done:  # type: ignore[misc]
+            self.sink.put_batch(tags, batch, result)
 
     def finish(self) -> BlobSink:
         try:

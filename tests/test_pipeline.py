@@ -1,0 +1,137 @@
+"""The compression pipeline: batches, the incompressibility probe, inline vs copied raw chunks,
+in-order hand-back from the process pool, and byte-identical output whatever the worker count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import blake3
+import pyarrow.compute as pc
+from conftest import random_bytes, text_bytes
+
+from znippy_sql import Entry, codec, open_archive, pipeline, write_archive
+from znippy_sql.pipeline import NOT_SENT, Compressor, Job, run_batch
+
+MiB = 1 << 20
+
+
+def _decode(frame: bytes, size: int) -> bytes:
+    return codec.decoder().decode(frame, size)
+
+
+def test_run_batch_frames_inline_raw_and_copied_raw(tmp_path: Path) -> None:
+    big_random = random_bytes(2 * pipeline.PROBE_MIN, 1)
+    text = text_bytes(300_000, 2)
+    src = tmp_path / "src.bin"
+    src.write_bytes(text + big_random)
+    jobs = [
+        Job(None, str(src), 0, len(text), False),  # text from a file: a frame
+        Job(None, str(src), len(text), len(big_random), False),  # big random: probed, NOT_SENT
+        Job(random_bytes(5000, 3), None, 0, 5000, False),  # small random: raw, inline
+        Job(b"", None, 0, 0, False),  # empty: raw, inline, zero bytes
+        Job(text[:9000], None, 0, 9000, True),  # skip-listed: raw even though compressible
+        Job(big_random, None, 0, len(big_random), False),  # big random in memory: inline
+    ]
+    res = run_batch(jobs, codec.DEFAULT_LEVEL)
+    chunks = [text, big_random, random_bytes(5000, 3), b"", text[:9000], big_random]
+    assert res.digests == b"".join(blake3.blake3(c).digest() for c in chunks)
+    assert res.compressed == [True, False, False, False, False, False]
+    assert res.stored[1] == NOT_SENT
+    assert res.stored[2:] == [5000, 0, 9000, len(big_random)]
+    assert res.stored[0] < len(text) // 2
+    buf = res.buffer
+    assert len(buf) == sum(s for s in res.stored if s != NOT_SENT)
+    assert _decode(buf[: res.stored[0]], len(text)) == text
+    rest = buf[res.stored[0] :]
+    assert rest == chunks[2] + chunks[4] + big_random
+
+
+def test_probe_finds_compressible_data_behind_a_random_start() -> None:
+    enc = codec.encoder(codec.DEFAULT_LEVEL)
+    noise = random_bytes(pipeline.PROBE_MIN, 5)
+    assert pipeline.incompressible(enc, noise)
+    half_text = noise[: pipeline.PROBE_MIN // 2] + text_bytes(pipeline.PROBE_MIN // 2, 6)
+    assert not pipeline.incompressible(enc, half_text)
+    res = run_batch([Job(half_text, None, 0, len(half_text), False)], codec.DEFAULT_LEVEL)
+    assert res.compressed == [True]
+    assert _decode(res.buffer, len(half_text)) == half_text
+
+
+def test_compressor_hands_pool_results_back_in_order() -> None:
+    """Enough bytes to start the pool; every batch comes back once, in submission order,
+    equal to what the parent would have computed itself."""
+    batches = []
+    for i in range(24):
+        data = text_bytes(600_000, 10 + i) if i % 3 else random_bytes(600_000, 10 + i)
+        batches.append([Job(data, None, 0, len(data), False)])
+    comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2)
+    got = []
+    try:
+        for i, batch in enumerate(batches):
+            got += comp.submit(batch, i)
+        got += comp.drain()
+        assert comp._pool is not None  # the pool really ran
+    finally:
+        comp.close()
+    assert [tag for tag, _ in got] == list(range(len(batches)))
+    for (tag, res), batch in zip(got, batches):
+        assert res == run_batch(batch, codec.DEFAULT_LEVEL)
+
+
+def _entries(src: Path) -> list[Entry]:
+    """> POOL_THRESHOLD: small files, multi-chunk files, big random files (probed and copied
+    raw from disk, or sent back inline from memory), skip-listed files, empty files."""
+    out = [Entry(f"small/{i:04d}.txt", data=text_bytes(300 + (i * 53) % 6000, i))
+           for i in range(600)]
+    for i in range(3):
+        p = src / f"log{i}.txt"
+        p.write_bytes(text_bytes(int(2.5 * MiB) + i, 50 + i))
+        out.append(Entry(f"logs/{i}.txt", file=p))
+    noise = src / "noise.bin"
+    noise.write_bytes(random_bytes(3 * MiB + 17, 60) + text_bytes(MiB, 61))
+    out.append(Entry("bin/noise.bin", file=noise, repo="other"))
+    out.append(Entry("bin/mem-noise.bin", data=random_bytes(MiB + 5, 62), repo="other"))
+    jar = src / "lib.jar"
+    jar.write_bytes(text_bytes(400_000, 63))
+    out.append(Entry("lib/lib.jar", file=jar))
+    out.append(Entry("empty/a", data=b""))
+    out.append(Entry("empty/b", file=_touch(src / "empty")))
+    return out
+
+
+def _touch(p: Path) -> Path:
+    p.write_bytes(b"")
+    return p
+
+
+def test_worker_count_does_not_change_a_byte(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    entries = _entries(src)
+    assert sum(e.size() for e in entries) > pipeline.POOL_THRESHOLD  # the pool starts
+    opts = dict(block_size=MiB, fsync=False)
+    r1 = write_archive(tmp_path / "w1.znippy", entries, workers=1, **opts)
+    r2 = write_archive(tmp_path / "w2.znippy", entries, workers=2, **opts)
+    assert (tmp_path / "w1.znippy").read_bytes() == (tmp_path / "w2.znippy").read_bytes()
+    assert (r1.compressed_chunks, r1.raw_chunks) == (r2.compressed_chunks, r2.raw_chunks)
+    with open_archive(tmp_path / "w2.znippy") as a:
+        assert a.verify().ok
+        lk = a.lookup
+        for e in entries:
+            expect = e.data if e.data is not None else Path(e.file).read_bytes()  # type: ignore
+            assert a.read(e.relative_path) == expect
+        # the random chunks are stored raw, the text after them is compressed, the last
+        # 17-byte chunk is raw again (its frame would not be smaller)
+        noise = lk.filter(pc.equal(lk.column("relative_path"), "bin/noise.bin"))
+        assert noise.column("compressed").to_pylist() == [False, False, False, True, False]
+        jar = lk.filter(pc.equal(lk.column("relative_path"), "lib/lib.jar"))
+        assert jar.column("compressed").to_pylist() == [False]
+        # blobs are back to back in input order: each starts where the previous ended
+        for key in a.groups:
+            t = a.group_table(key)
+            offs = t.column("blob_offset").to_pylist()
+            assert offs == sorted(offs)
+        order = sorted(zip(lk.column("blob_offset").to_pylist(),
+                           lk.column("blob_size").to_pylist()))
+        assert all(o1 + s1 == o2 for (o1, s1), (o2, _) in zip(order, order[1:]))
