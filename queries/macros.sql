@@ -5,7 +5,7 @@
 -- The matching files, in path order (UTF-8 byte order, as `znippy-sql ls`).
 -- pkg_type is a number or a name ('maven'); glob is matched like Archive.select (fnmatch).
 -- ("glob" is quoted: it is a keyword; callers still write glob := '*.jar'.)
-CREATE OR REPLACE MACRO znippy_ls(name, repo := NULL, pkg_type := NULL, "glob" := NULL) AS TABLE
+CREATE OR REPLACE TEMP MACRO znippy_ls(name, repo := NULL, pkg_type := NULL, "glob" := NULL) AS TABLE
     SELECT f.*
     FROM query_table(name || '_files') AS f
     WHERE (repo IS NULL OR f.repo = repo)
@@ -14,7 +14,7 @@ CREATE OR REPLACE MACRO znippy_ls(name, repo := NULL, pkg_type := NULL, "glob" :
     ORDER BY f.relative_path;
 
 -- One file's bytes, read through the manifest's byte ranges and checked against BLAKE3.
-CREATE OR REPLACE MACRO znippy_cat(name, path) AS TABLE
+CREATE OR REPLACE TEMP MACRO znippy_cat(name, path) AS TABLE
     SELECT l.relative_path, znippy_read(s.archive, l.relative_path) AS content
     FROM query_table(name || '_lookup') AS l, query_table(name || '__archive') AS s
     WHERE l.relative_path = path AND l.chunk_seq = 0;
@@ -22,7 +22,7 @@ CREATE OR REPLACE MACRO znippy_cat(name, path) AS TABLE
 -- Extract the matching files under dest: one row per file (relative_path, bytes_written,
 -- checksum_ok). The paths are gathered into one list so the writing UDF runs once per query;
 -- it goes through Archive.extract, so the result equals `znippy-sql extract` byte for byte.
-CREATE OR REPLACE MACRO znippy_extract(name, dest, repo := NULL, pkg_type := NULL,
+CREATE OR REPLACE TEMP MACRO znippy_extract(name, dest, repo := NULL, pkg_type := NULL,
                                        "glob" := NULL) AS TABLE
     SELECT w.relative_path, w.bytes_written, w.checksum_ok
     FROM (
@@ -35,7 +35,7 @@ CREATE OR REPLACE MACRO znippy_extract(name, dest, repo := NULL, pkg_type := NUL
     );
 
 -- Searchable metadata (the __meta__ section): the facts with this key.
-CREATE OR REPLACE MACRO znippy_meta(name, key) AS TABLE
+CREATE OR REPLACE TEMP MACRO znippy_meta(name, key) AS TABLE
     SELECT m.relative_path, m.key, m.value
     FROM query_table(name || '_meta') AS m
     WHERE m.key = key

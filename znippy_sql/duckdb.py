@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from .errors import ZnippyError
-from .query.plan import ArchiveViews, plan_views
+from .query.plan import plan_views
 
 if TYPE_CHECKING:
     import duckdb
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 #: Every view ``register`` may create, by suffix (``<name>_<suffix>``).
 VIEW_SUFFIXES = ("files", "chunks", "manifest", "groups", "lookup", "meta", "signatures",
                  "git_objects", "git_commits", "git_reach", "_archive")
-_INSTALLED = "__znippy_installed"
 
 
 def sanitize_name(text: str) -> str:
@@ -50,24 +50,48 @@ def _run(con: "duckdb.DuckDBPyConnection", sql: str) -> None:
     con.execute(sql).fetchall()
 
 
+class _State:
+    """What this module put into one connection: installed or not, objects per archive."""
+
+    def __init__(self) -> None:
+        self.installed = False
+        self.objects: dict[str, list[str]] = {}
+
+
+_STATES: "weakref.WeakKeyDictionary[Any, _State]" = weakref.WeakKeyDictionary()
+
+
+def _state(con: "duckdb.DuckDBPyConnection") -> _State:
+    state = _STATES.get(con)
+    if state is None:
+        state = _STATES[con] = _State()
+    return state
+
+
 def install(con: "duckdb.DuckDBPyConnection") -> None:
-    """Load the UDFs (``udfs/``) and the macros (``queries/macros.sql``) into ``con``."""
+    """Load the UDFs (``udfs/``) and the macros (``queries/macros.sql``) into ``con``.
+
+    Both are connection-local (Python UDFs, ``TEMP`` macros), like the views ``register``
+    makes; installing twice is a no-op.
+    """
+    state = _state(con)
+    if state.installed:
+        return
     import duckdb
 
     from znippy_sql.udfs.archive_udfs import UDFS
 
     from .query.sql import load_sql
 
-    present = {r[0] for r in con.execute(
-        "SELECT function_name FROM duckdb_functions() WHERE function_name LIKE 'znippy_%'"
-    ).fetchall()}
     for name, fn, params, returns, side_effects in UDFS:
-        if name in present:
-            continue
+        try:
+            con.remove_function(name)
+        except duckdb.Error:
+            pass
         con.create_function(name, fn, [duckdb.sqltype(p) for p in params],
                             duckdb.sqltype(returns), type="arrow", side_effects=side_effects)
-    for statement in _statements(load_sql("macros.sql")):
-        _run(con, statement)
+    _run(con, ";\n".join(_statements(load_sql("macros.sql"))))
+    state.installed = True
 
 
 def _statements(script: str) -> list[str]:
@@ -89,24 +113,17 @@ def register(con: "duckdb.DuckDBPyConnection", archive_path: str | os.PathLike[s
     unregister(con, name)
     for obj_name, table in plan.objects.items():
         con.register(obj_name, table)
-    for view, sql in plan.views.items():
-        _run(con, f'CREATE OR REPLACE TEMP VIEW "{view}" AS {sql}')
+    _state(con).objects[name] = list(plan.objects)
+    _run(con, ";\n".join(f'CREATE OR REPLACE TEMP VIEW "{view}" AS {sql}'
+                         for view, sql in plan.views.items()))
     return name
 
 
 def unregister(con: "duckdb.DuckDBPyConnection", name: str) -> None:
     """Drop every view and Arrow object ``register`` made for ``name``."""
-    for suffix in VIEW_SUFFIXES:
-        _run(con, f'DROP VIEW IF EXISTS "{name}_{suffix}"')
-    prefix = ArchiveViews.object_prefix(name)
-    rows = con.execute(
-        "SELECT view_name FROM duckdb_views() WHERE temporary AND starts_with(view_name, ?)",
-        [prefix]).fetchall()
-    for (obj,) in rows:
-        try:
-            con.unregister(obj)
-        except Exception:  # a view of that name the user made: leave it
-            pass
+    _run(con, ";\n".join(f'DROP VIEW IF EXISTS "{name}_{suffix}"' for suffix in VIEW_SUFFIXES))
+    for obj in _state(con).objects.pop(name, []):
+        con.unregister(obj)
 
 
 def register_store(*args: Any, **kwargs: Any) -> Any:

@@ -86,10 +86,12 @@ def _file_count(archive: Archive) -> int:
 
 
 def _group_rows(archive: Archive) -> pa.Table:
-    m = archive.manifest
-    data = m.filter(pa.compute.not_equal(m.column("pkg_type"), RESERVED_PKG_TYPE))
-    names = [pkg_type_name(int(v)) for v in data.column("pkg_type").to_pylist()]
-    return data.append_column("pkg_type_name", pa.array(names, pa.utf8()))
+    data = [r for r in archive.manifest_rows if r.key.pkg_type != RESERVED_PKG_TYPE]
+    schema = archive.manifest.schema
+    cols = {f.name: pa.array([getattr(r.key, f.name, None) if f.name in r.key._fields
+                              else getattr(r, f.name) for r in data], f.type) for f in schema}
+    cols["pkg_type_name"] = pa.array([pkg_type_name(r.key.pkg_type) for r in data], pa.utf8())
+    return pa.table(cols)
 
 
 def _sections(plan: ArchiveViews, lookup: pa.Table, trust: Any) -> None:
