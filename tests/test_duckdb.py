@@ -328,3 +328,39 @@ def test_copied_archive_registers_under_its_own_stem(con: Any, full: Path,
     cols = {f.name for f in con.sql("SELECT * FROM _2024_build_chunks LIMIT 0")
             .to_arrow_table().schema}
     assert set(BASE) <= cols
+
+
+def test_extract_refuses_paths_outside_dest(con: Any, tmp_path: Path,
+                                            raw_archive: Any) -> None:
+    hostile = raw_archive([("ok.txt", b"fine"), ("../escape.txt", b"evil")])
+    path = hostile.write(tmp_path / "hostile.znippy")
+    register(con, path)
+    dest = tmp_path / "d" / "out"
+    with pytest.raises(duckdb.Error, match="escape.txt"):
+        con.execute(f"SELECT * FROM znippy_extract('hostile', '{dest}')").fetchall()
+    assert not (tmp_path / "d" / "escape.txt").exists()
+    assert not (dest / "ok.txt").exists()  # every target is checked before anything is written
+    # the same archive, only the safe file selected: extracted
+    got = rows(con, f"SELECT * FROM znippy_extract('hostile', '{dest}', glob := 'ok*')")
+    assert got == [{"relative_path": "ok.txt", "bytes_written": 4, "checksum_ok": True}]
+    assert (dest / "ok.txt").read_bytes() == b"fine"
+
+
+def test_string_offsets_that_run_backwards_are_refused(con: Any, tmp_path: Path,
+                                                        raw_archive: Any) -> None:
+    def scramble(name: str, table: pa.Table) -> pa.Table:
+        if name != "sub":
+            return table
+        col = table.column("relative_path").combine_chunks()
+        validity, offsets, data = col.buffers()
+        raw = bytearray(offsets.to_pybytes())
+        raw[4:8], raw[8:12] = raw[8:12], raw[4:8]  # offsets[1] > offsets[2]
+        bad = pa.Array.from_buffers(pa.utf8(), len(col), [validity, pa.py_buffer(bytes(raw)),
+                                                          data])
+        return table.set_column(0, table.schema.field(0), bad)
+
+    arch = raw_archive([("a.txt", b"aaaa"), ("bb.txt", b"b"), ("c.txt", b"cc")])
+    path = arch.write(tmp_path / "scrambled.znippy", table_edit=scramble)
+    with pytest.raises(ZnippyError, match="string offsets"):
+        register(con, path)
+    assert con.sql("SELECT 42").fetchall() == [(42,)]
