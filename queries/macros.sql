@@ -13,11 +13,12 @@ CREATE OR REPLACE TEMP MACRO znippy_ls(name, repo := NULL, pkg_type := NULL, "gl
       AND ("glob" IS NULL OR znippy_glob(f.relative_path, "glob"))
     ORDER BY f.relative_path;
 
--- One file's bytes, read through the manifest's byte ranges and checked against BLAKE3.
+-- One file's bytes, found through the fst trie (no table scan), checked against BLAKE3.
+-- No row for a path that is not in the archive.
 CREATE OR REPLACE TEMP MACRO znippy_cat(name, path) AS TABLE
-    SELECT l.relative_path, znippy_read(s.archive, l.relative_path) AS content
-    FROM query_table(name || '_lookup') AS l, query_table(name || '__archive') AS s
-    WHERE l.relative_path = path AND l.chunk_seq = 0;
+    SELECT path::VARCHAR AS relative_path, znippy_read(s.archive, path) AS content
+    FROM query_table(name || '__archive') AS s
+    WHERE znippy_has(s.archive, path);
 
 -- Extract the matching files under dest: one row per file (relative_path, bytes_written,
 -- checksum_ok). The paths are gathered into one list so the writing UDF runs once per query;

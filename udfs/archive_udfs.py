@@ -64,6 +64,13 @@ def read_udf(archives: Any, paths: Any) -> pa.Array:
     return pa.array(out, pa.binary())
 
 
+def has_udf(archives: Any, paths: Any) -> pa.Array:
+    """``znippy_has(archive_path, relative_path) -> BOOLEAN``: a trie lookup, no scan."""
+    out = [None if a is None or p is None else archive_at(a).find(p) is not None
+           for a, p in zip(_plain(archives).to_pylist(), _plain(paths).to_pylist())]
+    return pa.array(out, pa.bool_())
+
+
 def extract_udf(archives: Any, dests: Any, path_lists: Any, txids: Any) -> pa.Array:
     """``znippy_extract_paths(archive, dest, paths[], txid) -> STRUCT(...)[]``."""
     out: list[list[dict[str, Any]] | None] = []
@@ -129,6 +136,7 @@ def pkg_type_udf(values: Any) -> pa.Array:
 UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_file_digest", digest_udf, ["VARCHAR", "BLOB[]"], "BLOB", False),
     ("znippy_read", read_udf, ["VARCHAR", "VARCHAR"], "BLOB", False),
+    ("znippy_has", has_udf, ["VARCHAR", "VARCHAR"], "BOOLEAN", False),
     ("znippy_extract_paths", extract_udf, ["VARCHAR", "VARCHAR", "VARCHAR[]", "UBIGINT"],
      f"{EXTRACT_ROW}[]", True),
     ("znippy_glob", glob_udf, ["VARCHAR", "VARCHAR"], "BOOLEAN", False),
