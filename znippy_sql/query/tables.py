@@ -50,8 +50,8 @@ def stream_table(archive: Archive, key: GroupKey, what: str) -> pa.Table:
 @contextmanager
 def _side_map(archive: Archive) -> Iterator["_View"]:
     """A throw-away read-only map of the archive, for reading offsets without keeping them."""
-    base = archive.source.buffer
-    if archive.source.size == 0:
+    base = getattr(archive.source, "buffer", None)
+    if base is None or archive.source.size == 0:  # another kind of source: check in place
         yield _View(None, base)
         return
     with open(archive.path, "rb") as fh, \
@@ -64,14 +64,14 @@ def _side_map(archive: Archive) -> Iterator["_View"]:
 
 
 class _View:
-    def __init__(self, mm: mmap.mmap | None, base: pa.Buffer) -> None:
+    def __init__(self, mm: mmap.mmap | None, base: pa.Buffer | None) -> None:
         self.mm = mm
         self.base = base
 
     def int32s(self, buf: pa.Buffer, first: int, count: int) -> np.ndarray:
         """``count`` int32 values of ``buf`` from element ``first``, via the side map."""
-        start = buf.address - self.base.address
-        if self.mm is not None and 0 <= start and start + buf.size <= self.base.size \
+        start = buf.address - self.base.address if self.base is not None else -1
+        if self.mm is not None and self.base is not None and 0 <= start and start + buf.size <= self.base.size \
                 and len(self.mm) >= self.base.size:
             return np.frombuffer(self.mm, dtype="<i4", count=count, offset=start + first * 4)
         return np.frombuffer(buf, dtype="<i4", count=count, offset=first * 4)
