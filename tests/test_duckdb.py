@@ -364,3 +364,41 @@ def test_string_offsets_that_run_backwards_are_refused(con: Any, tmp_path: Path,
     with pytest.raises(ZnippyError, match="string offsets"):
         register(con, path)
     assert con.sql("SELECT 42").fetchall() == [(42,)]
+
+
+def test_oid_index_layout_and_bad_bytes() -> None:
+    import struct as st
+
+    from znippy_sql import FormatError
+    from znippy_sql.gitindex import FIXED_LEN, decode_oid_index
+
+    good = encode_oid_index([(OIDS[0], 0, 12, 1), (OIDS[1], 1, 400, 3), (OIDS[2], 0, 99, 2)])
+    assert len(good) == FIXED_LEN + 3 * (13 + 20)
+    assert good[:8] == b"ZNGITOID" and st.unpack_from("<IIQ", good, 8) == (1, 20, 3)
+    fanout = st.unpack_from("<256I", good, 32)
+    assert fanout[0x0F] == 0 and fanout[0x10] == 1 and fanout[0x33] == 2 and fanout[255] == 3
+    t = decode_oid_index(good, lookup_rows=2)
+    assert t.column("oid").to_pylist() == sorted(OIDS)
+    assert t.column("offset").to_pylist() == [12, 99, 400]
+    assert t.column("pack_row").to_pylist() == [0, 0, 1]
+    body = FIXED_LEN
+    oid_at = body + 3 * 12
+
+    def patched(at: int, data: bytes) -> bytes:
+        return good[:at] + data + good[at + len(data):]
+
+    bad = {
+        "shorter than": good[:100],
+        "bad magic": patched(0, b"NOTGITOI"),
+        "unsupported version": patched(8, st.pack("<I", 2)),
+        "neither 20 nor 32": patched(12, st.pack("<I", 24)),
+        "cannot hold": patched(16, st.pack("<Q", 4)),
+        "strictly ascending": patched(oid_at, OIDS[2]),
+        "unknown git object type": patched(oid_at + 60, b"\x05"),
+        "not cumulative": patched(32, st.pack("<I", 9)),
+    }
+    for why, data in bad.items():
+        with pytest.raises(FormatError, match=why):
+            decode_oid_index(data, path="x.znippy")
+    with pytest.raises(FormatError, match="past the lookup"):
+        decode_oid_index(good, lookup_rows=1)

@@ -43,6 +43,14 @@ def archive_at(path: str) -> Archive:
         return archive
 
 
+def bind_archive(path: str, archive: Archive) -> None:
+    """Serve ``path`` from ``archive`` (e.g. a store snapshot whose blobs live elsewhere)
+    until the file at ``path`` changes."""
+    st = os.stat(path)
+    with _LOCK:
+        _OPEN[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), archive)
+
+
 def _plain(arr: Any) -> pa.Array:
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
