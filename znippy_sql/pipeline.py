@@ -25,7 +25,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import NamedTuple
 
@@ -120,6 +120,20 @@ def run_batch(jobs: list[Job], level: int) -> BatchResult:
     return BatchResult(bytes(digests), compressed, stored, b"".join(parts))
 
 
+def process_pool(workers: int, *,
+                 initializer: Callable[[], None] | None = None) -> ProcessPoolExecutor:
+    """A process pool for OpenZL work (compress here, decode in extract/verify).
+
+    ``forkserver``, never ``fork`` (the parent may run pyarrow/duckdb threads). The fork server
+    imports this package once and workers fork from it ready to run; otherwise every worker
+    pays the imports again (~0.3 s of CPU each). The preload has no effect when the fork
+    server already runs, which is harmless.
+    """
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["__main__", __name__])
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=initializer)
+
+
 def _warm() -> None:
     """Run once in each new worker: load the codec before the first batch arrives."""
     codec.encoder(codec.DEFAULT_LEVEL)
@@ -141,11 +155,7 @@ class Compressor:
         self._pool_ready = False
 
     def _start_pool(self) -> ProcessPoolExecutor:
-        ctx = multiprocessing.get_context("forkserver")
-        # The fork server imports this package once; workers fork from it ready to run
-        # (else each worker pays the imports, ~0.3 s of CPU). No effect if it already runs.
-        ctx.set_forkserver_preload(["__main__", __name__])
-        return ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_warm)
+        return process_pool(self.workers, initializer=_warm)
 
     def submit(self, batch: list[Job], tag: object) -> list[tuple[object, BatchResult]]:
         self._seen += sum(j.length for j in batch)
