@@ -422,3 +422,26 @@ def test_random_flips_only_znippy_errors(good: bytes, tmp_path: Path,
     for where, mask in flips:
         bad[start + int(where * (len(good) - start))] ^= mask
     exercise(_write(tmp_path, bad), tmp_path)
+
+
+def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import znippy_sql.extract as ex
+
+    monkeypatch.setattr(ex, "UNIT_BYTES", 4096)
+    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0)
+    data = bytearray(good)
+    with open_archive(_write(tmp_path, good, "g.znippy")) as a:
+        rows = a.lookup.to_pylist()
+    last = [r for r in rows if r["relative_path"] == "a/text.txt"][-1]  # 3rd chunk of 3
+    data[last["blob_offset"] + 5] ^= 0x10
+    dest = tmp_path / "out"
+    (dest / "a").mkdir(parents=True)
+    (dest / "a" / "raw.bin").write_bytes(b"old")
+    with open_archive(_write(tmp_path, data)) as a:
+        report = a.extract(dest, workers=2)
+    assert list(report.failed) == ["a/text.txt"]
+    assert not (dest / "a" / "text.txt").exists()
+    assert (dest / "a" / "raw.bin").read_bytes() == FILES["a/raw.bin"]
+    assert sorted(report.written) == sorted(set(FILES) - {"a/text.txt"})
+    assert not [p for p in dest.rglob("*") if "znippy-part" in p.name]

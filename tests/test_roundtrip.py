@@ -241,3 +241,40 @@ def test_read_touches_only_own_blobs(built) -> None:
     assert info is not None
     assert archive.read("d05/f00005.txt") == entries["d05/f00005.txt"].data
     assert archive.source.bytes_read - before == info.stored_size
+
+
+def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
+    """Worker processes, large files cut into runs of chunks, existing files replaced."""
+    import znippy_sql.extract as ex
+
+    monkeypatch.setattr(ex, "UNIT_BYTES", 16 * 1024)
+    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0)
+    files = {f"s/{i}.txt": text_bytes(1000 + i * 300, i) for i in range(40)}
+    files["big/a.log"] = text_bytes(100_000, 1) + random_bytes(30_000, 2)
+    files["big/b.bin"] = random_bytes(70_000, 3)
+    files["e"] = b""
+    out = tmp_path / "a.znippy"
+    write_archive(out, [Entry(p, data=d) for p, d in files.items()], block_size=BLOCK, workers=1)
+    dest = tmp_path / "d"
+    (dest / "big").mkdir(parents=True)
+    (dest / "big" / "a.log").write_bytes(b"old content")
+    seen: list[tuple[int, int]] = []
+    with open_archive(out) as a:
+        report = a.extract(dest, workers=2, progress=lambda f, b: seen.append((f, b)))
+    assert report.ok and report.files == len(files)
+    assert report.written == sorted(files, key=lambda p: p.encode())
+    assert report.bytes_written == sum(map(len, files.values()))
+    for p, d in files.items():
+        assert (dest / p).read_bytes() == d
+    assert seen[-1] == (len(files), report.bytes_written)
+    assert not [p for p in dest.rglob("*") if "znippy-part" in p.name]
+
+
+def test_extract_twice_replaces_files(built, tmp_path: Path) -> None:
+    archive, entries = built("multi_chunk")
+    for _ in range(2):
+        report = archive.extract(tmp_path)
+        assert report.ok and report.files == len(entries)
+    for path, entry in entries.items():
+        assert (tmp_path / path).read_bytes() == entry.data

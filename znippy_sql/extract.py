@@ -1,26 +1,38 @@
 """Extract: every target checked before anything is written, streamed chunk by chunk, verified.
 
-Memory is bounded by one chunk (the block size). A new file is created exclusively (``O_EXCL``,
-never through a symlink) and removed again if a chunk fails its check; a file that already
-exists is replaced through a hidden temporary sibling and a rename, so a failure leaves the old
-file as it was. No symlink is ever created; modes are plain files (0o644 under the umask).
+Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets`) before
+anything is written; then directories are made; then the files are written, by worker
+processes when there is enough to do (OpenZL holds the GIL, so threads would not help).
+Work is cut into units of about ``UNIT_BYTES``: runs of small files, or runs of chunks of one
+large file, which its workers fill with positioned writes.
+
+Memory is bounded by one chunk (the block size) per worker. A new file is created exclusively
+(``O_EXCL``, never through a symlink) and removed again if a chunk fails its check; a file that
+already exists is replaced through a hidden temporary sibling and a rename, so a failure leaves
+the old file as it was. No symlink is ever created; modes are plain files (0o644 under umask).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Union
 
-from .errors import ChecksumError, CodecError, FormatError
+from .errors import ZnippyError
 from .paths import Targets
 
 if TYPE_CHECKING:
-    from .reader import Archive, FileInfo
+    from .reader import Archive, Chunk, FileInfo
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+UNIT_BYTES = 32 << 20       # work handed to a worker at a time
+PARALLEL_BYTES = 48 << 20   # below this, extract in process (starting workers costs more)
 
 
 @dataclass
@@ -37,9 +49,22 @@ class ExtractReport:
         return not self.failed
 
 
+@dataclass(frozen=True)
+class _Part:
+    """Chunks of one file: a whole file (``whole``) or a run of a pre-created one."""
+
+    path: str
+    target: str       # where the bytes go (the file, or its temporary sibling)
+    chunks: tuple["Chunk", ...]
+    whole: bool
+
+
+Outcome = Union[int, str]  # bytes written, or the problem
+
+
 def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             pkg_type: int | str | None = None, glob: str | None = None,
-            paths: list[str] | None = None,
+            paths: list[str] | None = None, workers: int | None = None,
             progress: Callable[[int, int], None] | None = None) -> ExtractReport:
     started = time.perf_counter()
     selected = paths if paths is not None else archive.select(repo=repo, pkg_type=pkg_type,
@@ -49,58 +74,219 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     infos = [(p, t, archive.find(p)) for p, t in plan]
     report = ExtractReport(dest=dest)
     os.makedirs(dest, exist_ok=True)
+    todo: list[tuple[str, str, "FileInfo"]] = []
     for path, target, info in infos:
         if info is None:
             report.failed[path] = "not in the archive"
             continue
         try:
             targets.make_parent(path)
-            n = _extract_one(archive, path, target, info)
-        except (ChecksumError, CodecError, FormatError) as exc:
-            report.failed[path] = exc.problem
-            continue
         except OSError as exc:  # e.g. "a" and "a/b" both in the archive
             report.failed[path] = f"cannot write: {exc.strerror or exc}"
             continue
+        todo.append((path, target, info))
+
+    total = sum(info.size for _, _, info in todo)
+    n_workers = _workers(workers, total)
+    parts, split = _parts(todo, split=n_workers > 1, report=report)
+    outcome: dict[str, list[Outcome]] = {}
+    done_files = done_bytes = 0
+    try:
+        for unit_result in _run(archive, parts, n_workers):
+            for path, result in unit_result:
+                outcome.setdefault(path, []).append(result)
+                done_bytes += result if isinstance(result, int) else 0
+                if path not in split or len(outcome[path]) == split[path][1]:
+                    done_files += 1
+                    if progress is not None:
+                        progress(done_files, done_bytes)
+    except BaseException:
+        for written, _ in split.values():
+            _remove(written)
+        raise
+    for path, target, _ in todo:
+        results = outcome.get(path, ["not extracted"])
+        problems = [r for r in results if isinstance(r, str)]
+        if path in split:
+            written = split[path][0]
+            if problems:
+                _remove(written)
+            elif written != target:
+                try:
+                    os.replace(written, target)
+                except OSError as exc:
+                    _remove(written)
+                    problems = [f"cannot write: {exc.strerror or exc}"]
+        if problems:
+            report.failed[path] = problems[0]
+            continue
         report.files += 1
-        report.bytes_written += n
+        report.bytes_written += sum(r for r in results if isinstance(r, int))
         report.written.append(path)
-        if progress is not None:
-            progress(report.files, report.bytes_written)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _extract_one(archive: "Archive", path: str, target: str, info: "FileInfo") -> int:
+def _workers(workers: int | None, total: int) -> int:
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ValueError("workers must be at least 1")
+    return n if total >= PARALLEL_BYTES else 1
+
+
+def _parts(todo: list[tuple[str, str, "FileInfo"]], *, split: bool,
+           report: ExtractReport) -> tuple[list[list[_Part]], dict[str, tuple[str, int]]]:
+    """Units of work. A large file (when ``split``) is pre-created here and cut into runs of
+    chunks; ``split`` maps its path → (the file its runs write, how many runs)."""
+    units: list[list[_Part]] = []
+    unit: list[_Part] = []
+    size = 0
+    pre: dict[str, tuple[str, int]] = {}
+    for path, target, info in todo:
+        if split and info.size > UNIT_BYTES and len(info.chunks) > 1:
+            try:
+                written = _precreate(target)
+            except OSError as exc:
+                report.failed[path] = f"cannot write: {exc.strerror or exc}"
+                continue
+            runs = _runs(info.chunks)
+            pre[path] = (written, len(runs))
+            units.extend([[_Part(path, written, run, False)] for run in runs])
+            continue
+        unit.append(_Part(path, target, info.chunks, True))
+        size += info.size + 4096
+        if size >= UNIT_BYTES:
+            units.append(unit)
+            unit, size = [], 0
+    if unit:
+        units.append(unit)
+    return units, pre
+
+
+def _runs(chunks: Sequence["Chunk"]) -> list[tuple["Chunk", ...]]:
+    runs: list[tuple["Chunk", ...]] = []
+    run: list["Chunk"] = []
+    size = 0
+    for c in chunks:
+        run.append(c)
+        size += c.uncompressed_size
+        if size >= UNIT_BYTES:
+            runs.append(tuple(run))
+            run, size = [], 0
+    if run:
+        runs.append(tuple(run))
+    return runs
+
+
+def _precreate(target: str) -> str:
+    """Create the file a split extraction fills (or its temporary sibling if it exists)."""
+    try:
+        os.close(os.open(target, _CREATE, 0o644))
+        return target
+    except FileExistsError:
+        tmp = _tmp_name(target)
+        _remove(tmp)
+        os.close(os.open(tmp, _CREATE, 0o644))
+        return tmp
+
+
+def _run(archive: "Archive", units: list[list[_Part]], n_workers: int):  # type: ignore[no-untyped-def]
+    """Results of each unit, in unit order."""
+    if n_workers <= 1 or len(units) <= 1:
+        for unit in units:
+            yield _write_unit(archive, unit)
+        return
+    ctx = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(min(n_workers, len(units)), mp_context=ctx) as pool:
+        window = []
+        for unit in units:
+            window.append(pool.submit(_worker, archive.path, archive.verify_checksums, unit))
+            if len(window) > 2 * n_workers:
+                yield window.pop(0).result()
+        for fut in window:
+            yield fut.result()
+
+
+_OPEN_ARCHIVES: dict[str, "Archive"] = {}
+
+
+def _worker(path: str, verify_checksums: bool, unit: list[_Part]) -> list[tuple[str, Outcome]]:
+    archive = _OPEN_ARCHIVES.get(path)
+    if archive is None:
+        from .reader import open_archive
+
+        archive = _OPEN_ARCHIVES[path] = open_archive(path, verify_checksums=verify_checksums)
+    return _write_unit(archive, unit)
+
+
+def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcome]]:
+    out: list[tuple[str, Outcome]] = []
+    for part in unit:
+        try:
+            n = _write_file(archive, part) if part.whole else _write_run(archive, part)
+            out.append((part.path, n))
+        except ZnippyError as exc:
+            out.append((part.path, exc.problem))
+        except OSError as exc:
+            out.append((part.path, f"cannot write: {exc.strerror or exc}"))
+    return out
+
+
+def _write_file(archive: "Archive", part: _Part) -> int:
+    target = part.target
     try:
         fd = os.open(target, _CREATE, 0o644)
         tmp = None
     except FileExistsError:  # replace an existing file through a temporary sibling
-        tmp = os.path.join(os.path.dirname(target),
-                           f".{os.path.basename(target)}.znippy-part-{os.getpid()}")
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        tmp = _tmp_name(target)
+        _remove(tmp)
         fd = os.open(tmp, _CREATE, 0o644)
     written = tmp if tmp is not None else target
     try:
         n = 0
         try:
-            for chunk in info.chunks:
-                data = archive.read_chunk(path, chunk, verify=True)
-                _write_all(fd, data)
+            for chunk in part.chunks:
+                data = archive.chunk_view(part.path, chunk, verify=True)
+                _write_all(fd, data, None)
                 n += len(data)
         finally:
             os.close(fd)
         if tmp is not None:
             os.replace(tmp, target)
     except BaseException:
-        if os.path.lexists(written):
-            os.unlink(written)
+        _remove(written)
         raise
     return n
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_run(archive: "Archive", part: _Part) -> int:
+    fd = os.open(part.target, _OPEN)
+    try:
+        n = 0
+        for chunk in part.chunks:
+            data = archive.chunk_view(part.path, chunk, verify=True)
+            _write_all(fd, data, chunk.fdata_offset)
+            n += len(data)
+        return n
+    finally:
+        os.close(fd)
+
+
+def _tmp_name(target: str) -> str:
+    return os.path.join(os.path.dirname(target),
+                        f".{os.path.basename(target)}.znippy-part-{os.getpid()}")
+
+
+def _remove(path: str) -> None:
+    if os.path.lexists(path):
+        os.unlink(path)
+
+
+def _write_all(fd: int, data: bytes | memoryview, offset: int | None) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        n = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
+        view = view[n:]
+        if offset is not None:
+            offset += n
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -45,6 +46,15 @@ from .schema import (
 MAX_CHUNK_BYTES = 1 << 30
 
 _T = TypeVar("_T")
+_LOCAL = threading.local()
+
+
+def _decoder() -> codec.Decoder:
+    """One OpenZL decoding context per thread (a context is not safe to share)."""
+    dec = getattr(_LOCAL, "decoder", None)
+    if dec is None:
+        dec = _LOCAL.decoder = codec.Decoder()
+    return dec
 
 
 @dataclass(frozen=True)
@@ -294,26 +304,32 @@ class Archive:
 
     def read_chunk(self, path: str, chunk: Chunk, *, verify: bool | None = None) -> bytes:
         """The original bytes of one chunk, checked against its BLAKE3 unless told not."""
+        data = self.chunk_view(path, chunk, verify=verify)
+        return data if isinstance(data, bytes) else data.tobytes()
+
+    def chunk_view(self, path: str, chunk: Chunk, *,
+                   verify: bool | None = None) -> bytes | memoryview:
+        """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy)."""
         where = f"{path!r} chunk {chunk.chunk_seq}: "
         if chunk.blob_offset + chunk.blob_size > self.tail_offset:
             raise FormatError(f"{where}blob [{chunk.blob_offset}, "
                               f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
                               f"at {self.tail_offset}", path=self.path)
         blob = self.source.read(chunk.blob_offset, chunk.blob_size, f"blob of {path!r}")
+        data: bytes | memoryview
         if chunk.compressed:
             if chunk.uncompressed_size > MAX_CHUNK_BYTES:
                 raise FormatError(f"{where}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
             try:
-                data = codec.decoder().decode(memoryview(blob), chunk.uncompressed_size,
-                                              where=where)
+                data = _decoder().decode(memoryview(blob), chunk.uncompressed_size, where=where)
             except CodecError as exc:
                 raise CodecError(exc.problem, path=self.path) from None
         else:
             if chunk.blob_size != chunk.uncompressed_size:
                 raise FormatError(f"{where}raw blob is {chunk.blob_size} bytes, index says "
                                   f"{chunk.uncompressed_size}", path=self.path)
-            data = blob.to_pybytes()
+            data = memoryview(blob)
         if (self.verify_checksums if verify is None else verify):
             if blake3.blake3(data).digest() != chunk.checksum:
                 raise ChecksumError(f"{where}BLAKE3 mismatch", path=self.path)
@@ -347,11 +363,13 @@ class Archive:
 
     def extract(self, dest: str | os.PathLike[str], *, repo: str | None = None,
                 pkg_type: int | str | None = None, glob: str | None = None,
-                paths: list[str] | None = None, progress: Any = None) -> Any:
+                paths: list[str] | None = None, workers: int | None = None,
+                progress: Any = None) -> Any:
+        """Extract the matching files under ``dest`` (see :mod:`znippy_sql.extract`)."""
         from .extract import extract
 
         return extract(self, os.fspath(dest), repo=repo, pkg_type=pkg_type, glob=glob,
-                       paths=paths, progress=progress)
+                       paths=paths, workers=workers, progress=progress)
 
     def verify(self, *, progress: Any = None) -> Any:
         from .verify import verify
