@@ -308,3 +308,19 @@ def test_sigkill_at_every_step_leaves_old_or_new(tmp_path: Path) -> None:
     # kills before and after the commit point (the journal's unlink)
     assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes
     assert Path(lines[-1][2]).read_bytes() == new_bytes
+
+
+def test_append_never_reads_old_blobs(tmp_path: Path) -> None:
+    """Old blobs scrambled in place: the append still works, since it reads only the tail."""
+    arc_path = tmp_path / "n.znippy"
+    write_archive(arc_path, batch("a", 6, 16), block_size=BLOCK)
+    with open_archive(arc_path) as arc:
+        blob_end = arc.blob_end
+    with open(arc_path, "r+b") as fh:
+        fh.write(bytes(blob_end))  # zero every old blob
+    scrambled = sha(arc_path, blob_end)
+    report = ap.append_archive(arc_path, [Entry("new.txt", data=b"new")])
+    assert report.files_added == 1 and sha(arc_path, blob_end) == scrambled
+    with open_archive(arc_path) as arc:
+        assert arc.read("new.txt") == b"new"
+        assert not arc.verify().ok  # the old (zeroed) blobs are what the append left alone
