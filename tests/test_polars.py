@@ -70,6 +70,9 @@ def test_projection_predicate_n_rows(full: Path) -> None:
     assert sorted(got.rows()) == sorted((f["relative_path"], f["chunks"]) for f in files
                                         if f["size"] > 500)
     assert scan(full).head(3).collect().height == 3
+    assert scan(full).select(pl.len()).collect().item() == len(files)
+    assert scan(full).filter(pl.col("repo") == "local").select(pl.len()).collect().item() == len(
+        [f for f in files if f["repo"] == "local"])
     assert scan(full, "chunks").head(5).collect().height == 5
     # a predicate mixing a group column with others, and on a module column
     mixed = scan(full).filter((pl.col("repo") == "central") & (pl.col("chunks") > 1)).collect()
