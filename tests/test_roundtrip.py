@@ -278,3 +278,28 @@ def test_extract_twice_replaces_files(built, tmp_path: Path) -> None:
         assert report.ok and report.files == len(entries)
     for path, entry in entries.items():
         assert (tmp_path / path).read_bytes() == entry.data
+
+
+def test_parallel_extract_from_script_without_main_guard(tmp_path: Path) -> None:
+    """Worker processes cannot start from an unguarded script: extract finishes in process."""
+    import subprocess
+    import sys
+
+    files = {f"f{i}.txt": text_bytes(20_000, i) for i in range(6)}
+    out = tmp_path / "a.znippy"
+    write_archive(out, [Entry(p, data=d) for p, d in files.items()], block_size=BLOCK,
+                  workers=1)
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import znippy_sql.extract as ex\n"
+        "from znippy_sql import open_archive\n"
+        "ex.PARALLEL_BYTES, ex.UNIT_BYTES = 0, 8192\n"
+        f"r = open_archive({str(out)!r}).extract({str(tmp_path / 'd')!r}, workers=2)\n"
+        "print(r.files, sorted(r.failed))\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == f"{len(files)} []"
+    for p, d in files.items():
+        assert (tmp_path / "d" / p).read_bytes() == d
+    assert not [p for p in (tmp_path / "d").rglob("*") if "znippy-part" in p.name]

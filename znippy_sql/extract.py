@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
@@ -86,7 +87,7 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             continue
         todo.append((path, target, info))
 
-    total = sum(info.size for _, _, info in todo)
+    total = sum(_plausible_size(archive, info) for _, _, info in todo)
     n_workers = _workers(workers, total)
     parts, split = _parts(todo, split=n_workers > 1, report=report)
     outcome: dict[str, list[Outcome]] = {}
@@ -125,6 +126,17 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
         report.written.append(path)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _plausible_size(archive: "Archive", info: "FileInfo") -> int:
+    """The file's size counting only chunks whose sizes can be true (a corrupt index must not
+    start a process pool)."""
+    from .reader import MAX_CHUNK_BYTES
+
+    return sum(c.uncompressed_size for c in info.chunks
+               if c.blob_offset + c.blob_size <= archive.tail_offset
+               and (c.uncompressed_size == c.blob_size
+                    or (c.compressed and c.uncompressed_size <= MAX_CHUNK_BYTES)))
 
 
 def _workers(workers: int | None, total: int) -> int:
@@ -197,14 +209,26 @@ def _run(archive: "Archive", units: list[list[_Part]], n_workers: int):  # type:
             yield _write_unit(archive, unit)
         return
     ctx = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(min(n_workers, len(units)), mp_context=ctx) as pool:
-        window = []
-        for unit in units:
-            window.append(pool.submit(_worker, archive.path, archive.verify_checksums, unit))
-            if len(window) > 2 * n_workers:
-                yield window.pop(0).result()
-        for fut in window:
-            yield fut.result()
+    done = 0
+    try:
+        with ProcessPoolExecutor(min(n_workers, len(units)), mp_context=ctx) as pool:
+            window = []
+            for unit in units:
+                window.append(pool.submit(_worker, archive.path, archive.verify_checksums, unit))
+                if len(window) > 2 * n_workers:
+                    result = window.pop(0).result()
+                    done += 1
+                    yield result
+            for fut in window:
+                result = fut.result()
+                done += 1
+                yield result
+    except BrokenProcessPool:
+        # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
+        # guard) or died: finish in this process. Rewriting a file a worker already wrote
+        # replaces it through a temporary sibling, so the result is the same.
+        for unit in units[done:]:
+            yield _write_unit(archive, unit)
 
 
 _OPEN_ARCHIVES: dict[str, "Archive"] = {}
