@@ -110,7 +110,8 @@ def register(con: "duckdb.DuckDBPyConnection", archive_path: str | os.PathLike[s
     name = sanitize_name(name) if name is not None else default_name(path)
     plan = plan_views(path, name, trust=trust)  # every check happens here, before con changes
     install(con)
-    unregister(con, name)
+    if name in _state(con).objects:  # replacing: drop views the new archive may not have
+        unregister(con, name)
     for obj_name, table in plan.objects.items():
         con.register(obj_name, table)
     _state(con).objects[name] = list(plan.objects)
