@@ -324,3 +324,58 @@ def test_append_never_reads_old_blobs(tmp_path: Path) -> None:
     with open_archive(arc_path) as arc:
         assert arc.read("new.txt") == b"new"
         assert not arc.verify().ok  # the old (zeroed) blobs are what the append left alone
+
+
+def _signer() -> object:
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from znippy_sql.sign import Signer
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "append test")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    return Signer(key, cert)
+
+
+def test_sections_meta_kept_signatures_dropped_or_resigned(tmp_path: Path) -> None:
+    from znippy_sql.sign import verify_signatures
+
+    signer = _signer()
+    arc_path = tmp_path / "s.znippy"
+    write_archive(arc_path, batch("a", 3, 17), meta={"release": "1"}, signer=signer)
+    with open_archive(arc_path) as arc:
+        meta_before = arc.section("__meta__").to_pylist()
+    report = ap.append_archive(arc_path, [Entry("b.txt", data=b"b")])
+    assert report.dropped_sections == ["__sign_artifacts__", "__sign_archive__"]
+    with open_archive(arc_path) as arc:
+        assert arc.sections == ["__lookup__", "__trie__", "__meta__"]
+        assert arc.section("__meta__").to_pylist() == meta_before  # carried over verbatim
+    report = ap.append_archive(arc_path, [Entry("c.txt", data=b"c")], signer=signer,
+                               meta={"release": "2"})
+    assert report.dropped_sections == []
+    with open_archive(arc_path) as arc:
+        assert arc.has_section("__sign_archive__")
+        assert verify_signatures(arc, [signer.cert]) == []  # type: ignore[attr-defined]
+        values = arc.section("__meta__").column("value").to_pylist()
+        assert "2" in values and "1" not in values
+
+
+def test_not_an_archive_is_refused_untouched(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.znippy"
+    bogus.write_bytes(b"not an archive at all, just some bytes" * 10)
+    before = bogus.read_bytes()
+    with pytest.raises(ZnippyError, match="ZNPYMIDX"):
+        ap.append_archive(bogus, [Entry("x", data=b"x")])
+    assert bogus.read_bytes() == before and not os.path.exists(ap.journal_path(bogus))
+    with pytest.raises(ZnippyError, match="no such archive"):
+        ap.append_archive(tmp_path / "missing.znippy", [Entry("x", data=b"x")])

@@ -299,11 +299,19 @@ def test_cli_store_add_ls_seal(where: tuple[str, str], tmp_path: Path,
         str(p.relative_to(src)) for p in src.rglob("*") if p.is_file())
     assert {r["repo"] for r in listed} == {"cli"}
     out = tmp_path / "cli.znippy"
-    assert cli_main(["store", "seal", *common, "-o", str(out), "--json"]) == 0
+    assert cli_main(["store", "seal", *common, "-o", str(out), "--json",
+                     "--meta", "build=42"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["files_sealed"] == len(listed) and report["path"] == str(out)
     with open_archive(out) as arc:
         assert arc.verify().ok
+        meta = arc.section("__meta__").to_pylist()
+        assert {"relative_path": None, "key": "build", "value": "42"} in meta
+    # the same store through an explicit catalog uri (the default one, spelled out)
+    uri = f"sqlite:///{os.path.join(wh, 'catalog.db')}"
+    assert cli_main(["store", "ls", "--sidecar", sidecar, "--warehouse", wh, "--namespace",
+                     "ns", "--catalog-uri", uri, "--catalog-prop", "name=znippy"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(listed)
     assert cli_main(["store", "ls", "--sidecar", sidecar, "--warehouse", wh,
                      "--namespace", "missing"]) == 2
 

@@ -351,6 +351,9 @@ class Appender:
             self._fh = open(self.path, "r+b")
         except FileNotFoundError:
             raise ZnippyError("no such archive", path=self.path) from None
+        except OSError as exc:
+            raise ZnippyError(f"cannot open for append: {exc.strerror or exc}",
+                              path=self.path) from None
         try:
             _lock(self._fh.fileno(), self.path)
             self._recovered = _recover_locked(self.path, self._fh.fileno())

@@ -1,18 +1,48 @@
 """Lifecycle subcommands: ``append`` to a static archive; ``store add|ls|seal`` for the dynamic store.
 
 ``--json`` prints the report as JSON; otherwise one human line. Exit codes as everywhere: 0 ok,
-2 usage or unreadable input (any :class:`ZnippyError`).
+2 usage or unreadable input (any :class:`ZnippyError`). ``store seal`` takes the ``create``
+options for ``__meta__`` and signatures (provenance recorded by default, as ``create``);
+``append`` takes them too but, given none, keeps the archive's own ``__meta__``.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
+import importlib.util
 import json
 import sys
+from types import ModuleType
 from typing import Any
 
 from .core import create_pkg_type_arg, human, positive_int, size_arg
+
+
+def _provenance() -> ModuleType | None:
+    """The provenance CLI area (``--meta``, ``--sign-key`` ...), when installed."""
+    name = "znippy_sql.cli.provenance"
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+
+def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str, Any]:
+    """``meta=``/``signer=`` from the provenance options. ``only_if_asked`` (append): none
+    unless an option was given, so the archive keeps its own ``__meta__``."""
+    prov = _provenance()
+    if prov is None:
+        return {}
+    asked = any(getattr(args, n, None) for n in ("meta", "meta_file", "sign_key",
+                                                  "no_provenance"))
+    if only_if_asked and not asked:
+        return {}
+    return dict(prov.writer_kwargs(args))
+
+
+def _add_provenance_options(parser: argparse.ArgumentParser) -> None:
+    prov = _provenance()
+    if prov is not None:
+        prov.add_create_options(parser)
 
 
 def _emit(report: Any, args: argparse.Namespace, line: str) -> None:
@@ -43,7 +73,7 @@ def cmd_append(args: argparse.Namespace) -> int:
     from ..append import append_archive
 
     r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
-                       workers=args.workers)
+                       workers=args.workers, **_writer_kwargs(args, only_if_asked=True))
     _emit(r, args, f"{r.path}: +{r.files_added} files ({human(r.blob_bytes_written)} of blobs), "
                    f"{r.files_replaced} replaced ({human(r.dead_bytes)} dead), "
                    f"{human(r.archive_bytes)} in {r.seconds:.2f}s"
@@ -102,7 +132,7 @@ def cmd_store_seal(args: argparse.Namespace) -> int:
     from ..store import seal
 
     r = seal(args.sidecar, args.warehouse, args.namespace, args.output,
-             catalog=_catalog(args))
+             catalog=_catalog(args), **_writer_kwargs(args, only_if_asked=False))
     _emit(r, args, f"{r.path}: {r.rows_sealed} rows, {human(r.blob_bytes_reused)} of blobs "
                    f"reused, {human(r.orphan_bytes_skipped)} orphan bytes skipped, "
                    f"{human(r.bytes_written)} written in {r.seconds:.2f}s")
@@ -129,6 +159,7 @@ def register(subparsers: Any) -> None:
                    help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
     p.add_argument("--workers", type=int, help="compression processes")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _add_provenance_options(p)
     p.set_defaults(func=cmd_append)
 
     store = subparsers.add_parser("store", help="the dynamic store: sidecar blobs + Iceberg index")
@@ -157,4 +188,5 @@ def register(subparsers: Any) -> None:
     seal = sub.add_parser("seal", help="freeze the store into a static archive")
     _store_common(seal)
     seal.add_argument("-o", "--output", required=True, help="the archive to write")
+    _add_provenance_options(seal)
     seal.set_defaults(func=cmd_store_seal)
