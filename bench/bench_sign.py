@@ -79,6 +79,7 @@ def main() -> None:
     from znippy_sql import open_archive, write_archive
     from znippy_sql.sign import Signer, signature_builder
 
+    load_before = os.getloadavg()[0]
     src = corpora.generate(args.corpora, scale=args.scale, only=["src_tree"])["src_tree"]
     work = tempfile.mkdtemp(prefix="bench-sign-", dir=os.path.join(HERE, "out"))
     key, cert = make_pki(work)
@@ -124,8 +125,9 @@ def main() -> None:
         "",
         f"Command: `{command}` (written by `bench/bench_sign.py`).",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other work while "
-        f"measured), Python {platform.python_version()}; key EC P-256, self-signed.",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, shared with other work while "
+        f"measured (1-minute load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} "
+        f"after); Python {platform.python_version()}; key EC P-256, self-signed.",
         f"Corpus: `src_tree` at scale {args.scale:g} from `bench/corpora.py`: {files} files of "
         "1-40 KB.",
         "",

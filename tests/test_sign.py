@@ -262,14 +262,22 @@ def test_encrypted_key_from_environment(tmp_path, pki, monkeypatch):
     assert Signer.from_files(enc, pki["self"]).cert == pki["objs"]["self"]
 
 
-def test_worker_processes_give_the_same_answers(signed, pki, monkeypatch):
+def test_worker_processes_give_the_same_answers(tmp_path, signed, pki, monkeypatch):
     with open_archive(signed) as a:
         single = signatures_table(a, trust=pki["self"])
         monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
+        monkeypatch.setattr(sign_mod, "BATCH", 1)
         pooled = signatures_table(a, trust=pki["self"])
         pooled_bad = verify_signatures(a, pki["other"])
-    assert pooled.equals(single)
-    assert len(pooled_bad) == 7
+        assert pooled.equals(single)
+        assert len(pooled_bad) == 7
+        # signing shared with worker processes: same files, every signature verifies
+        out = tmp_path / "pooled.znippy"
+        write_archive(out, _entries(), block_size=512, workers=1,
+                      signer=(pki["self_key"], pki["self"]))
+        with open_archive(out) as b:
+            assert _artifacts(b).column("relative_path").to_pylist() == a.select()
+            assert verify_signatures(b, pki["self"]) == []
 
 
 # -- tampering ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import datetime as _dt
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from asn1crypto import core
 from cryptography import x509
@@ -28,9 +29,6 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.serialization import pkcs7
-
-_UNIVERSAL, _CONTEXT = 0, 2
-_SEQUENCE, _SET, _OID, _INTEGER, _OCTETS, _UTCTIME, _GENTIME = 16, 17, 6, 2, 4, 23, 24
 
 _HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384",
            "2.16.840.1.101.3.4.2.3": "sha512"}
@@ -81,10 +79,16 @@ def sign(content: bytes, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
 
 
 # -- reading ------------------------------------------------------------------------------------
+#: DER identifier octets of the elements a SignedData holds.
+_SEQ, _SET, _OID, _OCTETS, _UTCTIME, _GENTIME = 0x30, 0x31, 0x06, 0x04, 0x17, 0x18
+_CTX0, _CTX1, _CTX0_PRIM = 0xA0, 0xA1, 0x80
+#: An element: (identifier octet, header bytes, contents bytes).
+_Node = tuple[int, bytes, bytes]
 _OID_CACHE: dict[bytes, str] = {}
 
 
 def _oid(contents: bytes) -> str:
+    """Dotted form of an OBJECT IDENTIFIER's contents (decoded by asn1crypto, cached)."""
     dotted = _OID_CACHE.get(contents)
     if dotted is None:
         dotted = core.ObjectIdentifier.load(b"\x06" + _der_len(len(contents)) + contents).dotted
@@ -99,21 +103,10 @@ def _der_len(n: int) -> bytes:
     return bytes([0x80 | len(raw)]) + raw
 
 
-class _Node:
-    __slots__ = ("cls", "tag", "header", "contents")
-
-    def __init__(self, cls: int, tag: int, header: bytes, contents: bytes) -> None:
-        self.cls, self.tag, self.header, self.contents = cls, tag, header, contents
-
-    @property
-    def der(self) -> bytes:
-        return self.header + self.contents
-
-
 def _children(data: bytes, what: str) -> list[_Node]:
-    """The DER elements back to back in ``data`` (tag, definite length, contents).
+    """The DER elements back to back in ``data`` (identifier, definite length, contents).
 
-    A few lines of header decoding rather than a generic parser: this runs ~40 times per
+    A few lines of header decoding rather than a generic parser: this runs ~15 times per
     signature, tens of thousands of times per archive. Every length is checked against its
     container; indefinite lengths and high tag numbers (never used by CMS in DER) are refused.
     """
@@ -122,8 +115,8 @@ def _children(data: bytes, what: str) -> list[_Node]:
     while pos < end:
         if end - pos < 2:
             raise CmsError(f"{what}: truncated element")
-        first, n = data[pos], data[pos + 1]
-        if first & 0x1F == 0x1F:
+        ident, n = data[pos], data[pos + 1]
+        if ident & 0x1F == 0x1F:
             raise CmsError(f"{what}: high tag number")
         start = pos + 2
         if n & 0x80:
@@ -136,15 +129,24 @@ def _children(data: bytes, what: str) -> list[_Node]:
             start += k
         if start + n > end:
             raise CmsError(f"{what}: element runs past its container")
-        out.append(_Node(first >> 6, first & 0x1F, data[pos:start], data[start:start + n]))
+        out.append((ident, data[pos:start], data[start:start + n]))
         pos = start + n
     return out
 
 
-def _expect(node: _Node, cls: int, tag: int, what: str) -> _Node:
-    if node.cls != cls or node.tag != tag:
-        raise CmsError(f"{what}: unexpected ASN.1 element (class {node.cls}, tag {node.tag})")
-    return node
+def _inside(node: _Node, ident: int, what: str) -> bytes:
+    """The contents of ``node``, which must have the identifier octet ``ident``."""
+    if node[0] != ident:
+        raise CmsError(f"{what}: unexpected ASN.1 element (identifier 0x{node[0]:02x}, "
+                       f"expected 0x{ident:02x})")
+    return node[2]
+
+
+_SIGNED_DATA_OID = core.ObjectIdentifier(_SIGNED_DATA).contents
+_DATA_OID = core.ObjectIdentifier(_DATA).contents
+_CONTENT_TYPE_OID = core.ObjectIdentifier(_ATTR_CONTENT_TYPE).contents
+_MESSAGE_DIGEST_OID = core.ObjectIdentifier(_ATTR_MESSAGE_DIGEST).contents
+_SIGNING_TIME_OID = core.ObjectIdentifier(_ATTR_SIGNING_TIME).contents
 
 
 def parse(der: bytes) -> Parsed:
@@ -152,90 +154,105 @@ def parse(der: bytes) -> Parsed:
     top = _children(der, "ContentInfo")
     if len(top) != 1:
         raise CmsError("ContentInfo: trailing bytes after the signature")
-    info = _children(_expect(top[0], _UNIVERSAL, _SEQUENCE, "ContentInfo").contents,
-                     "ContentInfo")
-    if len(info) != 2 or _oid(_expect(info[0], _UNIVERSAL, _OID, "contentType").contents) \
-            != _SIGNED_DATA:
+    info = _children(_inside(top[0], _SEQ, "ContentInfo"), "ContentInfo")
+    if len(info) != 2 or _inside(info[0], _OID, "contentType") != _SIGNED_DATA_OID:
         raise CmsError("ContentInfo: not a SignedData")
-    (sd_node,) = _children(_expect(info[1], _CONTEXT, 0, "content").contents, "content")
-    sd = _children(_expect(sd_node, _UNIVERSAL, _SEQUENCE, "SignedData").contents, "SignedData")
+    inner = _children(_inside(info[1], _CTX0, "content"), "content")
+    if len(inner) != 1:
+        raise CmsError("content: expected one SignedData")
+    sd = _children(_inside(inner[0], _SEQ, "SignedData"), "SignedData")
     if len(sd) < 4:
         raise CmsError("SignedData: too few fields")
-    encap = _children(_expect(sd[2], _UNIVERSAL, _SEQUENCE, "encapContentInfo").contents,
-                      "encapContentInfo")
-    if not encap or _oid(_expect(encap[0], _UNIVERSAL, _OID, "eContentType").contents) != _DATA:
+    encap = _children(_inside(sd[2], _SEQ, "encapContentInfo"), "encapContentInfo")
+    if not encap or _inside(encap[0], _OID, "eContentType") != _DATA_OID:
         raise CmsError("encapContentInfo: content type is not id-data")
     if len(encap) != 1:
         raise CmsError("encapContentInfo: the content is embedded; expected a detached signature")
     certificates = b""
     for node in sd[3:-1]:
-        if node.cls == _CONTEXT and node.tag == 0:
-            certificates = node.contents
-        elif not (node.cls == _CONTEXT and node.tag == 1):  # [1] crls are ignored
+        if node[0] == _CTX0:
+            certificates = node[2]
+        elif node[0] != _CTX1:  # [1] crls are ignored
             raise CmsError("SignedData: unexpected field before signerInfos")
-    signer_infos = _children(_expect(sd[-1], _UNIVERSAL, _SET, "signerInfos").contents,
-                             "signerInfos")
+    signer_infos = _children(_inside(sd[-1], _SET, "signerInfos"), "signerInfos")
     if len(signer_infos) != 1:
         raise CmsError(f"signerInfos: {len(signer_infos)} signers, expected exactly one")
     return _signer_info(certificates, signer_infos[0])
 
 
 def _signer_info(certificates: bytes, node: _Node) -> Parsed:
-    si = _children(_expect(node, _UNIVERSAL, _SEQUENCE, "SignerInfo").contents, "SignerInfo")
-    if len(si) < 6:
+    si = _children(_inside(node, _SEQ, "SignerInfo"), "SignerInfo")
+    if len(si) < 6 or si[3][0] != _CTX0:
         raise CmsError("SignerInfo: no signed attributes")
-    sid = si[1].der
     digest_alg = _algorithm(si[2], "digestAlgorithm")
     if digest_alg not in _HASHES:
         raise CmsError(f"digestAlgorithm {digest_alg} is not SHA-2")
-    attrs = _expect(si[3], _CONTEXT, 0, "signedAttrs")
     sig_alg = _algorithm(si[4], "signatureAlgorithm")
     if sig_alg not in _SIG_ALGS:
         raise CmsError(f"signatureAlgorithm {sig_alg} is not supported")
-    signature = _expect(si[5], _UNIVERSAL, _OCTETS, "signature").contents
     kind, sig_hash = _SIG_ALGS[sig_alg]
     content_type = message_digest = None
     signing_time = None
-    for attr in _children(attrs.contents, "signedAttrs"):
-        parts = _children(_expect(attr, _UNIVERSAL, _SEQUENCE, "Attribute").contents, "Attribute")
+    _, attrs_header, attrs = si[3]
+    for attr in _children(attrs, "signedAttrs"):
+        parts = _children(_inside(attr, _SEQ, "Attribute"), "Attribute")
         if len(parts) != 2:
             raise CmsError("Attribute: expected type and values")
-        kind_oid = _oid(_expect(parts[0], _UNIVERSAL, _OID, "Attribute type").contents)
-        values = _children(_expect(parts[1], _UNIVERSAL, _SET, "Attribute values").contents,
-                           "Attribute values")
-        if kind_oid in (_ATTR_CONTENT_TYPE, _ATTR_MESSAGE_DIGEST, _ATTR_SIGNING_TIME) \
-                and len(values) != 1:
+        oid = _inside(parts[0], _OID, "Attribute type")
+        if oid not in (_CONTENT_TYPE_OID, _MESSAGE_DIGEST_OID, _SIGNING_TIME_OID):
+            continue  # e.g. S/MIME capabilities: signed, not interpreted
+        values = _children(_inside(parts[1], _SET, "Attribute values"), "Attribute values")
+        if len(values) != 1:
             raise CmsError("signed attribute with other than one value")
-        if kind_oid == _ATTR_CONTENT_TYPE:
-            content_type = _oid(_expect(values[0], _UNIVERSAL, _OID, "contentType").contents)
-        elif kind_oid == _ATTR_MESSAGE_DIGEST:
-            message_digest = _expect(values[0], _UNIVERSAL, _OCTETS, "messageDigest").contents
-        elif kind_oid == _ATTR_SIGNING_TIME:
+        if oid == _CONTENT_TYPE_OID:
+            content_type = _inside(values[0], _OID, "contentType")
+        elif oid == _MESSAGE_DIGEST_OID:
+            message_digest = _inside(values[0], _OCTETS, "messageDigest")
+        else:
             signing_time = _time(values[0])
-    if content_type != _DATA:
+    if content_type != _DATA_OID:
         raise CmsError("signed attributes: contentType missing or not id-data")
     if message_digest is None:
         raise CmsError("signed attributes: no messageDigest")
     return Parsed(
-        certificates=certificates, sid=sid, digest_algorithm=_HASHES[digest_alg],
+        certificates=certificates, sid=si[1][1] + si[1][2], digest_algorithm=_HASHES[digest_alg],
         key_kind=kind, signature_hash=sig_hash or _HASHES[digest_alg],
         message_digest=message_digest, signing_time=signing_time,
-        signed_attrs=b"\x31" + attrs.header[1:] + attrs.contents, signature=signature,
+        signed_attrs=b"\x31" + attrs_header[1:] + attrs,
+        signature=_inside(si[5], _OCTETS, "signature"),
     )
 
 
 def _algorithm(node: _Node, what: str) -> str:
-    parts = _children(_expect(node, _UNIVERSAL, _SEQUENCE, what).contents, what)
-    if not parts:
-        raise CmsError(f"{what}: empty")
-    return _oid(_expect(parts[0], _UNIVERSAL, _OID, what).contents)
+    contents = _inside(node, _SEQ, what)
+    dotted = _ALG_CACHE.get(contents)
+    if dotted is None:
+        parts = _children(contents, what)
+        if not parts:
+            raise CmsError(f"{what}: empty")
+        dotted = _ALG_CACHE[contents] = _oid(_inside(parts[0], _OID, what))
+    return dotted
+
+
+_ALG_CACHE: dict[bytes, str] = {}
+_TIME_CACHE: dict[bytes, _dt.datetime] = {}
 
 
 def _time(node: _Node) -> _dt.datetime:
-    if node.cls == _UNIVERSAL and node.tag == _UTCTIME:
-        value = core.UTCTime.load(node.der).native
-    elif node.cls == _UNIVERSAL and node.tag == _GENTIME:
-        value = core.GeneralizedTime.load(node.der).native
+    der = node[1] + node[2]
+    if der in _TIME_CACHE:  # signatures made within one second share their signingTime
+        return _TIME_CACHE[der]
+    if len(_TIME_CACHE) > 4096:
+        _TIME_CACHE.clear()
+    _TIME_CACHE[der] = value = _decode_time(node[0], der)
+    return value
+
+
+def _decode_time(ident: int, der: bytes) -> _dt.datetime:
+    if ident == _UTCTIME:
+        value = core.UTCTime.load(der).native
+    elif ident == _GENTIME:
+        value = core.GeneralizedTime.load(der).native
     else:
         raise CmsError("signingTime: not a UTCTime or GeneralizedTime")
     if not isinstance(value, _dt.datetime):
@@ -246,10 +263,10 @@ def _time(node: _Node) -> _dt.datetime:
 def certificates(parsed: Parsed) -> list[x509.Certificate]:
     """The plain X.509 certificates the signature carries (other choices are skipped)."""
     out = []
-    for node in _children(parsed.certificates, "certificates"):
-        if node.cls == _UNIVERSAL and node.tag == _SEQUENCE:
+    for ident, header, contents in _children(parsed.certificates, "certificates"):
+        if ident == _SEQ:
             try:
-                out.append(x509.load_der_x509_certificate(node.der))
+                out.append(x509.load_der_x509_certificate(header + contents))
             except ValueError as exc:
                 raise CmsError(f"certificates: {exc}") from None
     return out
@@ -257,31 +274,37 @@ def certificates(parsed: Parsed) -> list[x509.Certificate]:
 
 def signer_certificate(parsed: Parsed, certs: Sequence[x509.Certificate]) -> x509.Certificate:
     """The certificate the SignerIdentifier names (issuer and serial, or key identifier)."""
-    sid = _children(parsed.sid, "sid")[0] if parsed.sid else None
-    if sid is None:
-        raise CmsError("sid: empty")
-    if sid.cls == _UNIVERSAL and sid.tag == _SEQUENCE:
-        issuer, serial = _children(sid.contents, "IssuerAndSerialNumber")[:2]
-        number = core.Integer.load(serial.der).native
+    nodes = _children(parsed.sid, "sid")
+    if len(nodes) != 1:
+        raise CmsError("sid: expected one SignerIdentifier")
+    ident, _, contents = nodes[0]
+    if ident == _SEQ:
+        parts = _children(contents, "IssuerAndSerialNumber")
+        if len(parts) != 2:
+            raise CmsError("IssuerAndSerialNumber: expected issuer and serial")
+        issuer = parts[0][1] + parts[0][2]
+        number = core.Integer.load(parts[1][1] + parts[1][2]).native
         for cert in certs:
-            if cert.serial_number == number and cert.issuer.public_bytes() == issuer.der:
+            if cert.serial_number == number and cert.issuer.public_bytes() == issuer:
                 return cert
-    elif sid.cls == _CONTEXT and sid.tag == 0:
+    elif ident == _CTX0_PRIM:
         for cert in certs:
             try:
                 ski = cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier)
             except x509.ExtensionNotFound:
                 continue
-            if ski.value.digest == sid.contents:
+            if ski.value.digest == contents:
                 return cert
     raise CmsError("the signer's certificate is not in the signature")
 
 
-def check_signature(parsed: Parsed, cert: x509.Certificate, content: bytes) -> str | None:
-    """``None`` when the signature holds for ``content`` under ``cert``'s key, else why not."""
-    if hashlib.new(parsed.digest_algorithm, content).digest() != parsed.message_digest:
-        return "the signed message digest is not the digest of this content"
-    key = cert.public_key()
+def signs(parsed: Parsed, content: bytes) -> bool:
+    """Whether the signed ``messageDigest`` is the digest of ``content``."""
+    return hashlib.new(parsed.digest_algorithm, content).digest() == parsed.message_digest
+
+
+def check_signature(parsed: Parsed, key: Any) -> str | None:
+    """``None`` when the signature over the signed attributes holds under the public ``key``."""
     algo = _HASH_CLASSES[parsed.signature_hash]()
     try:
         if parsed.key_kind == "ec" and isinstance(key, ec.EllipticCurvePublicKey):
