@@ -38,8 +38,8 @@ from .errors import FormatError, LockError, ZnippyError
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from .ipc import read_stream
 from .reader import open_archive
-from .schema import GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS, SIGN_ARCHIVE, \
-    SIGN_ARTIFACTS, TRIE, GroupKey
+from .schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE,
+                     SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from .source import Entry, as_entries
 from .tail import ReservedSection, TailInfo, write_tail
 from .writer import fsync_dir, optional_sections
@@ -239,7 +239,7 @@ def _load(path: str) -> _Old:
             if name in _STALE:
                 stale.append(name)
                 continue
-            row = arc.manifest_row(GroupKey(-1, "", name))
+            row = arc.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", name))
             if name in RAW_SECTIONS:
                 sections.append(ReservedSection(name, mem.read(row.index_offset, row.index_len)
                                                 .to_pybytes()))
