@@ -135,3 +135,25 @@ def test_worker_count_does_not_change_a_byte(tmp_path: Path) -> None:
         order = sorted(zip(lk.column("blob_offset").to_pylist(),
                            lk.column("blob_size").to_pylist()))
         assert all(o1 + s1 == o2 for (o1, s1), (o2, _) in zip(order, order[1:]))
+
+
+def test_source_file_changing_under_the_writer_is_a_clear_error(tmp_path: Path) -> None:
+    from znippy_sql import ArchiveWriter, ZnippyError
+
+    for workers, damage in ((1, "truncate"), (2, "delete")):
+        src = tmp_path / f"victim-{workers}.txt"
+        src.write_bytes(text_bytes(50_000, 70))
+        out = tmp_path / f"out-{workers}.znippy"
+        try:
+            with ArchiveWriter(out, workers=workers, fsync=False) as w:
+                w.add(Entry("victim.txt", file=src))  # sized now, read when its batch runs
+                if damage == "truncate":
+                    src.write_bytes(b"short")
+                else:
+                    src.unlink()
+        except ZnippyError as exc:
+            assert exc.path == str(src)
+            assert "cannot read source file" in exc.problem
+        else:
+            raise AssertionError("the writer accepted a file that changed under it")
+        assert not out.exists()

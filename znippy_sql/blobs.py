@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
+from .errors import ZnippyError
 from .modules import Module
 from .pipeline import NOT_SENT, BatchResult, Job
 from .schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
@@ -95,7 +96,7 @@ class BlobSink:
                 if n <= 0:  # fall back to a plain read (other filesystems, or EOF)
                     data = os.pread(src.fileno(), min(length - done, 1 << 24), offset + done)
                     if not data:
-                        raise OSError(f"{path}: file shrank while writing")
+                        raise ZnippyError("source file shrank while writing", path=path)
                     self._pwrite(data)
                     n = len(data)
                 else:

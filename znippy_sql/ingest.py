@@ -123,6 +123,8 @@ class Ingest:
 
     def _place(self, done: list[tuple[object, BatchResult]]) -> None:
         for (batch, tags), result in done:  # type: ignore[misc]
+            if result.error is not None:
+                raise ZnippyError(result.error[1], path=result.error[0])
             self.sink.put_batch(tags, batch, result)
 
     def finish(self) -> BlobSink:

@@ -56,12 +56,17 @@ class Job(NamedTuple):
 
 
 class BatchResult(NamedTuple):
-    """Per job: 32-byte digest, compressed flag, stored size (or ``NOT_SENT``); one buffer."""
+    """Per job: 32-byte digest, compressed flag, stored size (or ``NOT_SENT``); one buffer.
+
+    ``error`` is ``(file, problem)`` when a source file could not be read (the jobs after it
+    were not run); the parent raises it as a :class:`ZnippyError` naming the file.
+    """
 
     digests: bytes
     compressed: list[bool]
     stored: list[int]
     buffer: bytes
+    error: tuple[str, str] | None = None
 
 
 def read_chunk(job: Job) -> bytes:
@@ -76,7 +81,7 @@ def read_chunk(job: Job) -> bytes:
     finally:
         os.close(fd)
     if len(data) != job.length:
-        raise OSError(f"{job.file}: short read at {job.offset} (file changed while writing?)")
+        raise OSError(f"short read at {job.offset} (file changed while writing?)")
     return data
 
 
@@ -98,7 +103,11 @@ def run_batch(jobs: list[Job], level: int) -> BatchResult:
     stored: list[int] = []
     parts: list[bytes] = []
     for job in jobs:
-        chunk = read_chunk(job)
+        try:
+            chunk = read_chunk(job)
+        except OSError as exc:
+            problem = f"cannot read source file: {exc.strerror or exc}"
+            return BatchResult(bytes(digests), compressed, stored, b"", (str(job.file), problem))
         digests += blake3.blake3(chunk).digest()
         frame = None
         if not job.skip and chunk:
@@ -117,7 +126,8 @@ def run_batch(jobs: list[Job], level: int) -> BatchResult:
         else:
             compressed.append(False)
             stored.append(NOT_SENT)
-    return BatchResult(bytes(digests), compressed, stored, b"".join(parts))
+    buffer = parts[0] if len(parts) == 1 else b"".join(parts)
+    return BatchResult(bytes(digests), compressed, stored, buffer)
 
 
 def process_pool(workers: int, *,
