@@ -68,6 +68,8 @@ def time_appends(archive: str, rounds: int = 5) -> tuple[list[float], dict[str, 
     rng = np.random.default_rng(11)
     times = []
     info: dict[str, int] = {}
+    with open_archive(archive) as arc:
+        files_before = int(len(arc.trie))
     for i in range(rounds):
         data = rng.integers(32, 127, 10 * 1024, dtype=np.uint8).tobytes()
         t = time.perf_counter()
@@ -75,8 +77,7 @@ def time_appends(archive: str, rounds: int = 5) -> tuple[list[float], dict[str, 
         times.append(time.perf_counter() - t)
         info = {"blob_end": r.blob_end, "archive_bytes": r.archive_bytes,
                 "tail_bytes": r.archive_bytes - r.blob_end}
-    with open_archive(archive) as arc:
-        info["files"] = int(len(arc.trie))
+    info["files"] = files_before
     return times, info
 
 

@@ -56,6 +56,9 @@ def open_catalog(warehouse: str | os.PathLike[str], catalog: Mapping[str, Any] |
     else:
         location = warehouse
     if catalog is None:
+        if not local:
+            raise StoreError("a remote warehouse needs catalog= (pyiceberg catalog properties)",
+                             path=warehouse)
         from pyiceberg.catalog.sql import SqlCatalog
 
         db = os.path.join(os.path.abspath(warehouse), "catalog.db")
