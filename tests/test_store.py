@@ -354,6 +354,15 @@ def test_duckdb_and_polars_views_match_the_sealed_archive(where: tuple[str, str]
             pl.col("relative_path") != "late.txt").collect()
         assert live_df.sort("relative_path", "chunk_seq").equals(
             frozen_df.sort("relative_path", "chunk_seq"))
+        # unregistering drops the views and the snapshot's temporary tail file
+        from znippy_sql.store.views import _REGISTERED, unregister_store
+
+        snap_path = _REGISTERED[(id(con), "live")].path
+        assert os.path.exists(snap_path)
+        unregister_store(con, "live")
+        assert not os.path.exists(snap_path)
+        assert not con.sql("SELECT * FROM duckdb_views() WHERE view_name = 'live_files'"
+                           ).fetchall()
         con.close()
     finally:
         store.close()
