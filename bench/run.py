@@ -39,6 +39,7 @@ sys.path.insert(0, HERE)
 import corpora  # noqa: E402
 
 MB = 1e6  # throughput and sizes are reported in decimal MB
+ANALYSIS = "## Analysis"  # a hand-written section at the end of the results file, kept
 
 
 # -- child side: one measurement in a fresh interpreter ---------------------------------------
@@ -53,7 +54,8 @@ def child(argv: list[str]) -> None:
         dt = time.perf_counter() - t
         print(json.dumps({"seconds": dt, "bytes_in": r.bytes_in, "size": r.archive_bytes,
                           "files": r.files, "compressed_chunks": r.compressed_chunks,
-                          "raw_chunks": r.raw_chunks, "hwm_kb": hwm_kb(os.getpid())}))
+                          "raw_chunks": r.raw_chunks, "blob_bytes": r.blob_bytes,
+                          "hwm_kb": hwm_kb(os.getpid())}))
     elif op == "extract":
         from znippy_sql import open_archive
 
@@ -64,10 +66,51 @@ def child(argv: list[str]) -> None:
         dt = time.perf_counter() - t
         print(json.dumps({"seconds": dt, "files": r.files, "bytes": r.bytes_written,
                           "failed": len(r.failed), "hwm_kb": hwm_kb(os.getpid())}))
+    elif op == "calibrate":
+        print(json.dumps({**calibrate(argv[1:]), "hwm_kb": hwm_kb(os.getpid())}))
     elif op == "access":
         print(json.dumps({**access(argv[1]), "hwm_kb": hwm_kb(os.getpid())}))
     else:
         raise SystemExit(f"unknown child op {op}")
+
+
+SOURCE_SUFFIXES = (".py", ".pyi", ".c", ".h", ".cc", ".cpp", ".hpp", ".java", ".js", ".ts",
+                   ".rs", ".go", ".kt", ".md")
+
+
+def calibrate(roots: list[str]) -> dict[str, Any]:
+    """Per-file OpenZL frames vs one .tar.zst over the same files: what per-file frames cost.
+
+    Run on the src_tree corpus and on real source code (the .venv's site-packages), it shows
+    whether the synthetic corpus compresses per file like real code does.
+    """
+    from znippy_sql import codec
+
+    enc = codec.Encoder(codec.DEFAULT_LEVEL)
+    out = {}
+    for root in roots:
+        files = []
+        for dirpath, _d, names in os.walk(root):
+            for n in names:
+                p = os.path.join(dirpath, n)
+                if n.endswith(SOURCE_SUFFIXES) and os.path.isfile(p) and not os.path.islink(p):
+                    files.append(p)
+        files.sort()
+        files = files[:20000]
+        total = frames = 0
+        for p in files:
+            with open(p, "rb") as fh:
+                data = fh.read()
+            total += len(data)
+            frames += min(len(enc.encode(data)), len(data)) if data else 0
+        listing = os.path.join(HERE, "out", "calibrate-files.txt")
+        with open(listing, "w") as fh:
+            fh.write("\n".join(files))
+        tar = subprocess.run(f"tar -cf - -T {shlex.quote(listing)} 2>/dev/null | zstd -3 -T2 -q "
+                             "-c | wc -c", shell=True, capture_output=True, text=True, check=True)
+        out[root] = {"files": len(files), "bytes": total, "frames": frames,
+                     "tar_zst": int(tar.stdout.strip())}
+    return {"calibration": out}
 
 
 def access(archive: str) -> dict[str, Any]:
@@ -298,7 +341,8 @@ def mbps(n: int, s: float) -> float:
     return n / MB / s if s else 0.0
 
 
-def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]], scale: float,
+def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
+           calib: dict[str, Any], scale: float,
            mem_scale: float, workers: str, repeat: int, load: tuple[list[float], list[float]],
            elapsed: float, argv: list[str]) -> str:
     size_target = {"src_tree": 1.20}
@@ -392,12 +436,45 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]], s
         "bound, shared pages counted once per process). Block size 10 MiB, "
         f"workers = {workers}.",
         "",
-        "| corpus | scale | input MB | create main MB | create all MB | extract MB |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| corpus | scale | input MB | create main MB | create all MB | extract main MB | "
+        "extract all MB |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for sc, r in mem:
         lines.append(f"| {r.name} | {sc:g} | {r.bytes_in / MB:.0f} | {r.create.main_rss_mb:.0f} |"
-                     f" {r.create.tree_rss_mb:.0f} | {r.extract.main_rss_mb:.0f} |")
+                     f" {r.create.tree_rss_mb:.0f} | {r.extract.main_rss_mb:.0f} | "
+                     f"{r.extract.tree_rss_mb:.0f} |")
+    src = next((r for r in results if r.name == "src_tree"), None)
+    if src is not None:
+        blob = src.create.result["blob_bytes"]
+        tail = src.create.result["size"] - blob
+        lines += [
+            "",
+            "## Where the src_tree size goes",
+            "",
+            f"Blob region {blob / MB:.2f} MB = **{blob / src.tar_size:.3f}×** the .tar.zst "
+            f"({src.tar_size / MB:.2f} MB); index tail (sub-index + `__lookup__` + `__trie__` + "
+            f"manifest, {src.files} files) {tail / MB:.2f} MB = "
+            f"{tail / src.tar_size * 100:.1f}% of the .tar.zst.",
+        ]
+    if calib:
+        lines += [
+            "",
+            "## Calibration: per-file frames vs one .tar.zst, synthetic vs real source",
+            "",
+            "Each source file compressed alone with the writer's codec settings (OpenZL zstd "
+            "graph, level 3), summed, against `tar | zstd -3` of the same files "
+            "(`bench/run.py --child calibrate ROOT...`). Real source = the `.py/.c/.h/...` files of"
+            " this project's `.venv/lib/python3.11/site-packages`.",
+            "",
+            "| files from | files | MB | sum of per-file frames MB | .tar.zst MB | "
+            "per-file × |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for root, c in calib.items():
+            lines.append(f"| `{os.path.relpath(root, os.path.dirname(HERE))}` | {c['files']} | "
+                         f"{c['bytes'] / MB:.1f} | {c['frames'] / MB:.2f} | "
+                         f"{c['tar_zst'] / MB:.2f} | **{c['frames'] / c['tar_zst']:.3f}×** |")
     lines += ["", "## Commands", ""]
     for r in results:
         lines.append(f"- {r.name}:")
@@ -456,8 +533,19 @@ def main() -> None:
         r = bench_corpus(name, small[name], args.work, args.workers, args.repeat)
         mem.append((mem_scale, r))
     mem.sort(key=lambda x: (x[1].name, x[0]))
-    text = report(results, mem, args.scale, mem_scale, args.workers, args.repeat,
+    calib: dict[str, Any] = {}
+    if "src_tree" in dirs:
+        site = os.path.join(os.path.dirname(HERE), ".venv", "lib",
+                            f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages")
+        roots = [dirs["src_tree"]] + ([site] if os.path.isdir(site) else [])
+        calib = run_child(["calibrate", *roots]).result["calibration"]
+    text = report(results, mem, calib, args.scale, mem_scale, args.workers, args.repeat,
                   (load0, list(os.getloadavg())), time.perf_counter() - started, sys.argv[1:])
+    if os.path.exists(args.out):  # keep the hand-written analysis across re-runs
+        with open(args.out) as fh:
+            old = fh.read()
+        if ANALYSIS in old:
+            text = text.rstrip("\n") + "\n\n" + old[old.index(ANALYSIS):]
     with open(args.out, "w") as fh:
         fh.write(text)
     print(text)
