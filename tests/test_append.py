@@ -197,7 +197,8 @@ def test_torn_journal_is_discarded_and_hot_journal_rolled_back(tmp_path: Path) -
     before = arc_path.read_bytes()
     with open_archive(arc_path) as arc:
         blob_end = arc.blob_end
-    journal = ap._encode_journal(len(before), blob_end, before[blob_end:])
+    st = os.stat(arc_path)
+    journal = ap._encode_journal(len(before), blob_end, before[blob_end:], (st.st_dev, st.st_ino))
     # torn: the archive was not touched, the journal goes away
     Path(ap.journal_path(arc_path)).write_bytes(journal[:-5])
     assert ap.recover(arc_path) is False
@@ -379,3 +380,20 @@ def test_not_an_archive_is_refused_untouched(tmp_path: Path) -> None:
     assert bogus.read_bytes() == before and not os.path.exists(ap.journal_path(bogus))
     with pytest.raises(ZnippyError, match="no such archive"):
         ap.append_archive(tmp_path / "missing.znippy", [Entry("x", data=b"x")])
+
+
+def test_journal_of_a_replaced_file_is_stale(tmp_path: Path) -> None:
+    """A journal left by a crashed append, then the archive rewritten under the same name:
+    the journal belongs to the old file (another inode) and must not touch the new one."""
+    arc_path = tmp_path / "x.znippy"
+    write_archive(arc_path, batch("a", 3, 18), block_size=BLOCK)
+    old = arc_path.read_bytes()
+    with open_archive(arc_path) as arc:
+        blob_end = arc.blob_end
+    st = os.stat(arc_path)
+    Path(ap.journal_path(arc_path)).write_bytes(
+        ap._encode_journal(len(old), blob_end, old[blob_end:], (st.st_dev, st.st_ino)))
+    write_archive(arc_path, batch("b", 5, 19), block_size=BLOCK)  # staging + rename: new inode
+    fresh = arc_path.read_bytes()
+    assert ap.recover(arc_path) is False
+    assert arc_path.read_bytes() == fresh and not os.path.exists(ap.journal_path(arc_path))

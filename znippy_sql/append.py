@@ -9,12 +9,15 @@ Crash safety (docs/lifecycle.md) rests on a rollback journal beside the archive,
 ``<archive>.znippy-journal``::
 
     [ "ZNPYJRNL" ][ u32 version ][ u32 flags ][ u64 old_size ][ u64 blob_end ][ u64 tail_len ]
+    [ u64 st_dev ][ u64 st_ino ]  (the archive file the journal belongs to)
     [ old tail bytes: the archive's [blob_end, old_size) ][ 32-byte BLAKE3 of all the above ]
 
 It is written and fsynced, with its directory entry, before the first byte at ``blob_end`` is
 overwritten, and deleted only after the new tail and footer are fsynced. :func:`recover` puts a
 valid (hot) journal's bytes back and truncates to the old size; a journal that fails its BLAKE3
-was torn before the archive was touched and is simply removed. So the archive under its own name
+was torn before the archive was touched and is simply removed, as is one written for another
+file (device and inode differ: the archive was replaced since, e.g. rewritten by a one-shot
+writer). So the archive under its own name
 is always either the old one or the new one once :func:`recover` has run, which every opener
 does first. One appender at a time: an exclusive ``flock`` on the archive, refuse-don't-wait.
 """
@@ -47,7 +50,8 @@ from .writer import fsync_dir, optional_sections
 JOURNAL_SUFFIX = ".znippy-journal"
 _MAGIC = b"ZNPYJRNL"
 _VERSION = 1
-_HEAD = struct.Struct("<8sIIQQQ")  # magic, version, flags, old_size, blob_end, tail_len
+#: magic, version, flags, old_size, blob_end, tail_len, st_dev, st_ino of the archive
+_HEAD = struct.Struct("<8sIIQQQQQ")
 _DIGEST = 32
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
@@ -83,16 +87,17 @@ def journal_path(path: str | os.PathLike[str]) -> str:
     return os.fspath(path) + JOURNAL_SUFFIX
 
 
-def _encode_journal(old_size: int, blob_end: int, tail: bytes) -> bytes:
-    head = _HEAD.pack(_MAGIC, _VERSION, 0, old_size, blob_end, len(tail))
+def _encode_journal(old_size: int, blob_end: int, tail: bytes, identity: tuple[int, int]
+                    ) -> bytes:
+    head = _HEAD.pack(_MAGIC, _VERSION, 0, old_size, blob_end, len(tail), *identity)
     return head + tail + blake3.blake3(head + tail).digest()
 
 
-def _decode_journal(data: bytes) -> tuple[int, int, memoryview] | None:
-    """(old_size, blob_end, old tail bytes), or None when the journal is torn or foreign."""
+def _decode_journal(data: bytes) -> tuple[int, int, memoryview, tuple[int, int]] | None:
+    """(old_size, blob_end, old tail bytes, (st_dev, st_ino)), or None when torn or foreign."""
     if len(data) < _HEAD.size + _DIGEST:
         return None
-    magic, version, _flags, old_size, blob_end, tail_len = _HEAD.unpack_from(data)  # [0, 40)
+    magic, version, _flags, old_size, blob_end, tail_len, dev, ino = _HEAD.unpack_from(data)
     if magic != _MAGIC or version != _VERSION:
         return None
     if len(data) != _HEAD.size + tail_len + _DIGEST or blob_end + tail_len != old_size:
@@ -100,7 +105,7 @@ def _decode_journal(data: bytes) -> tuple[int, int, memoryview] | None:
     body = memoryview(data)[: _HEAD.size + tail_len]  # header + old tail
     if blake3.blake3(body).digest() != data[-_DIGEST:]:  # last 32 bytes: BLAKE3 of the body
         return None
-    return old_size, blob_end, body[_HEAD.size :]
+    return old_size, blob_end, body[_HEAD.size :], (dev, ino)
 
 
 def _write_all(fd: int, data: bytes | memoryview, offset: int | None = None) -> None:
@@ -112,15 +117,22 @@ def _write_all(fd: int, data: bytes | memoryview, offset: int | None = None) -> 
         view = view[n:]
 
 
-def _write_journal(path: str, old_size: int, blob_end: int, tail: bytes) -> None:
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _write_journal(path: str, fd: int, old_size: int, blob_end: int, tail: bytes) -> None:
     jpath = journal_path(path)
-    fd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    jfd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, _encode_journal(old_size, blob_end, tail))
-        os.fsync(fd)
+        _write_all(jfd, _encode_journal(old_size, blob_end, tail, _identity(fd)))
+        os.fsync(jfd)
     finally:
-        os.close(fd)
+        os.close(jfd)
     fsync_dir(jpath)  # the journal's name is durable before the archive is touched
+
+
 
 
 def _drop_journal(path: str) -> None:
@@ -150,10 +162,12 @@ def _recover_locked(path: str, fd: int) -> bool:
     except FileNotFoundError:
         return False
     parsed = _decode_journal(data)
-    if parsed is None:  # torn while being written: the archive was not touched yet
+    if parsed is None or parsed[3] != _identity(fd):
+        # torn while being written (the archive was not touched yet), or left by an append
+        # to a file since replaced under this name: nothing of it applies to this file
         _drop_journal(path)
         return False
-    old_size, blob_end, tail = parsed
+    old_size, blob_end, tail, _ = parsed
     _rollback(fd, path, old_size, blob_end, tail)
     return True
 
@@ -360,7 +374,7 @@ class Appender:
             old = self._old = _load(self.path)
             options = _options(self.path, old, self._level, self._block_size, self._workers)
             self.options = options
-            _write_journal(self.path, old.size, old.blob_end, old.tail)
+            _write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
                                   pkg_type=self._pkg_type, known_paths={})
         except BaseException:
