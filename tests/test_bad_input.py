@@ -445,3 +445,42 @@ def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Pat
     assert (dest / "a" / "raw.bin").read_bytes() == FILES["a/raw.bin"]
     assert sorted(report.written) == sorted(set(FILES) - {"a/text.txt"})
     assert not [p for p in dest.rglob("*") if "znippy-part" in p.name]
+
+
+def _drop(name: str):
+    def edit(rows: list[dict[str, Any]]) -> None:
+        rows[:] = [r for r in rows if r["module_name"] != name]
+    return edit
+
+
+def _set(i: int, **values: Any):
+    def edit(rows: list[dict[str, Any]]) -> None:
+        rows[i].update(values)
+    return edit
+
+
+def _dup(rows: list[dict[str, Any]]) -> None:
+    rows.append(dict(rows[0]))
+
+
+@pytest.mark.parametrize("edit,match", [
+    (_drop("__lookup__"), "no __lookup__"),
+    (_drop("__trie__"), "no __trie__"),
+    (_set(0, module_name="__sneaky__"), "does not match its name"),
+    (_set(2, pkg_type=3), "does not match its name"),
+    (_set(0, index_offset=8), "aligned"),
+    (_dup, "twice|overlaps"),
+], ids=["no-lookup", "no-trie", "reserved-data", "typed-section", "misaligned", "duplicate"])
+def test_manifest_lies(tmp_path: Path, edit: Any, match: str) -> None:
+    path = RawArchive([("a.txt", b"hello")]).write(tmp_path / "a.znippy", manifest_edit=edit)
+    with pytest.raises(FormatError, match=match):
+        open_archive(path)
+
+
+def test_trailing_bytes_after_a_stream(tmp_path: Path) -> None:
+    """A range must hold exactly one complete stream, ending with its end-of-stream marker."""
+    def longer(rows: list[dict[str, Any]]) -> None:
+        rows[1]["index_len"] += 4  # the lookup range now ends in padding
+    path = RawArchive([("a.txt", b"hello")]).write(tmp_path / "a.znippy", manifest_edit=longer)
+    with open_archive(path) as a, pytest.raises(FormatError, match="end-of-stream"):
+        a.lookup

@@ -150,9 +150,17 @@ class Archive:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
         self.source = RangeSource(self.path)
+        try:
+            self._open_tail()
+        except BaseException:
+            self.source.close()
+            raise
+
+    def _open_tail(self) -> None:
         src = self.source
         if src.size < FOOTER_LEN:
             raise FormatError(f"file is {src.size} bytes, too short for a footer", path=self.path)
+        # bytes [-16..-8]: magic; [-8..]: manifest offset (u64 LE)
         manifest_offset = decode_footer(src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer")
                                         .to_pybytes())
         if manifest_offset is None:
