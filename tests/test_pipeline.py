@@ -5,6 +5,7 @@ in-order hand-back from the process pool, and byte-identical output whatever the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import blake3
 import pyarrow.compute as pc
@@ -58,9 +59,10 @@ def test_probe_finds_compressible_data_behind_a_random_start() -> None:
     assert _decode(res.buffer, len(half_text)) == half_text
 
 
-def test_compressor_hands_pool_results_back_in_order() -> None:
-    """Enough bytes to start the pool; every batch comes back once, in submission order,
-    equal to what the parent would have computed itself."""
+def test_compressor_hands_pool_results_back_in_order(monkeypatch: Any) -> None:
+    """The pool starts after 1 MiB; every batch comes back once, in submission order, equal
+    to what the parent would have computed itself."""
+    monkeypatch.setattr(pipeline, "POOL_THRESHOLD", MiB)
     batches = []
     for i in range(24):
         data = text_bytes(600_000, 10 + i) if i % 3 else random_bytes(600_000, 10 + i)
@@ -105,14 +107,24 @@ def _touch(p: Path) -> Path:
     return p
 
 
-def test_worker_count_does_not_change_a_byte(tmp_path: Path) -> None:
+def test_worker_count_does_not_change_a_byte(tmp_path: Path, monkeypatch: Any) -> None:
     src = tmp_path / "src"
     src.mkdir()
     entries = _entries(src)
-    assert sum(e.size() for e in entries) > pipeline.POOL_THRESHOLD  # the pool starts
+    assert sum(e.size() for e in entries) > 8 * MiB
+    started = []
+    real_start = Compressor._start_pool
+
+    def spy(self: Compressor) -> Any:
+        started.append(self.workers)
+        return real_start(self)
+
+    monkeypatch.setattr(Compressor, "_start_pool", spy)
+    monkeypatch.setattr(pipeline, "POOL_THRESHOLD", 2 * MiB)  # the pool starts early on
     opts = dict(block_size=MiB, fsync=False)
     r1 = write_archive(tmp_path / "w1.znippy", entries, workers=1, **opts)
     r2 = write_archive(tmp_path / "w2.znippy", entries, workers=2, **opts)
+    assert started == [2]  # workers=1 never starts a pool, workers=2 did
     assert (tmp_path / "w1.znippy").read_bytes() == (tmp_path / "w2.znippy").read_bytes()
     assert (r1.compressed_chunks, r1.raw_chunks) == (r2.compressed_chunks, r2.raw_chunks)
     with open_archive(tmp_path / "w2.znippy") as a:
@@ -157,3 +169,17 @@ def test_source_file_changing_under_the_writer_is_a_clear_error(tmp_path: Path) 
         else:
             raise AssertionError("the writer accepted a file that changed under it")
         assert not out.exists()
+
+
+def test_incompressible_input_never_starts_a_pool(monkeypatch: Any) -> None:
+    started = []
+    monkeypatch.setattr(Compressor, "_start_pool", lambda self: started.append(1))
+    comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2)
+    got = []
+    for i in range(12):  # 12 MiB of random chunks, probed and stored raw, in process
+        data = random_bytes(MiB, 80 + i)
+        got += comp.submit([Job(data, None, 0, MiB, False)], i)
+    got += comp.drain()
+    comp.close()
+    assert started == [] and [t for t, _ in got] == list(range(12))
+    assert all(res.compressed == [False] and res.encoded == 0 for _, res in got)

@@ -13,7 +13,9 @@ compressed, and when none of them shrinks by ``PROBE_GAIN`` the chunk is stored 
 compressing it whole (random or already-compressed data costs a few percent of a full pass).
 The probe depends only on the chunk's bytes, so output stays deterministic.
 
-The pool starts once ``POOL_THRESHOLD`` bytes have been seen (small writes never start one).
+The pool starts once the parent has compressed ``POOL_THRESHOLD`` bytes itself: small writes
+never start one, and neither do inputs that are all skip-listed or incompressible (hashing and
+copying them runs at GB/s in process; starting workers costs ~0.5 s of CPU).
 At most ``2 × workers + 1`` batches are in flight. Until the first pooled batch comes back (the
 workers are still starting, ~0.25 s), a batch that finds the window full is compressed by the
 parent itself instead of waiting. Memory is bounded by the window: ``(2 × workers + 1)`` batches
@@ -35,7 +37,7 @@ from . import codec
 
 BATCH_BYTES = 1 << 20
 BATCH_JOBS = 512
-POOL_THRESHOLD = 8 << 20  # bytes seen before a pool is worth starting
+POOL_THRESHOLD = 8 << 20  # bytes compressed in process before a pool is worth starting
 INLINE_RAW = 256 << 10  # raw chunks up to this size travel back in the batch buffer
 PROBE_MIN = 1 << 20  # chunks at least this big are probed before a full compression
 PROBE_BYTES = 64 << 10
@@ -66,6 +68,7 @@ class BatchResult(NamedTuple):
     compressed: list[bool]
     stored: list[int]
     buffer: bytes
+    encoded: int = 0  # input bytes that went through a full compression
     error: tuple[str, str] | None = None
 
 
@@ -102,17 +105,20 @@ def run_batch(jobs: list[Job], level: int) -> BatchResult:
     compressed: list[bool] = []
     stored: list[int] = []
     parts: list[bytes] = []
+    encoded = 0
     for job in jobs:
         try:
             chunk = read_chunk(job)
         except OSError as exc:
             problem = f"cannot read source file: {exc.strerror or exc}"
-            return BatchResult(bytes(digests), compressed, stored, b"", (str(job.file), problem))
+            return BatchResult(bytes(digests), compressed, stored, b"", encoded,
+                               (str(job.file), problem))
         digests += blake3.blake3(chunk).digest()
         frame = None
         if not job.skip and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
                 candidate = enc.encode(chunk)
+                encoded += len(chunk)
                 if len(candidate) < len(chunk):
                     frame = candidate
         if frame is not None:
@@ -127,7 +133,7 @@ def run_batch(jobs: list[Job], level: int) -> BatchResult:
             compressed.append(False)
             stored.append(NOT_SENT)
     buffer = parts[0] if len(parts) == 1 else b"".join(parts)
-    return BatchResult(bytes(digests), compressed, stored, buffer)
+    return BatchResult(bytes(digests), compressed, stored, buffer, encoded)
 
 
 def process_pool(workers: int, *,
@@ -160,7 +166,7 @@ class Compressor:
         self.level = level
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self._pool: ProcessPoolExecutor | None = None
-        self._seen = 0
+        self._encoded = 0  # bytes compressed in process so far (the pool's start signal)
         self._window: deque[tuple[object, Future[BatchResult] | BatchResult]] = deque()
         self._pool_ready = False
 
@@ -168,11 +174,12 @@ class Compressor:
         return process_pool(self.workers, initializer=_warm)
 
     def submit(self, batch: list[Job], tag: object) -> list[tuple[object, BatchResult]]:
-        self._seen += sum(j.length for j in batch)
-        if self._pool is None and self.workers > 1 and self._seen >= POOL_THRESHOLD:
+        if self._pool is None and self.workers > 1 and self._encoded >= POOL_THRESHOLD:
             self._pool = self._start_pool()
         if self._pool is None:
-            return [(tag, run_batch(batch, self.level))]
+            result = run_batch(batch, self.level)
+            self._encoded += result.encoded
+            return [(tag, result)]
         window = self._window
         if not self._pool_ready and len(window) >= 2 * self.workers:
             # The workers are still starting: compress this batch here rather than wait.
