@@ -70,6 +70,8 @@ def test_add_restart_add_and_live_index(where: tuple[str, str], tmp_path: Path) 
         files = store.files()
     assert paths(files) == sorted(e.relative_path for e in a + b)
     assert os.path.getsize(sidecar) == r2.sidecar_end  # pure blobs, nothing else
+    with open_store(sidecar, wh, "ns", writable=False) as reader, reader.snapshot() as snap:
+        assert snap.read(b[1].relative_path) == b[1].data and snap.verify().ok
     # the live index is what the sealed archive's index says
     out = tmp_path / "s.znippy"
     seal(sidecar, wh, "ns", out)

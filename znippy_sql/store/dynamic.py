@@ -219,6 +219,13 @@ class Store:
             return pa.schema([*BASE_FIELDS, *extra]).empty_table()
         return pa.concat_tables(parts, promote_options="default")
 
+    def snapshot(self) -> Any:
+        """The committed state as a read-only :class:`~znippy_sql.reader.Archive` (``read``,
+        ``open``, ``extract``, ``verify`` ...), its blobs read from the sidecar; ``close()`` it."""
+        from .views import snapshot
+
+        return snapshot(self)
+
     def iceberg_table(self, key: GroupKey) -> Any:
         """The pyiceberg table of one group (for ``pl.scan_iceberg`` and friends)."""
         try:
