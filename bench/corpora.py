@@ -4,12 +4,16 @@ Usage::
 
     .venv/bin/python bench/corpora.py [--out bench/out/corpora] [--scale 1.0] [--only NAME ...]
 
-Text is drawn from a Zipf-weighted vocabulary of keywords, punctuation and random identifiers
-(gathered with numpy, so hundreds of MB take seconds), cut from one large seeded pool at random
-offsets so no two files repeat each other within a compressor's window. Already-compressed files
-are real: ``.gz`` is gzip, ``.jar``/``.whl`` are zip archives of deflated members, ``.png`` is a
-valid PNG of a noisy image. A corpus directory ``NAME@SCALE`` has a sibling ``.done`` marker with its parameters and
-is regenerated only when they change. ``--scale`` shrinks every corpus proportionally.
+Text is a sequence of 1-40 KB "documents": common tokens (line breaks, punctuation, keywords)
+mixed with 20-120 identifiers local to each document, all Zipf-weighted, gathered with numpy (so
+hundreds of MB take seconds). A file therefore compresses on its own about as well as real
+source does (``bench/run.py`` calibrates this against the ``.venv``'s site-packages). Files are
+cut from one 64 MB seeded pool at random offsets, so no two files repeat each other within a
+compressor's window. Already-compressed files are real: ``.gz`` is gzip, ``.jar``/``.whl`` are
+zip archives of deflated members, ``.png`` is a valid PNG of a noisy image. A corpus directory
+``NAME@SCALE`` has a sibling ``NAME@SCALE.done`` marker with its parameters and is regenerated
+only when they change. ``--scale`` shrinks every corpus proportionally (file counts for
+``src_tree`` and ``mixed_repo``, file sizes for ``big_text`` and ``random``).
 """
 
 from __future__ import annotations

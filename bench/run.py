@@ -303,7 +303,8 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
         untar = u if untar is None or u[0] < untar[0] else untar
         rm(dest)
         x = run_child(["extract", archive, dest])
-        extract = x if extract is None or x.result["seconds"] < extract.result["seconds"] else extract
+        if extract is None or x.result["seconds"] < extract.result["seconds"]:
+            extract = x
     assert create is not None and tar is not None and extract is not None and untar is not None
     check_same(src, dest)
     res = CorpusResult(
@@ -367,6 +368,9 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "processes involved (znippy: the child and its pool workers, sampled from `/proc`; "
         "peer: `sh` and its pipeline, from `RUSAGE_CHILDREN`) — less sensitive to the shared "
         "machine's load than wall time.",
+        "",
+        "Corpora (`bench/corpora.py`, seeded; sizes at scale 1): "
+        + "; ".join(f"`{k}` {v.describe}" for k, v in corpora.SPECS.items()) + ".",
         "",
         "## Create",
         "",

@@ -16,10 +16,11 @@ The probe depends only on the chunk's bytes, so output stays deterministic.
 The pool starts once the parent has compressed ``POOL_THRESHOLD`` bytes itself: small writes
 never start one, and neither do inputs that are all skip-listed or incompressible (hashing and
 copying them runs at GB/s in process; starting workers costs ~0.5 s of CPU).
-At most ``2 × workers + 1`` batches are in flight. Until the first pooled batch comes back (the
-workers are still starting, ~0.25 s), a batch that finds the window full is compressed by the
-parent itself instead of waiting. Memory is bounded by the window: ``(2 × workers + 1)`` batches
-of at most ``max(BATCH_BYTES, block_size)`` input each, plus their frames.
+At most ``2 × workers + 1`` batches are in flight. Until the first pooled batch comes back
+(the workers are still starting, 0.3 s or more), a batch that finds the window full is
+compressed by the parent itself instead of waiting. Memory is bounded by the window:
+``2 × workers + 1`` batch results of at most ``BATCH_BYTES + block_size`` each, plus one chunk
+being read per worker.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import NamedTuple
 
@@ -214,16 +215,3 @@ def _done(res: Future[BatchResult] | BatchResult) -> bool:
 
 def _result(res: Future[BatchResult] | BatchResult) -> BatchResult:
     return res.result() if isinstance(res, Future) else res
-
-
-def batched(jobs: Iterable[Job]) -> Iterator[list[Job]]:
-    batch: list[Job] = []
-    size = 0
-    for job in jobs:
-        batch.append(job)
-        size += job.length
-        if size >= BATCH_BYTES or len(batch) >= BATCH_JOBS:
-            yield batch
-            batch, size = [], 0
-    if batch:
-        yield batch
