@@ -17,7 +17,8 @@ import multiprocessing
 import os
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
@@ -169,29 +170,58 @@ def _sign_batch(portable: tuple[bytes, bytes, tuple[bytes, ...]],
 
 
 def _shared(fn: Callable[..., list[Any]], common: Any, items: list[Any]) -> list[Any]:
-    """``fn(common, batch)`` over ``items`` in batches, results in order.
+    """``fn(common, batch)`` over ``items`` in batches of ``BATCH``, results in order.
 
     From ``POOL_THRESHOLD`` items on, worker processes (one fewer than the CPUs, at most 3)
-    take batches from the front while this process takes them from the back, so the work
-    starts at once and the workers' start-up is never waited for. ECDSA holds the GIL:
-    threads would not help.
+    share the work: this thread takes batches from the back while a feeder thread hands
+    batches from the front to the pool, so work starts at once and nobody waits for the
+    workers to start (ECDSA holds the GIL: threads alone would not help).
     """
-    size = BATCH
-    batches = [items[i:i + size] for i in range(0, len(items), size)]
+    batches = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
     workers = min((os.cpu_count() or 1) - 1, 3)
     if len(items) < POOL_THRESHOLD or workers < 1 or len(batches) < 2:
         return [r for b in batches for r in fn(common, b)]
     results: list[list[Any] | None] = [None] * len(batches)
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])  # workers start warm (no effect once it runs)
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        futures = [pool.submit(fn, common, b) for b in batches]
-        for i in reversed(range(len(batches))):
-            if futures[i].cancel():  # not started by a worker yet: do it here
-                results[i] = fn(common, batches[i])
-        for i, fut in enumerate(futures):
-            if results[i] is None:
-                results[i] = fut.result()
+    lock = threading.Lock()
+    ends = [0, len(batches)]  # next batch from the front, one past the last from the back
+    failure: list[BaseException] = []
+
+    def claim_front() -> int | None:
+        with lock:
+            if ends[0] >= ends[1]:
+                return None
+            ends[0] += 1
+            return ends[0] - 1
+
+    def feed() -> None:
+        try:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload([__name__])  # workers start warm (once per server)
+            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                flying: dict[Any, int] = {}
+                while True:
+                    while len(flying) < 2 * workers and (i := claim_front()) is not None:
+                        flying[pool.submit(fn, common, batches[i])] = i
+                    if not flying:
+                        return
+                    done, _ = wait(flying, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        results[flying.pop(fut)] = fut.result()
+        except BaseException as exc:  # re-raised by the caller's thread
+            failure.append(exc)
+
+    feeder = threading.Thread(target=feed, name="znippy-sign-feeder", daemon=True)
+    feeder.start()
+    while True:
+        with lock:
+            if ends[0] >= ends[1]:
+                break
+            ends[1] -= 1
+            i = ends[1]
+        results[i] = fn(common, batches[i])
+    feeder.join()
+    if failure:
+        raise failure[0]
     return [r for part in results for r in part]  # type: ignore[union-attr]
 
 
