@@ -65,6 +65,17 @@ def test_same_facts_same_bytes(tmp_path, monkeypatch):
         assert facts(a)["k"] == ["v"]
 
 
+def test_with_source_fills_only_what_is_missing():
+    from znippy_sql.meta import with_source
+
+    assert with_source(True, "src").source == "src"
+    assert with_source({"k": "v"}, "src") == Meta(facts={"k": "v"}, source="src")
+    assert with_source(Meta(source="given"), "src").source == "given"
+    assert with_source(Meta(), "src").source == "src"
+    table = pa.table({"key": ["k"], "value": ["v"]})
+    assert with_source(table, "src") is table
+
+
 def test_bad_source_date_epoch(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(ZnippyError, match="SOURCE_DATE_EPOCH"):

@@ -18,7 +18,7 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Union
 
 import pyarrow as pa
@@ -98,6 +98,17 @@ def meta_table(meta: Any, *, source: str | None = None) -> pa.Table:
         rows.extend((None, key, v) for v in _values(value))
     rows.extend(_file_facts(meta.files))
     return _canonical(rows)
+
+
+def with_source(meta: Any, source: str | os.PathLike[str]) -> Any:
+    """``meta`` with ``source`` filled in where it has none (what ``write_archive`` knows)."""
+    if meta is True:
+        return Meta(source=os.fspath(source))
+    if isinstance(meta, Mapping):
+        return Meta(facts=meta, source=os.fspath(source))
+    if isinstance(meta, Meta) and meta.source is None:
+        return replace(meta, source=os.fspath(source))
+    return meta
 
 
 def meta_section(meta: Any, *, source: str | None = None) -> ReservedSection:
