@@ -236,7 +236,9 @@ def write_report(args: Any, path: str, reg: dict[str, Any], qs: list[Any], pb: d
         f"Command: `{cmd}`  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared with other jobs), "
         f"Python {platform.python_version()}, duckdb {duckdb.__version__}, "
-        f"polars {polars.__version__}.  ",
+        f"polars {polars.__version__}; load average at the end of the run "
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} (other jobs share the CPUs, so "
+        "absolute times are noisy; ratios are measured in the same process back to back).  ",
         f"Archive: {args.entries:,} entries written from memory (2 repos x 2 pkg_types, "
         f"4 groups, one chunk each), {os.path.getsize(path) / 1e6:.1f} MB.",
         "",
