@@ -16,8 +16,8 @@ import hashlib
 import multiprocessing
 import os
 import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
 import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -152,39 +152,41 @@ class Signer:
                 tuple(c.public_bytes(ser.Encoding.DER) for c in self.chain))
 
 
-_SIGNERS: dict[tuple[bytes, bytes, tuple[bytes, ...]], Signer] = {}
+_WORKER_SIGNER: list[Signer] = []  # a worker process's signer, rebuilt once per worker
 
 
 def _sign_batch(portable: tuple[bytes, bytes, tuple[bytes, ...]],
                 digests: list[bytes]) -> list[bytes]:
-    signer = _SIGNERS.get(portable)
-    if signer is None:
+    """Worker side: sign ``digests`` with the signer ``Signer.portable()`` described."""
+    if not _WORKER_SIGNER or _WORKER_SIGNER[0].portable() != portable:
         from cryptography import x509
         from cryptography.hazmat.primitives import serialization as ser
 
         key, cert, chain = portable
-        signer = _SIGNERS[portable] = Signer(
+        _WORKER_SIGNER[:] = [Signer(
             ser.load_der_private_key(key, None), x509.load_der_x509_certificate(cert),
-            tuple(x509.load_der_x509_certificate(c) for c in chain))
-    return [signer.sign(d) for d in digests]
+            tuple(x509.load_der_x509_certificate(c) for c in chain))]
+    return [_WORKER_SIGNER[0].sign(d) for d in digests]
 
 
-def _shared(fn: Callable[..., list[Any]], common: Any, items: list[Any]) -> list[Any]:
+def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[Any], *,
+            local: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
     """``fn(common, batch)`` over ``items`` in batches of ``BATCH``, results in order.
 
     From ``POOL_THRESHOLD`` items on, worker processes (one fewer than the CPUs, at most 3)
-    share the work: this thread takes batches from the back while a feeder thread hands
-    batches from the front to the pool, so work starts at once and nobody waits for the
-    workers to start (ECDSA holds the GIL: threads alone would not help).
+    share the work: this thread takes batches from the back (with ``local(batch)`` when
+    given) while a feeder thread hands batches from the front to the pool, so work starts at
+    once and nobody waits for the workers to start (ECDSA holds the GIL: threads alone would
+    not help). If the pool cannot be used, this thread does what it left undone.
     """
+    here = local if local is not None else (lambda batch: fn(common, batch))
     batches = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
     workers = min((os.cpu_count() or 1) - 1, 3)
     if len(items) < POOL_THRESHOLD or workers < 1 or len(batches) < 2:
-        return [r for b in batches for r in fn(common, b)]
+        return [r for b in batches for r in here(b)]
     results: list[list[Any] | None] = [None] * len(batches)
     lock = threading.Lock()
     ends = [0, len(batches)]  # next batch from the front, one past the last from the back
-    failure: list[BaseException] = []
 
     def claim_front() -> int | None:
         with lock:
@@ -207,8 +209,8 @@ def _shared(fn: Callable[..., list[Any]], common: Any, items: list[Any]) -> list
                     done, _ = wait(flying, return_when=FIRST_COMPLETED)
                     for fut in done:
                         results[flying.pop(fut)] = fut.result()
-        except BaseException as exc:  # re-raised by the caller's thread
-            failure.append(exc)
+        except Exception:  # noqa: BLE001 - a broken pool: the calling thread finishes the work
+            return
 
     feeder = threading.Thread(target=feed, name="znippy-sign-feeder", daemon=True)
     feeder.start()
@@ -218,10 +220,11 @@ def _shared(fn: Callable[..., list[Any]], common: Any, items: list[Any]) -> list
                 break
             ends[1] -= 1
             i = ends[1]
-        results[i] = fn(common, batches[i])
+        results[i] = here(batches[i])
     feeder.join()
-    if failure:
-        raise failure[0]
+    for i, part in enumerate(results):
+        if part is None:
+            results[i] = here(batches[i])
     return [r for part in results for r in part]  # type: ignore[union-attr]
 
 
@@ -242,7 +245,8 @@ def signature_builder(signer: Any) -> Callable[[pa.Table], Iterable[ReservedSect
 
     def build(lookup: pa.Table) -> list[ReservedSection]:
         paths, digests = file_digests(lookup)
-        signatures = _shared(_sign_batch, s.portable(), digests)
+        signatures = _shared(_sign_batch, s.portable(), digests,
+                             local=lambda batch: [s.sign(d) for d in batch])
         table = pa.table({"relative_path": paths, "cms": signatures}, schema=ARTIFACTS_SCHEMA)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, ARTIFACTS_SCHEMA) as writer:
