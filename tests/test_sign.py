@@ -478,3 +478,17 @@ def test_reader_refuses_malformed_der(signed, mangle, match):
         der = bytes(a.section(SIGN_ARCHIVE))
     with pytest.raises(cms.CmsError, match=match):
         cms.parse(mangle(der))
+
+
+def test_a_pool_that_cannot_start_leaves_the_work_here(tmp_path, pki, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no processes in this sandbox")
+
+    monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(sign_mod, "BATCH", 1)
+    monkeypatch.setattr(sign_mod.multiprocessing, "get_context", refuse)
+    out = tmp_path / "nopool.znippy"
+    write_archive(out, _entries(), workers=1, signer=(pki["self_key"], pki["self"]))
+    with open_archive(out) as a:
+        assert verify_signatures(a, pki["self"]) == []
+        assert len(_artifacts(a)) == 6
