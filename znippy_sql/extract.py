@@ -1,8 +1,9 @@
 """Extract: every target checked before anything is written, streamed chunk by chunk, verified.
 
-Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets`) before
-anything is written; then directories are made; then the files are written, by worker
-processes when there is enough to do (OpenZL holds the GIL, so threads would not help).
+Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets`: no
+``..``, absolute or drive paths, no symlink on the way or at the target) before anything is
+written; then the files (and their directories) are written, by worker processes when there
+is enough to do (OpenZL holds the GIL, so threads would not help).
 Work is cut into units of about ``UNIT_BYTES``: runs of small files, or runs of chunks of one
 large file, which its workers fill with positioned writes.
 
@@ -23,11 +24,13 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from .errors import ZnippyError
+import numpy as np
+
+from .errors import FormatError, NotFoundError, ZnippyError
 from .paths import Targets
 
 if TYPE_CHECKING:
-    from .reader import Archive, Chunk, FileInfo
+    from .reader import Archive, Chunk
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -52,12 +55,11 @@ class ExtractReport:
 
 @dataclass(frozen=True)
 class _Part:
-    """Chunks of one file: a whole file (``whole``) or a run of a pre-created one."""
+    """A whole file (``chunks`` None: the worker finds them) or a run of a pre-created one."""
 
     path: str
     target: str       # where the bytes go (the file, or its temporary sibling)
-    chunks: tuple["Chunk", ...]
-    whole: bool
+    chunks: tuple["Chunk", ...] | None
 
 
 Outcome = Union[int, str]  # bytes written, or the problem
@@ -72,24 +74,18 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
                                                               glob=glob)
     targets = Targets(dest, archive=archive.path)
     plan = [(p, targets.target(p)) for p in selected]  # every path checked before any write
-    infos = [(p, t, archive.find(p)) for p, t in plan]
+    sizes = _file_sizes(archive)
     report = ExtractReport(dest=dest)
-    os.makedirs(dest, exist_ok=True)
-    todo: list[tuple[str, str, "FileInfo"]] = []
-    for path, target, info in infos:
-        if info is None:
+    todo: list[tuple[str, str, int]] = []
+    for path, target in plan:
+        size = sizes.get(path)
+        if size is None:
             report.failed[path] = "not in the archive"
-            continue
-        try:
-            targets.make_parent(path)
-        except OSError as exc:  # e.g. "a" and "a/b" both in the archive
-            report.failed[path] = f"cannot write: {exc.strerror or exc}"
-            continue
-        todo.append((path, target, info))
-
-    total = sum(_plausible_size(archive, info) for _, _, info in todo)
-    n_workers = _workers(workers, total)
-    parts, split = _parts(todo, split=n_workers > 1, report=report)
+        else:
+            todo.append((path, target, size))
+    os.makedirs(dest, exist_ok=True)
+    n_workers = _workers(workers, sum(size for _, _, size in todo))
+    parts, split = _parts(archive, targets, todo, split=n_workers > 1, report=report)
     outcome: dict[str, list[Outcome]] = {}
     done_files = done_bytes = 0
     try:
@@ -106,6 +102,8 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             _remove(written)
         raise
     for path, target, _ in todo:
+        if path in report.failed:
+            continue
         results = outcome.get(path, ["not extracted"])
         problems = [r for r in results if isinstance(r, str)]
         if path in split:
@@ -128,15 +126,22 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     return report
 
 
-def _plausible_size(archive: "Archive", info: "FileInfo") -> int:
-    """The file's size counting only chunks whose sizes can be true (a corrupt index must not
-    start a process pool)."""
+def _file_sizes(archive: "Archive") -> dict[str, int]:
+    """Each path of the lookup → its size, counting only chunks whose sizes can be true (a
+    corrupt index must not start a process pool or pre-create huge files)."""
     from .reader import MAX_CHUNK_BYTES
 
-    return sum(c.uncompressed_size for c in info.chunks
-               if c.blob_offset + c.blob_size <= archive.tail_offset
-               and (c.uncompressed_size == c.blob_size
-                    or (c.compressed and c.uncompressed_size <= MAX_CHUNK_BYTES)))
+    c = archive._cols
+    if c.n == 0 or len(c.first_rows) == 0:
+        return {}
+    tail = archive.tail_offset
+    inside = (c.blob_size <= tail) & (c.blob_offset <= tail - np.minimum(c.blob_size, tail))
+    sane = (c.uncompressed_size == c.blob_size) | (c.compressed
+                                                   & (c.uncompressed_size <= MAX_CHUNK_BYTES))
+    usable = np.where(inside & sane, c.uncompressed_size, 0)
+    sums = np.add.reduceat(usable, c.first_rows).tolist()
+    paths = archive.lookup.column("relative_path").take(c.first_rows).to_pylist()
+    return dict(zip(paths, sums))
 
 
 def _workers(workers: int | None, total: int) -> int:
@@ -146,27 +151,36 @@ def _workers(workers: int | None, total: int) -> int:
     return n if total >= PARALLEL_BYTES else 1
 
 
-def _parts(todo: list[tuple[str, str, "FileInfo"]], *, split: bool,
-           report: ExtractReport) -> tuple[list[list[_Part]], dict[str, tuple[str, int]]]:
+def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]], *,
+           split: bool, report: ExtractReport
+           ) -> tuple[list[list[_Part]], dict[str, tuple[str, int]]]:
     """Units of work. A large file (when ``split``) is pre-created here and cut into runs of
     chunks; ``split`` maps its path → (the file its runs write, how many runs)."""
     units: list[list[_Part]] = []
     unit: list[_Part] = []
     size = 0
     pre: dict[str, tuple[str, int]] = {}
-    for path, target, info in todo:
-        if split and info.size > UNIT_BYTES and len(info.chunks) > 1:
+    for path, target, nbytes in todo:
+        if split and nbytes > UNIT_BYTES:
             try:
-                written = _precreate(target)
+                info = archive.find(path)
+                if info is None:
+                    raise FormatError(f"{path!r} is in the lookup but not in the trie")
+                if len(info.chunks) > 1:
+                    targets.make_parent(path)
+                    written = _precreate(target)
+                    runs = _runs(info.chunks)
+                    pre[path] = (written, len(runs))
+                    units.extend([[_Part(path, written, run)] for run in runs])
+                    continue
+            except ZnippyError as exc:
+                report.failed[path] = exc.problem
+                continue
             except OSError as exc:
                 report.failed[path] = f"cannot write: {exc.strerror or exc}"
                 continue
-            runs = _runs(info.chunks)
-            pre[path] = (written, len(runs))
-            units.extend([[_Part(path, written, run, False)] for run in runs])
-            continue
-        unit.append(_Part(path, target, info.chunks, True))
-        size += info.size + 4096
+        unit.append(_Part(path, target, None))
+        size += nbytes + 4096
         if size >= UNIT_BYTES:
             units.append(unit)
             unit, size = [], 0
@@ -245,19 +259,30 @@ def _worker(path: str, verify_checksums: bool, unit: list[_Part]) -> list[tuple[
 
 def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
+    made: set[str] = set()  # directories this unit has made sure of
     for part in unit:
         try:
-            n = _write_file(archive, part) if part.whole else _write_run(archive, part)
+            if part.chunks is None:
+                n = _write_file(archive, part, made)
+            else:
+                n = _write_run(archive, part)
             out.append((part.path, n))
         except ZnippyError as exc:
             out.append((part.path, exc.problem))
-        except OSError as exc:
+        except OSError as exc:  # e.g. "a" and "a/b" both in the archive
             out.append((part.path, f"cannot write: {exc.strerror or exc}"))
     return out
 
 
-def _write_file(archive: "Archive", part: _Part) -> int:
+def _write_file(archive: "Archive", part: _Part, made: set[str]) -> int:
+    info = archive.find(part.path)
+    if info is None:
+        raise NotFoundError(f"{part.path!r} is not in the archive", path=archive.path)
     target = part.target
+    parent = os.path.dirname(target)
+    if parent not in made:
+        os.makedirs(parent, exist_ok=True)  # every path was checked: no symlink on the way
+        made.add(parent)
     try:
         fd = os.open(target, _CREATE, 0o644)
         tmp = None
@@ -269,7 +294,7 @@ def _write_file(archive: "Archive", part: _Part) -> int:
     try:
         n = 0
         try:
-            for chunk in part.chunks:
+            for chunk in info.chunks:
                 data = archive.chunk_view(part.path, chunk, verify=True)
                 _write_all(fd, data, None)
                 n += len(data)

@@ -74,11 +74,15 @@ class Targets:
         check_relative_path(path, archive=self.archive)
         parts = path.split("/")
         rel = ""
+        parent_exists = True
         for part in parts[:-1]:
             rel = f"{rel}/{part}" if rel else part
             if rel not in self._dirs:
                 self._dirs[rel] = self._probe_dir(path, rel)
+            parent_exists = self._dirs[rel]
         target = os.path.join(self.root, *parts)
+        if not parent_exists:
+            return target  # nothing can exist under a directory that does not
         try:
             st = os.lstat(target)
         except FileNotFoundError:
