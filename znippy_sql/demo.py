@@ -25,7 +25,6 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import Entry, open_archive, write_archive
