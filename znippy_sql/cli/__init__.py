@@ -20,7 +20,9 @@ COMMAND_MODULES = ("core", "query", "lifecycle", "provenance")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="znippy-sql", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="znippy-sql", description="Query, write, extract and verify znippy archives."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
