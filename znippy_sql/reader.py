@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import struct
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 import blake3
 import ducer
+import google_crc32c
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,6 +93,28 @@ def fst_call(fn: Callable[[], _T], what: str, path: str) -> _T:
         raise
     except BaseException as exc:  # pyo3 PanicException derives from BaseException
         raise FormatError(f"{TRIE} {what}: {str(exc)[:200]}", path=path) from None
+
+
+def fst_problem(buf: pa.Buffer) -> str | None:
+    """What is wrong with an fst's frame, or None. Since fst format version 3 (the Rust ``fst``
+    crate 0.4, which ``ducer`` wraps) the last 4 bytes are a masked CRC32C of all bytes before
+    them; checking it keeps corrupt bytes away from the fst code, which panics on them."""
+    size = buf.size
+    if size < _FST_MIN:
+        return f"is {size} bytes, too short for an fst map"
+    version, kind = _FST_HEADER.unpack(buf.slice(0, 16).to_pybytes())  # [0..16): header
+    if version < 3:
+        return None  # older fst versions carry no checksum
+    stored = _FST_CRC.unpack(buf.slice(size - 4, 4).to_pybytes())[0]  # [-4..]: checksum
+    crc = google_crc32c.value(buf.slice(0, size - 4))
+    if ((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF) != stored:
+        return "fails its CRC32C checksum"
+    return None
+
+
+_FST_HEADER = struct.Struct("<QQ")  # version, fst type
+_FST_CRC = struct.Struct("<I")
+_FST_MIN = 16 + 8 + 8 + 4  # header; footer: length, root address, checksum
 
 
 class _Columns:
@@ -255,8 +279,13 @@ class Archive:
 
     @cached_property
     def trie(self) -> ducer.Map:
-        buf = self.section(TRIE)
-        return fst_call(lambda: ducer.Map(buf), "is not a valid fst map", self.path)
+        row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", TRIE))
+        buf = self.source.read(row.index_offset, row.index_len, TRIE)
+        problem = fst_problem(buf)
+        if problem is not None:
+            raise FormatError(f"{TRIE} {problem}", path=self.path)
+        view = memoryview(buf).cast("B")
+        return fst_call(lambda: ducer.Map(view), "is not a valid fst map", self.path)
 
     @cached_property
     def blob_end(self) -> int:
@@ -291,6 +320,8 @@ class Archive:
             raise FormatError(f"{TRIE} points {path!r} at row {row}, not a first chunk",
                               path=self.path)
         end = c.run_end(row)
+        while end < c.n and c.path_bytes(end) == key:  # a chunk_seq wrongly 0: caught below
+            end = c.run_end(end)
         if not c.all_named(row, end, key):
             raise FormatError(f"{TRIE} points {path!r} at rows of another file", path=self.path)
         chunks = []
