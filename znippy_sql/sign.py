@@ -299,7 +299,7 @@ def _certificates(data: bytes, where: str) -> list["x509.Certificate"]:
 
 
 # -- checking ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Check:
     """What one signature says about one content. ``verified``: the key check was run."""
 
