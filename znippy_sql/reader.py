@@ -121,26 +121,24 @@ class _Columns:
     """The lookup's columns as numpy arrays (zero-copy where Arrow allows), made once."""
 
     def __init__(self, lookup: pa.Table) -> None:
-        def col(name: str) -> pa.Array:
-            return lookup.column(name).chunk(0) if lookup.num_rows else pa.array([], pa.null())
-
-        n = lookup.num_rows
-        self.n = n
-        if n == 0:
-            return
-        paths = col("relative_path")
+        n = self.n = lookup.num_rows
+        cols = {name: lookup.column(name).combine_chunks() for name in lookup.column_names}
+        paths = cols["relative_path"]
         _, offs, data = paths.buffers()
-        self.path_offsets = np.frombuffer(offs, dtype=np.int32, count=n + 1,
-                                          offset=paths.offset * 4)
+        self.path_offsets = (np.frombuffer(offs, dtype=np.int32, count=n + 1,
+                                           offset=paths.offset * 4)
+                             if n else np.zeros(1, dtype=np.int32))
         self.path_data = memoryview(data if data is not None else b"").cast("B")
-        self.chunk_seq = col("chunk_seq").to_numpy()
-        self.fdata_offset = col("fdata_offset").to_numpy()
-        self.compressed = col("compressed").to_numpy(zero_copy_only=False)
-        self.uncompressed_size = col("uncompressed_size").to_numpy()
-        self.blob_offset = col("blob_offset").to_numpy()
-        self.blob_size = col("blob_size").to_numpy()
-        sums = col("checksum")
-        self.checksum = memoryview(sums.buffers()[1]).cast("B")[sums.offset * 32 : (sums.offset + n) * 32]
+        self.chunk_seq = cols["chunk_seq"].to_numpy()
+        self.fdata_offset = cols["fdata_offset"].to_numpy()
+        self.compressed = cols["compressed"].to_numpy(zero_copy_only=False)
+        self.uncompressed_size = cols["uncompressed_size"].to_numpy()
+        self.blob_offset = cols["blob_offset"].to_numpy()
+        self.blob_size = cols["blob_size"].to_numpy()
+        sums = cols["checksum"]
+        start = sums.offset * 32
+        self.checksum = (memoryview(sums.buffers()[1]).cast("B")[start : start + n * 32]
+                         if n else memoryview(b""))
         self.first_rows = np.flatnonzero(self.chunk_seq == 0)
 
     def run_end(self, row: int) -> int:

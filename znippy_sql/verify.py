@@ -60,7 +60,7 @@ def _content(archive: "Archive", rows: pa.Table, report: VerifyReport,
     for i, (path, *vals) in enumerate(zip(*cols)):
         chunk = Chunk(*vals)
         try:
-            data = archive.read_chunk(path, chunk, verify=True)
+            data = archive.chunk_view(path, chunk, verify=True)
             report.bytes_checked += len(data)
         except ZnippyError as exc:
             report.problems.append(exc.problem)
