@@ -70,8 +70,8 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             paths: list[str] | None = None, workers: int | None = None,
             progress: Callable[[int, int], None] | None = None) -> ExtractReport:
     started = time.perf_counter()
-    selected = paths if paths is not None else archive.select(repo=repo, pkg_type=pkg_type,
-                                                              glob=glob)
+    selected = (list(dict.fromkeys(paths)) if paths is not None
+                else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
     targets = Targets(dest, archive=archive.path)
     plan = [(p, targets.target(p)) for p in selected]  # every path checked before any write
     sizes = _file_sizes(archive)
