@@ -7,9 +7,10 @@ Usage::
 
 Each znippy measurement runs in a fresh child Python process (``bench/run.py --child ...``)
 that calls the Python API in process (``write_archive``, ``open_archive(...).extract``) and
-reports its own wall time; the parent reads the child's peak RSS from ``wait4`` and samples the
-high-water RSS (``VmHWM``) of every descendant (the compression workers) every 50 ms. The peer
-pipelines run through ``sh -c`` and are timed around the whole pipeline. Both sides read warm
+reports its own wall time and high-water RSS (``VmHWM``); the parent samples its descendants
+(fork server, workers) every 50 ms for their summed resident memory and their CPU time, and takes
+the child's own CPU time from ``wait4``. The peer pipelines run through ``sh -c`` and are timed
+around the whole pipeline. Both sides read warm
 page cache (the corpora were just generated or read). ``create`` fsyncs the archive and its
 directory; the peer pipeline ends with ``sync OUT`` so both pay for durability. Extract does
 not sync on either side.
@@ -186,11 +187,12 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def hwm_kb(pid: int) -> int:
+def hwm_kb(pid: int, field: str = "VmHWM") -> int:
+    """A memory figure of a live process from ``/proc/PID/status`` (high-water by default)."""
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
@@ -202,7 +204,7 @@ class ChildRun:
     result: dict[str, Any]
     wall: float
     main_rss_mb: float
-    tree_rss_mb: float  # sum of every process's high-water RSS (an upper bound)
+    tree_rss_mb: float  # main's high-water RSS + the peak summed RSS of its workers
     cpu: float  # CPU seconds of the child and its workers (workers' last 50 ms may be missed)
 
 
@@ -210,15 +212,17 @@ def run_child(args: list[str]) -> ChildRun:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", *args]
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
-    peaks: dict[int, int] = {}
+    peak = [0]  # highest sum of the descendants' resident memory seen at one sample
     cpus: dict[int, float] = {}
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
+            total = 0
             for p in descendants(proc.pid):
-                peaks[p] = max(peaks.get(p, 0), hwm_kb(p))
+                total += hwm_kb(p, "VmRSS")
                 cpus[p] = max(cpus.get(p, 0.0), cpu_s(p))
+            peak[0] = max(peak[0], total)
             stop.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -234,7 +238,7 @@ def run_child(args: list[str]) -> ChildRun:
         raise SystemExit(f"child {' '.join(args)} failed with {proc.returncode}")
     result = json.loads(out)
     main_kb = result.pop("hwm_kb")  # ru_maxrss would carry the forking parent's RSS over
-    workers_kb = sum(v for p, v in peaks.items())
+    workers_kb = peak[0]
     cpu = usage.ru_utime + usage.ru_stime + sum(cpus.values())
     return ChildRun(result, wall, main_kb / 1024, (main_kb + workers_kb) / 1024, cpu)
 
@@ -435,10 +439,10 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "",
         "## Peak memory (RSS high-water)",
         "",
-        "`main` = the writer/extractor process (`wait4` rusage); `all` = main + the sum of every "
-        "worker's own high-water mark (sampled from `/proc/PID/status` every 50 ms; an upper "
-        "bound, shared pages counted once per process). Block size 10 MiB, "
-        f"workers = {workers}.",
+        "`main` = the writer/extractor process's own high-water mark (`VmHWM`); `all` = main "
+        "+ the highest sum of its descendants' resident memory (fork server and workers, "
+        "`VmRSS` sampled every 50 ms; pages shared between processes are counted in each). "
+        f"Block size 10 MiB, workers = {workers}.",
         "",
         "| corpus | scale | input MB | create main MB | create all MB | extract main MB | "
         "extract all MB |",
