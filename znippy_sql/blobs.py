@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -102,35 +102,6 @@ class BlobSink:
                 else:
                     self.cursor += n
                 done += n
-
-    def put_chunk(
-        self,
-        rows: GroupRows,
-        path: str,
-        chunk_seq: int,
-        fdata_offset: int,
-        length: int,
-        digest: bytes,
-        frame: bytes | None,
-        raw: Callable[[], tuple[str, int] | bytes],
-        extra: dict[str, Any] | None,
-    ) -> None:
-        """Write one chunk's blob (``frame``, else the raw bytes from ``raw()``) and its row."""
-        start = self.cursor
-        if frame is not None:
-            self._pwrite(frame)
-            self.compressed_chunks += 1
-        else:
-            src = raw()
-            if isinstance(src, tuple):
-                self._copy_file(src[0], src[1], length)
-            else:
-                self._pwrite(src)
-            self.raw_chunks += 1
-        size = self.cursor - start
-        self.stored_bytes += size
-        rows.add((path, chunk_seq, fdata_offset, frame is not None, length, start, size, digest),
-                 extra)
 
     def put_batch(self, tags: Sequence[ChunkTag], jobs: Sequence[Job],
                   result: BatchResult) -> None:

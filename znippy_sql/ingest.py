@@ -100,20 +100,20 @@ class Ingest:
         self.files += 1
         self.bytes_in += size
         if size <= block:
-            self._batch.append(Job(data, file, 0, size, skip))
-            self._tags.append(ChunkTag(rows, path, 0, extra))
-            self._batch_bytes += size
-            if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
-                self._flush()
+            self._queue(Job(data, file, 0, size, skip), ChunkTag(rows, path, 0, extra))
             return
         for seq, off in enumerate(range(0, size, block)):
             length = min(block, size - off)
             part = data[off : off + length] if data is not None else None
-            self._batch.append(Job(part, file, off, length, skip))
-            self._tags.append(ChunkTag(rows, path, seq, extra if seq == 0 else None))
-            self._batch_bytes += length
-            if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
-                self._flush()
+            self._queue(Job(part, file, off, length, skip),
+                        ChunkTag(rows, path, seq, extra if seq == 0 else None))
+
+    def _queue(self, job: Job, tag: ChunkTag) -> None:
+        self._batch.append(job)
+        self._tags.append(tag)
+        self._batch_bytes += job.length
+        if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
+            self._flush()
 
     def _flush(self) -> None:
         if self._batch:
