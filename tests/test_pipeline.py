@@ -183,3 +183,28 @@ def test_incompressible_input_never_starts_a_pool(monkeypatch: Any) -> None:
     comp.close()
     assert started == [] and [t for t, _ in got] == list(range(12))
     assert all(res.compressed == [False] and res.encoded == 0 for _, res in got)
+
+
+def test_unguarded_script_still_writes_the_same_archive(tmp_path: Path) -> None:
+    """A script that calls write_archive at top level (no ``__main__`` guard): the fork server
+    re-imports it and cannot start workers, the pool breaks, and the writer finishes in
+    process — same bytes as one worker."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(6):
+        (src / f"f{i}.txt").write_bytes(text_bytes(2 * MiB, 90 + i))
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        "from znippy_sql import write_archive\n"
+        f"write_archive(sys.argv[1], {str(src)!r}, workers=int(sys.argv[2]), fsync=False)\n"
+    )
+    for workers in (1, 2):
+        proc = subprocess.run([sys.executable, str(script), str(tmp_path / f"u{workers}.znippy"),
+                               str(workers)], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "u1.znippy").read_bytes() == (tmp_path / "u2.znippy").read_bytes()
+    assert not list(tmp_path.glob("*staging*"))

@@ -29,7 +29,8 @@ import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import NamedTuple
 
 import blake3
@@ -160,47 +161,78 @@ class Compressor:
     """Runs batches of jobs, in a lazily started process pool, handing results back in order.
 
     ``submit(batch, tag)`` returns the batches that are done (oldest first, never out of
-    order); ``drain()`` returns the rest. Each result is ``(tag, BatchResult)``.
+    order); ``drain()`` returns the rest. Each result is ``(tag, BatchResult)``. If the pool
+    breaks (workers cannot start, e.g. a script without an ``if __name__ == "__main__"``
+    guard, or a worker dies), its unfinished batches and all later ones run in this process:
+    the output is the same.
     """
 
     def __init__(self, *, level: int, workers: int | None) -> None:
         self.level = level
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self._pool: ProcessPoolExecutor | None = None
+        self._broken = False
         self._encoded = 0  # bytes compressed in process so far (the pool's start signal)
-        self._window: deque[tuple[object, Future[BatchResult] | BatchResult]] = deque()
+        self._window: deque[tuple[object, list[Job], Future[BatchResult] | BatchResult]] = (
+            deque())
         self._pool_ready = False
 
     def _start_pool(self) -> ProcessPoolExecutor:
         return process_pool(self.workers, initializer=_warm)
 
     def submit(self, batch: list[Job], tag: object) -> list[tuple[object, BatchResult]]:
-        if self._pool is None and self.workers > 1 and self._encoded >= POOL_THRESHOLD:
+        if (self._pool is None and not self._broken and self.workers > 1
+                and self._encoded >= POOL_THRESHOLD):
             self._pool = self._start_pool()
-        if self._pool is None:
+        window = self._window
+        if self._pool is None and not window:
             result = run_batch(batch, self.level)
             self._encoded += result.encoded
             return [(tag, result)]
-        window = self._window
-        if not self._pool_ready and len(window) >= 2 * self.workers:
+        if self._pool is None:  # the pool broke; older batches still wait in the window
+            window.append((tag, batch, run_batch(batch, self.level)))
+        elif not self._pool_ready and len(window) >= 2 * self.workers:
             # The workers are still starting: compress this batch here rather than wait.
-            window.append((tag, run_batch(batch, self.level)))
+            window.append((tag, batch, run_batch(batch, self.level)))
         else:
-            window.append((tag, self._pool.submit(run_batch, batch, self.level)))
+            window.append((tag, batch, self._submit(batch)))
         done = []
-        while window and (len(window) > 2 * self.workers + 1 or _done(window[0][1])):
-            t, res = window.popleft()
-            if isinstance(res, Future):
-                self._pool_ready = True
-            done.append((t, _result(res)))
+        while window and (len(window) > 2 * self.workers + 1 or _done(window[0][2])):
+            done.append(self._pop())
         return done
 
     def drain(self) -> list[tuple[object, BatchResult]]:
         done = []
         while self._window:
-            t, res = self._window.popleft()
-            done.append((t, _result(res)))
+            done.append(self._pop())
         return done
+
+    def _submit(self, batch: list[Job]) -> Future[BatchResult] | BatchResult:
+        assert self._pool is not None
+        try:
+            return self._pool.submit(run_batch, batch, self.level)
+        except BrokenProcessPool:
+            self._give_up_pool()
+            return run_batch(batch, self.level)
+
+    def _pop(self) -> tuple[object, BatchResult]:
+        tag, batch, res = self._window.popleft()
+        if not isinstance(res, Future):
+            return tag, res
+        try:
+            result = res.result()
+        except (BrokenProcessPool, CancelledError):  # cancelled: by _give_up_pool
+            self._give_up_pool()
+            return tag, run_batch(batch, self.level)
+        self._pool_ready = True
+        return tag, result
+
+    def _give_up_pool(self) -> None:
+        """The pool is broken: finish here (later submits run in process too)."""
+        self._broken = True
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def close(self) -> None:
         self._window.clear()
@@ -211,7 +243,3 @@ class Compressor:
 
 def _done(res: Future[BatchResult] | BatchResult) -> bool:
     return not isinstance(res, Future) or res.done()
-
-
-def _result(res: Future[BatchResult] | BatchResult) -> BatchResult:
-    return res.result() if isinstance(res, Future) else res
