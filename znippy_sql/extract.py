@@ -72,9 +72,21 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     started = time.perf_counter()
     selected = (list(dict.fromkeys(paths)) if paths is not None
                 else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
+    sizes = _file_sizes(archive)
+    n_workers = _workers(workers, sum(sizes.get(p, 0) for p in selected))
+    pool = _start_pool(archive, n_workers) if n_workers > 1 else None  # warms up meanwhile
+    try:
+        return _extract(archive, dest, selected, sizes, pool, n_workers, progress, started)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str, int],
+             pool: ProcessPoolExecutor | None, n_workers: int,
+             progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
     targets = Targets(dest, archive=archive.path)
     plan = [(p, targets.target(p)) for p in selected]  # every path checked before any write
-    sizes = _file_sizes(archive)
     report = ExtractReport(dest=dest)
     todo: list[tuple[str, str, int]] = []
     for path, target in plan:
@@ -84,12 +96,11 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
         else:
             todo.append((path, target, size))
     os.makedirs(dest, exist_ok=True)
-    n_workers = _workers(workers, sum(size for _, _, size in todo))
-    parts, split = _parts(archive, targets, todo, split=n_workers > 1, report=report)
+    parts, split = _parts(archive, targets, todo, split=pool is not None, report=report)
     outcome: dict[str, list[Outcome]] = {}
     done_files = done_bytes = 0
     try:
-        for unit_result in _run(archive, parts, n_workers):
+        for unit_result in _run(archive, parts, pool, n_workers):
             for path, result in unit_result:
                 outcome.setdefault(path, []).append(result)
                 done_bytes += result if isinstance(result, int) else 0
@@ -216,16 +227,26 @@ def _precreate(target: str) -> str:
         return tmp
 
 
-def _run(archive: "Archive", units: list[list[_Part]], n_workers: int):  # type: ignore[no-untyped-def]
-    """Results of each unit, in unit order."""
-    if n_workers <= 1 or len(units) <= 1:
-        for unit in units:
-            yield _write_unit(archive, unit)
-        return
+def _start_pool(archive: "Archive", n_workers: int) -> ProcessPoolExecutor:
+    """Worker processes, started now so they import and open the archive while the parent
+    checks the paths (the forkserver preloads the reader when it is not running yet)."""
     ctx = multiprocessing.get_context("forkserver")
-    done = 0
+    ctx.set_forkserver_preload(["znippy_sql.extract"])
+    pool = ProcessPoolExecutor(n_workers, mp_context=ctx)
     try:
-        with ProcessPoolExecutor(min(n_workers, len(units)), mp_context=ctx) as pool:
+        for _ in range(n_workers):
+            pool.submit(_warm, archive.path, archive.verify_checksums)
+    except BrokenProcessPool:
+        pass  # _run finds out and finishes in process
+    return pool
+
+
+def _run(archive: "Archive", units: list[list[_Part]], pool: ProcessPoolExecutor | None,
+         n_workers: int):  # type: ignore[no-untyped-def]
+    """Results of each unit, in unit order."""
+    done = 0
+    if pool is not None and len(units) > 1:
+        try:
             window = []
             for unit in units:
                 window.append(pool.submit(_worker, archive.path, archive.verify_checksums, unit))
@@ -237,23 +258,41 @@ def _run(archive: "Archive", units: list[list[_Part]], n_workers: int):  # type:
                 result = fut.result()
                 done += 1
                 yield result
-    except BrokenProcessPool:
-        # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
-        # guard) or died: finish in this process. Rewriting a file a worker already wrote
-        # replaces it through a temporary sibling, so the result is the same.
-        for unit in units[done:]:
-            yield _write_unit(archive, unit)
+        except BrokenProcessPool:
+            # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
+            # guard) or died: finish in this process. Rewriting a file a worker already wrote
+            # replaces it through a temporary sibling, so the result is the same.
+            pass
+    for unit in units[done:]:
+        yield _write_unit(archive, unit)
 
 
 _OPEN_ARCHIVES: dict[str, "Archive"] = {}
 
 
-def _worker(path: str, verify_checksums: bool, unit: list[_Part]) -> list[tuple[str, Outcome]]:
+def _open(path: str, verify_checksums: bool) -> "Archive":
+    """The worker's view of the archive, opened once, lookup and trie loaded."""
     archive = _OPEN_ARCHIVES.get(path)
     if archive is None:
         from .reader import open_archive
 
         archive = _OPEN_ARCHIVES[path] = open_archive(path, verify_checksums=verify_checksums)
+        archive.trie, archive._cols  # noqa: B018  (load them now)
+    return archive
+
+
+def _warm(path: str, verify_checksums: bool) -> None:
+    try:
+        _open(path, verify_checksums)
+    except ZnippyError:
+        pass  # reported per file by _worker
+
+
+def _worker(path: str, verify_checksums: bool, unit: list[_Part]) -> list[tuple[str, Outcome]]:
+    try:
+        archive = _open(path, verify_checksums)
+    except ZnippyError as exc:
+        return [(part.path, exc.problem) for part in unit]
     return _write_unit(archive, unit)
 
 
