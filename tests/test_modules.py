@@ -320,6 +320,8 @@ def test_broken_entry_point_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(modules, "_LOADED", False)
     with pytest.raises(ZnippyError, match="entry point 'broken'"):
         modules.all_modules()
+    with pytest.raises(ZnippyError, match="entry point 'broken'"):  # not silently skipped later
+        modules.claim("x/y/z/z-1.0.jar")
 
 
 # -- end to end: --pkg-type auto --------------------------------------------------------------------

@@ -58,7 +58,6 @@ def _load() -> None:
     global _LOADED
     if _LOADED:
         return
-    _LOADED = True
     try:
         from .builtin import BUILTIN
     except ModuleNotFoundError as exc:
@@ -78,6 +77,7 @@ def _load() -> None:
         except Exception as exc:
             raise ZnippyError(f"package-type module entry point {ep.name!r} ({ep.value}) "
                               f"cannot be loaded: {exc}") from exc
+    _LOADED = True  # only once everything loaded: a broken plugin keeps being reported
 
 
 def all_modules() -> list[Module]:
