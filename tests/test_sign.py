@@ -492,3 +492,41 @@ def test_a_pool_that_cannot_start_leaves_the_work_here(tmp_path, pki, monkeypatc
     with open_archive(out) as a:
         assert verify_signatures(a, pki["self"]) == []
         assert len(_artifacts(a)) == 6
+
+
+def test_damaged_signatures_never_crash_the_checker(pki):
+    """Every single-byte change and every truncation of a signature is reported (never an
+    exception), except changes that leave every signed and checked value as it was."""
+    from znippy_sql import cms
+
+    signer = Signer.from_files(pki["self_key"], pki["self"])
+    content = b"\x07" * 32
+    der = signer.sign(content)
+    anchor = [pki["objs"]["self"].public_bytes(serialization.Encoding.DER)]
+    checker = sign_mod._Checker(anchor)
+    assert checker.check(der, content, verify=True).untrusted is None
+    variants = [der[:n] for n in range(0, len(der), 7)]
+    for pos in range(len(der)):
+        for xor in (0x01, 0x80, 0xFF):
+            damaged = bytearray(der)
+            damaged[pos] ^= xor
+            variants.append(bytes(damaged))
+    accepted = []
+    for bad in variants:
+        try:
+            cms.parse(bad)
+        except cms.CmsError:
+            pass
+        c = sign_mod._Checker(anchor).check(bad, content, verify=True)
+        if c.unreadable is None and c.digest_ok and c.bad_signature is None \
+                and c.untrusted is None:
+            accepted.append(bad)
+    # The one kind of change that still verifies leaves the signer's certificate the same
+    # certificate: its signed part and signature value unchanged (e.g. the BIT STRING's
+    # unused-bits octet of the certificate signature, which X.509 verification ignores).
+    original = pki["objs"]["self"]
+    for bad in accepted:
+        (cert,) = cms.certificates(cms.parse(bad))
+        assert cert.tbs_certificate_bytes == original.tbs_certificate_bytes
+        assert cert.signature == original.signature
+    assert len(accepted) <= 3

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,12 +27,14 @@ from typing import Any
 from asn1crypto import core
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
+from cryptography.utils import CryptographyDeprecationWarning
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.serialization import pkcs7
 
 _HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384",
            "2.16.840.1.101.3.4.2.3": "sha512"}
+_DIGEST_OIDS = {name: dotted for dotted, name in _HASHES.items()}
 _HASH_CLASSES = {"sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
 #: signatureAlgorithm → (key kind, hash name or None = the SignerInfo's digest algorithm)
 _SIG_ALGS = {
@@ -81,6 +84,7 @@ def sign(content: bytes, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
 # -- reading ------------------------------------------------------------------------------------
 #: DER identifier octets of the elements a SignedData holds.
 _SEQ, _SET, _OID, _OCTETS, _UTCTIME, _GENTIME = 0x30, 0x31, 0x06, 0x04, 0x17, 0x18
+_INTEGER, _NULL = 0x02, 0x05
 _CTX0, _CTX1, _CTX0_PRIM = 0xA0, 0xA1, 0x80
 #: An element: (identifier octet, header bytes, contents bytes).
 _Node = tuple[int, bytes, bytes]
@@ -91,7 +95,11 @@ def _oid(contents: bytes) -> str:
     """Dotted form of an OBJECT IDENTIFIER's contents (decoded by asn1crypto, cached)."""
     dotted = _OID_CACHE.get(contents)
     if dotted is None:
-        dotted = core.ObjectIdentifier.load(b"\x06" + _der_len(len(contents)) + contents).dotted
+        try:
+            dotted = core.ObjectIdentifier.load(b"\x06" + _der_len(len(contents))
+                                                + contents).dotted
+        except (ValueError, TypeError) as exc:
+            raise CmsError(f"bad object identifier: {exc}") from None
         _OID_CACHE[contents] = dotted
     return dotted
 
@@ -163,6 +171,10 @@ def parse(der: bytes) -> Parsed:
     sd = _children(_inside(inner[0], _SEQ, "SignedData"), "SignedData")
     if len(sd) < 4:
         raise CmsError("SignedData: too few fields")
+    if _inside(sd[0], _INTEGER, "SignedData version") not in (b"\x01", b"\x03"):
+        raise CmsError("SignedData: version is not 1 or 3")
+    digest_algs = {_algorithm(n, "digestAlgorithms")
+                   for n in _children(_inside(sd[1], _SET, "digestAlgorithms"), "digestAlgorithms")}
     encap = _children(_inside(sd[2], _SEQ, "encapContentInfo"), "encapContentInfo")
     if not encap or _inside(encap[0], _OID, "eContentType") != _DATA_OID:
         raise CmsError("encapContentInfo: content type is not id-data")
@@ -177,13 +189,19 @@ def parse(der: bytes) -> Parsed:
     signer_infos = _children(_inside(sd[-1], _SET, "signerInfos"), "signerInfos")
     if len(signer_infos) != 1:
         raise CmsError(f"signerInfos: {len(signer_infos)} signers, expected exactly one")
-    return _signer_info(certificates, signer_infos[0])
+    parsed = _signer_info(certificates, signer_infos[0])
+    if _DIGEST_OIDS[parsed.digest_algorithm] not in digest_algs:
+        raise CmsError("digestAlgorithms: does not list the signer's digest algorithm")
+    return parsed
 
 
 def _signer_info(certificates: bytes, node: _Node) -> Parsed:
     si = _children(_inside(node, _SEQ, "SignerInfo"), "SignerInfo")
     if len(si) < 6 or si[3][0] != _CTX0:
         raise CmsError("SignerInfo: no signed attributes")
+    version = _inside(si[0], _INTEGER, "SignerInfo version")
+    if (version, si[1][0]) not in ((b"\x01", _SEQ), (b"\x03", _CTX0_PRIM)):
+        raise CmsError("SignerInfo: version does not fit its signer identifier")
     digest_alg = _algorithm(si[2], "digestAlgorithm")
     if digest_alg not in _HASHES:
         raise CmsError(f"digestAlgorithm {digest_alg} is not SHA-2")
@@ -228,8 +246,9 @@ def _algorithm(node: _Node, what: str) -> str:
     dotted = _ALG_CACHE.get(contents)
     if dotted is None:
         parts = _children(contents, what)
-        if not parts:
-            raise CmsError(f"{what}: empty")
+        if not parts or len(parts) > 2 or (len(parts) == 2 and parts[1][0] != _NULL) \
+                or (len(parts) == 2 and parts[1][2]):
+            raise CmsError(f"{what}: expected an algorithm and no parameters (or NULL)")
         dotted = _ALG_CACHE[contents] = _oid(_inside(parts[0], _OID, what))
     return dotted
 
@@ -249,12 +268,13 @@ def _time(node: _Node) -> _dt.datetime:
 
 
 def _decode_time(ident: int, der: bytes) -> _dt.datetime:
-    if ident == _UTCTIME:
-        value = core.UTCTime.load(der).native
-    elif ident == _GENTIME:
-        value = core.GeneralizedTime.load(der).native
-    else:
+    kind = {_UTCTIME: core.UTCTime, _GENTIME: core.GeneralizedTime}.get(ident)
+    if kind is None:
         raise CmsError("signingTime: not a UTCTime or GeneralizedTime")
+    try:
+        value = kind.load(der).native
+    except (ValueError, TypeError) as exc:
+        raise CmsError(f"signingTime: {exc}") from None
     if not isinstance(value, _dt.datetime):
         raise CmsError("signingTime: not a point in time")
     return value
@@ -266,14 +286,27 @@ def certificates(parsed: Parsed) -> list[x509.Certificate]:
     for ident, header, contents in _children(parsed.certificates, "certificates"):
         if ident == _SEQ:
             try:
-                out.append(x509.load_der_x509_certificate(header + contents))
-            except ValueError as exc:
+                with warnings.catch_warnings():  # e.g. a negative serial number: refuse it
+                    warnings.simplefilter("error", CryptographyDeprecationWarning)
+                    cert = x509.load_der_x509_certificate(header + contents)
+                    cert.serial_number, cert.issuer, cert.subject  # noqa: B018 (decode now)
+                out.append(cert)
+            except Exception as exc:  # ValueError, InvalidVersion, ...: a damaged certificate
                 raise CmsError(f"certificates: {exc}") from None
     return out
 
 
 def signer_certificate(parsed: Parsed, certs: Sequence[x509.Certificate]) -> x509.Certificate:
     """The certificate the SignerIdentifier names (issuer and serial, or key identifier)."""
+    try:
+        return _signer_certificate(parsed, certs)
+    except CmsError:
+        raise
+    except (ValueError, TypeError) as exc:  # a certificate or sid that does not decode
+        raise CmsError(f"signer certificate: {exc}") from None
+
+
+def _signer_certificate(parsed: Parsed, certs: Sequence[x509.Certificate]) -> x509.Certificate:
     nodes = _children(parsed.sid, "sid")
     if len(nodes) != 1:
         raise CmsError("sid: expected one SignerIdentifier")
@@ -313,7 +346,7 @@ def check_signature(parsed: Parsed, key: Any) -> str | None:
             key.verify(parsed.signature, parsed.signed_attrs, padding.PKCS1v15(), algo)
         else:
             return "the signature algorithm does not fit the signer's key"
-    except InvalidSignature:
+    except (InvalidSignature, ValueError):
         return "the signature does not verify under the signer's key"
     return None
 

@@ -332,8 +332,11 @@ class _Checker:
             if found is None:
                 certs = cms.certificates(parsed)
                 cert = cms.signer_certificate(parsed, certs)
-                found = self._certs[key] = (cert, cert.subject.rfc4514_string(),
-                                            cert.public_key(), certs)
+                try:
+                    found = (cert, cert.subject.rfc4514_string(), cert.public_key(), certs)
+                except Exception as exc:  # a certificate whose name or key does not decode
+                    raise cms.CmsError(f"signer certificate: {exc}") from None
+                self._certs[key] = found
         except cms.CmsError as exc:
             return Check(unreadable=str(exc))
         cert, subject, public_key, certs = found
@@ -348,7 +351,10 @@ class _Checker:
             tkey = (*key, when)
             if tkey not in self._trust:
                 at = when or _dt.datetime.now(_dt.timezone.utc)
-                self._trust[tkey] = cms.chains_to(cert, self.anchors, certs, at=at)
+                try:
+                    self._trust[tkey] = cms.chains_to(cert, self.anchors, certs, at=at)
+                except ValueError as exc:  # an extension that does not decode
+                    self._trust[tkey] = f"signer certificate cannot be checked: {exc}"
             untrusted = self._trust[tkey]
         return Check(subject, when, md, digest_ok=True, bad_signature=bad, untrusted=untrusted)
 
