@@ -530,3 +530,22 @@ def test_damaged_signatures_never_crash_the_checker(pki):
         assert cert.tbs_certificate_bytes == original.tbs_certificate_bytes
         assert cert.signature == original.signature
     assert len(accepted) <= 3
+
+
+def test_junk_signature_sections_are_format_errors(tmp_path, pki, capsys):
+    from znippy_sql import FormatError
+
+    out = tmp_path / "junk.znippy"
+    write_archive(out, _entries()[:2], workers=1, reserved_sections=[
+        ReservedSection(SIGN_ARTIFACTS, b"not arrow"), ReservedSection(SIGN_ARCHIVE, b"x")])
+    with open_archive(out) as a:
+        with pytest.raises(FormatError, match=f"{SIGN_ARTIFACTS} is not an Arrow IPC stream"):
+            verify_signatures(a, pki["self"])
+    half = tmp_path / "half.znippy"
+    write_archive(half, _entries()[:2], workers=1,
+                  reserved_sections=[ReservedSection(SIGN_ARCHIVE, b"x")])
+    with open_archive(half) as a:
+        with pytest.raises(FormatError, match=f"without its {SIGN_ARTIFACTS}"):
+            signatures_table(a)
+    assert main(["verify", str(out), "--trust", str(pki["self"])]) == 1
+    assert f"{SIGN_ARTIFACTS} is not an Arrow IPC stream" in capsys.readouterr().out
