@@ -549,3 +549,18 @@ def test_junk_signature_sections_are_format_errors(tmp_path, pki, capsys):
             signatures_table(a)
     assert main(["verify", str(out), "--trust", str(pki["self"])]) == 1
     assert f"{SIGN_ARTIFACTS} is not an Arrow IPC stream" in capsys.readouterr().out
+
+
+def test_without_trust_only_digests_are_checked(tmp_path, signed, pki):
+    bad = tmp_path / "swapped.znippy"
+    with open_archive(signed) as a:
+        table = _artifacts(a)
+        assert verify_signatures(a, None) == []
+    cms = table.column("cms").to_pylist()
+    cms[0], cms[1] = cms[1], cms[0]
+    _rewrite(signed, bad, artifacts=table.set_column(1, table.schema.field(1),
+                                                     pa.array(cms, pa.binary())))
+    with open_archive(bad) as a:
+        assert verify_signatures(a, None) == [
+            "'a.txt': the signature is that of 'b.txt' (signatures swapped)",
+            "'b.txt': the signature is that of 'a.txt' (signatures swapped)"]

@@ -495,9 +495,18 @@ def signatures_table(archive: "Archive", trust: TrustLike | None = None) -> pa.T
     return pa.Table.from_pylist(rows or [], schema=SIGNATURES_SCHEMA)
 
 
-def verify_signatures(archive: "Archive", trust: TrustLike, *, deep: bool = False) -> list[str]:
-    """Problems, each naming its file (or the archive root); empty when all is well."""
-    rows = _rows(archive, load_trust(trust), deep=deep)
+def is_signed(archive: "Archive") -> bool:
+    return archive.has_section(SIGN_ARTIFACTS) or archive.has_section(SIGN_ARCHIVE)
+
+
+def verify_signatures(archive: "Archive", trust: TrustLike | None, *,
+                      deep: bool = False) -> list[str]:
+    """Problems, each naming its file (or the archive root); empty when all is well.
+
+    ``trust=None`` checks only that each signature is over its file's current digest (no key
+    or trust check): what can be said without a trust anchor.
+    """
+    rows = _rows(archive, None if trust is None else load_trust(trust), deep=deep)
     if rows is None:
         return [f"archive is not signed (no {SIGN_ARTIFACTS} / {SIGN_ARCHIVE} sections)"]
     out = []

@@ -105,30 +105,26 @@ def add_verify_options(parser: argparse.ArgumentParser) -> None:
                    help="check every signature and that its signer is this certificate or "
                         "issued by it (repeatable)")
     g.add_argument("--deep", action="store_true",
-                   help="with --trust: also decode every file and check it against its "
+                   help="also decode every file of a signed archive and check it against its "
                         "signed digest")
 
 
 def verify_extra(args: argparse.Namespace, archive: Any) -> list[str]:
     """Problems with ``__meta__`` and the signatures (trusted ones with ``--trust``)."""
     from ..meta import read_meta
-    from ..sign import signatures_table, verify_signatures
+    from ..sign import is_signed, verify_signatures
 
     problems: list[str] = []
     try:
         read_meta(archive)
     except ZnippyError as exc:
         problems.append(exc.problem)
-    trust = getattr(args, "trust", None) or []
+    trust = getattr(args, "trust", None) or None
     try:
-        if trust:
+        # without an anchor, a signed archive is still checked: each signature over its
+        # file's current digest (and, with --deep, each file's content)
+        if trust is not None or is_signed(archive):
             problems.extend(verify_signatures(archive, trust, deep=getattr(args, "deep", False)))
-        else:  # no anchor: still check each signature is over its file's current digest
-            for row in signatures_table(archive).to_pylist():
-                if row["problem"] is not None:
-                    who = "archive root" if row["relative_path"] is None \
-                        else repr(row["relative_path"])
-                    problems.append(f"{who}: {row['problem']}")
     except ZnippyError as exc:
         problems.append(exc.problem)
     return problems
