@@ -18,7 +18,7 @@ class ArchiveFile(io.RawIOBase):
         self._starts = [c.fdata_offset for c in info.chunks]
         self._size = info.size
         self._pos = 0
-        self._cached: tuple[int, bytes] | None = None
+        self._cached: tuple[int, bytes | memoryview] | None = None
         self.name = info.relative_path
 
     def readable(self) -> bool:
@@ -44,9 +44,10 @@ class ArchiveFile(io.RawIOBase):
         self._pos = base + offset
         return self._pos
 
-    def _chunk(self, i: int) -> bytes:
+    def _chunk(self, i: int) -> bytes | memoryview:
+        """Chunk ``i``, decoded and checked once; a raw chunk is a view of the map (no copy)."""
         if self._cached is None or self._cached[0] != i:
-            data = self._archive.read_chunk(self._info.relative_path, self._info.chunks[i])
+            data = self._archive.chunk_view(self._info.relative_path, self._info.chunks[i])
             self._cached = (i, data)
         return self._cached[1]
 
@@ -74,6 +75,6 @@ class ArchiveFile(io.RawIOBase):
             start = self._pos - self._starts[i]
             if start >= len(data):
                 break
-            parts.append(data[start:] if start else data)
+            parts.append(bytes(data[start:]) if start or not isinstance(data, bytes) else data)
             self._pos += len(data) - start
         return b"".join(parts)

@@ -366,7 +366,7 @@ class Archive:
             if chunk.blob_size != chunk.uncompressed_size:
                 raise FormatError(f"{where}raw blob is {chunk.blob_size} bytes, index says "
                                   f"{chunk.uncompressed_size}", path=self.path)
-            data = memoryview(blob)
+            data = memoryview(blob).cast("B")
         if (self.verify_checksums if verify is None else verify):
             if blake3.blake3(data).digest() != chunk.checksum:
                 raise ChecksumError(f"{where}BLAKE3 mismatch", path=self.path)
