@@ -36,7 +36,10 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 UNIT_BYTES = 32 << 20       # work handed to a worker at a time
-PARALLEL_BYTES = 48 << 20   # below this, extract in process (starting workers costs more)
+#: Workers pay off for CPU work: decoding, and the per-file cost of small files (counted as
+#: PER_FILE_BYTES each). Raw chunks are memory copies that one process does as fast.
+PARALLEL_BYTES = 48 << 20   # below this much work, extract in process
+PER_FILE_BYTES = 16 << 10
 
 
 @dataclass
@@ -72,8 +75,9 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     started = time.perf_counter()
     selected = (list(dict.fromkeys(paths)) if paths is not None
                 else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
-    sizes = _file_sizes(archive)
-    n_workers = _workers(workers, sum(sizes.get(p, 0) for p in selected))
+    sizes, decoded = _file_sizes(archive)
+    work = sum(decoded.get(p, 0) for p in selected) + PER_FILE_BYTES * len(selected)
+    n_workers = _workers(workers, work)
     pool = _start_pool(archive, n_workers) if n_workers > 1 else None  # warms up meanwhile
     try:
         return _extract(archive, dest, selected, sizes, pool, n_workers, progress, started)
@@ -137,22 +141,24 @@ def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str
     return report
 
 
-def _file_sizes(archive: "Archive") -> dict[str, int]:
-    """Each path of the lookup → its size, counting only chunks whose sizes can be true (a
-    corrupt index must not start a process pool or pre-create huge files)."""
+def _file_sizes(archive: "Archive") -> tuple[dict[str, int], dict[str, int]]:
+    """Each path of the lookup → its size, and → the bytes its compressed chunks decode to,
+    counting only chunks whose sizes can be true (a corrupt index must not start a process
+    pool or pre-create huge files)."""
     from .reader import MAX_CHUNK_BYTES
 
     c = archive._cols
     if c.n == 0 or len(c.first_rows) == 0:
-        return {}
+        return {}, {}
     tail = archive.tail_offset
     inside = (c.blob_size <= tail) & (c.blob_offset <= tail - np.minimum(c.blob_size, tail))
-    sane = (c.uncompressed_size == c.blob_size) | (c.compressed
-                                                   & (c.uncompressed_size <= MAX_CHUNK_BYTES))
-    usable = np.where(inside & sane, c.uncompressed_size, 0)
-    sums = np.add.reduceat(usable, c.first_rows).tolist()
+    raw = c.uncompressed_size == c.blob_size
+    packed = c.compressed & (c.uncompressed_size <= MAX_CHUNK_BYTES)
+    usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
+    decoded = np.where(inside & packed, c.uncompressed_size, 0)
     paths = archive.lookup.column("relative_path").take(c.first_rows).to_pylist()
-    return dict(zip(paths, sums))
+    return (dict(zip(paths, np.add.reduceat(usable, c.first_rows).tolist())),
+            dict(zip(paths, np.add.reduceat(decoded, c.first_rows).tolist())))
 
 
 def _workers(workers: int | None, total: int) -> int:
