@@ -243,13 +243,16 @@ def test_read_touches_only_own_blobs(built) -> None:
     assert archive.source.bytes_read - before == info.stored_size
 
 
-def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                              ) -> None:
-    """Worker processes, large files cut into runs of chunks, existing files replaced."""
+@pytest.mark.parametrize("mode", ["processes", "threads"])
+def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              mode: str) -> None:
+    """Worker processes or threads, large files cut into runs of chunks, existing files
+    replaced."""
     import znippy_sql.extract as ex
 
     monkeypatch.setattr(ex, "UNIT_BYTES", 16 * 1024)
-    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0 if mode == "processes" else 1 << 60)
+    monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     files = {f"s/{i}.txt": text_bytes(1000 + i * 300, i) for i in range(40)}
     files["big/a.log"] = text_bytes(100_000, 1) + random_bytes(30_000, 2)
     files["big/b.bin"] = random_bytes(70_000, 3)

@@ -3,7 +3,8 @@
 Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets`: no
 ``..``, absolute or drive paths, no symlink on the way or at the target) before anything is
 written; then the files (and their directories) are written, by worker processes when there
-is enough to do (OpenZL holds the GIL, so threads would not help).
+is enough decoding to do (OpenZL holds the GIL), else by threads when there are enough bytes
+(BLAKE3 and writes release it).
 Work is cut into units of about ``UNIT_BYTES``: runs of small files, or runs of chunks of one
 large file, which its workers fill with positioned writes.
 
@@ -19,7 +20,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
@@ -36,10 +37,12 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 UNIT_BYTES = 32 << 20       # work handed to a worker at a time
-#: Workers pay off for CPU work: decoding, and the per-file cost of small files (counted as
-#: PER_FILE_BYTES each). Raw chunks are memory copies that one process does as fast.
-PARALLEL_BYTES = 48 << 20   # below this much work, extract in process
+#: Worker processes pay off for CPU work under the GIL: decoding, and the per-file cost of
+#: small files (counted as PER_FILE_BYTES each). Hashing and writing raw chunks release the
+#: GIL, so threads do those as well as processes without the start-up cost.
+PARALLEL_BYTES = 48 << 20   # CPU work from which worker processes are started
 PER_FILE_BYTES = 16 << 10
+THREAD_BYTES = 16 << 20     # else, bytes from which threads are used
 
 
 @dataclass
@@ -76,18 +79,25 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     selected = (list(dict.fromkeys(paths)) if paths is not None
                 else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
     sizes, decoded = _file_sizes(archive)
-    work = sum(decoded.get(p, 0) for p in selected) + PER_FILE_BYTES * len(selected)
-    n_workers = _workers(workers, work)
-    pool = _start_pool(archive, n_workers) if n_workers > 1 else None  # warms up meanwhile
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ValueError("workers must be at least 1")
+    cpu_work = sum(decoded.get(p, 0) for p in selected) + PER_FILE_BYTES * len(selected)
+    pool: Executor | None = None
+    if n > 1 and cpu_work >= PARALLEL_BYTES:
+        pool = _start_pool(archive, n)  # the workers warm up while the paths are checked
+    elif n > 1 and sum(sizes.get(p, 0) for p in selected) >= THREAD_BYTES:
+        archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
+        pool = ThreadPoolExecutor(n)
     try:
-        return _extract(archive, dest, selected, sizes, pool, n_workers, progress, started)
+        return _extract(archive, dest, selected, sizes, pool, n, progress, started)
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str, int],
-             pool: ProcessPoolExecutor | None, n_workers: int,
+             pool: Executor | None, n_workers: int,
              progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
     targets = Targets(dest, archive=archive.path)
     plan = [(p, targets.target(p)) for p in selected]  # every path checked before any write
@@ -159,13 +169,6 @@ def _file_sizes(archive: "Archive") -> tuple[dict[str, int], dict[str, int]]:
     paths = archive.lookup.column("relative_path").take(c.first_rows).to_pylist()
     return (dict(zip(paths, np.add.reduceat(usable, c.first_rows).tolist())),
             dict(zip(paths, np.add.reduceat(decoded, c.first_rows).tolist())))
-
-
-def _workers(workers: int | None, total: int) -> int:
-    n = workers if workers is not None else (os.cpu_count() or 1)
-    if n < 1:
-        raise ValueError("workers must be at least 1")
-    return n if total >= PARALLEL_BYTES else 1
 
 
 def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]], *,
@@ -247,7 +250,7 @@ def _start_pool(archive: "Archive", n_workers: int) -> ProcessPoolExecutor:
     return pool
 
 
-def _run(archive: "Archive", units: list[list[_Part]], pool: ProcessPoolExecutor | None,
+def _run(archive: "Archive", units: list[list[_Part]], pool: Executor | None,
          n_workers: int):  # type: ignore[no-untyped-def]
     """Results of each unit, in unit order."""
     done = 0
@@ -255,7 +258,11 @@ def _run(archive: "Archive", units: list[list[_Part]], pool: ProcessPoolExecutor
         try:
             window = []
             for unit in units:
-                window.append(pool.submit(_worker, archive.path, archive.verify_checksums, unit))
+                if isinstance(pool, ProcessPoolExecutor):
+                    fut = pool.submit(_worker, archive.path, archive.verify_checksums, unit)
+                else:  # threads share this process's view of the archive
+                    fut = pool.submit(_write_unit, archive, unit)
+                window.append(fut)
                 if len(window) > 2 * n_workers:
                     result = window.pop(0).result()
                     done += 1
