@@ -198,7 +198,9 @@ def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[
     def feed() -> None:
         try:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload([__name__])  # workers start warm (once per server)
+            # workers start warm; the same list as the writer's pool plus this module, so
+            # whichever starts the fork server first, both find their modules loaded
+            ctx.set_forkserver_preload(["__main__", "znippy_sql.pipeline", __name__])
             with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
                 flying: dict[Any, int] = {}
                 while True:
