@@ -306,3 +306,20 @@ def test_parallel_extract_from_script_without_main_guard(tmp_path: Path) -> None
     for p, d in files.items():
         assert (tmp_path / "d" / p).read_bytes() == d
     assert not [p for p in (tmp_path / "d").rglob("*") if "znippy-part" in p.name]
+
+
+def test_concurrent_reads_from_threads(built) -> None:
+    """One Archive shared by threads: each thread decodes with its own OpenZL context."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    archive, entries = built("multi_chunk")
+    many, more = built("many_small")
+    jobs = [(archive, p, e.data) for p, e in entries.items()] * 20
+    jobs += [(many, p, e.data) for p, e in list(more.items())[:500]]
+
+    def check(job: tuple) -> bool:
+        a, path, want = job
+        return a.read(path) == want
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(check, jobs))
