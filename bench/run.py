@@ -204,7 +204,7 @@ class ChildRun:
     result: dict[str, Any]
     wall: float
     main_rss_mb: float
-    tree_rss_mb: float  # main's high-water RSS + the peak summed RSS of its workers
+    tree_rss_mb: float  # peak of the summed anonymous memory of the child and its workers
     cpu: float  # CPU seconds of the child and its workers (workers' last 50 ms may be missed)
 
 
@@ -218,9 +218,9 @@ def run_child(args: list[str]) -> ChildRun:
 
     def sample() -> None:
         while not stop.is_set():
-            total = 0
+            total = hwm_kb(proc.pid, "RssAnon")
             for p in descendants(proc.pid):
-                total += hwm_kb(p, "VmRSS")
+                total += hwm_kb(p, "RssAnon")
                 cpus[p] = max(cpus.get(p, 0.0), cpu_s(p))
             peak[0] = max(peak[0], total)
             stop.wait(0.05)
@@ -238,9 +238,8 @@ def run_child(args: list[str]) -> ChildRun:
         raise SystemExit(f"child {' '.join(args)} failed with {proc.returncode}")
     result = json.loads(out)
     main_kb = result.pop("hwm_kb")  # ru_maxrss would carry the forking parent's RSS over
-    workers_kb = peak[0]
     cpu = usage.ru_utime + usage.ru_stime + sum(cpus.values())
-    return ChildRun(result, wall, main_kb / 1024, (main_kb + workers_kb) / 1024, cpu)
+    return ChildRun(result, wall, main_kb / 1024, peak[0] / 1024, cpu)
 
 
 def shell(cmd: str) -> tuple[float, float]:
@@ -448,13 +447,14 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "",
         "## Peak memory (RSS high-water)",
         "",
-        "`main` = the writer/extractor process's own high-water mark (`VmHWM`); `all` = main "
-        "+ the highest sum of its descendants' resident memory (fork server and workers, "
-        "`VmRSS` sampled every 50 ms; pages shared between processes are counted in each). "
-        f"Block size 10 MiB, workers = {workers}.",
+        "`main` = the writer/extractor process's own high-water RSS (`VmHWM`, includes the "
+        "interpreter and its imports); `all` = the highest sum, over samples every 50 ms, of "
+        "the anonymous memory (`RssAnon`: heap, buffers — not file pages such as a memory-"
+        "mapped archive, which the kernel can drop) of that process, its fork server and "
+        f"workers. Block size 10 MiB, workers = {workers}.",
         "",
-        "| corpus | scale | input MB | create main MB | create all MB | extract main MB | "
-        "extract all MB |",
+        "| corpus | scale | input MB | create main MB | create all (anon) MB | extract main MB | "
+        "extract all (anon) MB |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for sc, r in mem:
