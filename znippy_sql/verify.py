@@ -90,11 +90,22 @@ def _structure(archive: "Archive", say: Say) -> pa.Table | None:
         _chunks(expected, say)
         return expected
     if not expected.equals(lk):
-        say(f"{LOOKUP} is not the sorted union of the data rows")
+        say(f"{LOOKUP} is not the sorted union of the data rows{_difference(expected, lk)}")
     _extents(archive, lk, say)
     _chunks(lk, say)
     _trie(archive, lk, say)
     return lk
+
+
+def _difference(expected: pa.Table, lk: pa.Table) -> str:
+    """Which rows differ, briefly."""
+    if expected.num_rows != lk.num_rows:
+        return f" ({lk.num_rows} rows, the data has {expected.num_rows})"
+    want, got = expected.to_pylist(), lk.to_pylist()
+    bad = [f"row {i} ({g['relative_path']!r} chunk {g['chunk_seq']})"
+           for i, (w, g) in enumerate(zip(want, got)) if w != g]
+    more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+    return f": {', '.join(bad[:5])}{more} differ" if bad else ""
 
 
 def _extents(archive: "Archive", lk: pa.Table, say: Say) -> None:
