@@ -171,6 +171,11 @@ class Archive:
     def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True) -> None:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
+        if os.path.exists(self.path + ".znippy-journal"):
+            # an append was interrupted: roll the archive back to its old state first
+            from .append import recover
+
+            recover(self.path)
         self.source = RangeSource(self.path)
         try:
             self._open_tail()
