@@ -564,3 +564,38 @@ def test_without_trust_only_digests_are_checked(tmp_path, signed, pki):
         assert verify_signatures(a, None) == [
             "'a.txt': the signature is that of 'b.txt' (signatures swapped)",
             "'b.txt': the signature is that of 'a.txt' (signatures swapped)"]
+
+
+@pytest.mark.parametrize("which", ["self", "rsa"])
+def test_template_signatures_are_the_builders_signatures(tmp_path, pki, which):
+    """Signer.sign re-fills the builder's reference signature: the same structure byte for
+    byte, the message digest of the new content, a fresh signature value."""
+    from znippy_sql import cms
+
+    if which == "self":
+        key, cert = pki["objs"]["self_key"], pki["objs"]["self"]
+    else:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        cert = _cert(key, "rsa signer")
+    when = dt.datetime(2031, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc)
+    content = b"\x42" * 32
+    fast = cms.SignatureTemplate(key, cert).sign(content, now=when)
+    built = cms.sign(content, key, cert)
+    a, b = cms.parse(fast), cms.parse(built)
+    for field in ("certificates", "sid", "digest_algorithm", "key_kind", "signature_hash",
+                  "message_digest"):
+        assert getattr(a, field) == getattr(b, field)
+    assert a.signing_time == when
+    assert len(fast) - len(a.signature) == len(built) - len(b.signature)
+    assert cms.check_signature(a, cert.public_key()) is None
+    # the signed attributes differ from the builder's only in the signing time's 13 octets
+    diff = [i for i, (x, y) in enumerate(zip(a.signed_attrs, b.signed_attrs)) if x != y]
+    assert len(a.signed_attrs) == len(b.signed_attrs) and len(diff) <= 13
+    # and a later year takes GeneralizedTime (RFC 5652 §11.3); still verifies
+    late = cms.SignatureTemplate(key, cert).sign(content, now=when.replace(year=2051))
+    assert cms.parse(late).signing_time == when.replace(year=2051)
+    assert cms.check_signature(cms.parse(late), cert.public_key()) is None
+    anchor = _pem(tmp_path / "anchor.pem", cert)
+    for der in (fast, late):
+        res = _openssl_verify(tmp_path, der, content, anchor)
+        assert res.returncode == 0, res.stderr

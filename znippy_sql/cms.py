@@ -2,7 +2,8 @@
 
 Signing uses the public API of ``cryptography`` (``PKCS7SignatureBuilder``: DER, detached,
 binary), which puts the signer's certificate and the signed attributes ``contentType``,
-``signingTime``, ``messageDigest`` in every signature.
+``signingTime``, ``messageDigest`` in every signature. For many signatures by one signer,
+:class:`SignatureTemplate` re-fills the builder's reference signature (half the cost).
 
 ``cryptography`` has no public API that verifies CMS, so reading is done here: a small DER
 reader walks the structure (RFC 5652 §5; :func:`_children` decodes element headers only),
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -349,6 +351,94 @@ def check_signature(parsed: Parsed, key: Any) -> str | None:
     except (InvalidSignature, ValueError):
         return "the signature does not verify under the signer's key"
     return None
+
+
+class SignatureTemplate:
+    """Many detached signatures by one signer, each what ``PKCS7SignatureBuilder`` makes.
+
+    The builder costs about twice the ECDSA signature inside it (~90 against ~47 us of CPU on
+    the benchmark machine). So the builder makes one reference signature, and every signature
+    after it keeps that reference's bytes — certificates, signer identifier, algorithms, the
+    signed attributes in the builder's order — and changes only what differs from one
+    signature to the next: the ``signingTime`` and ``messageDigest`` values, and the
+    signature over the new signed attributes, made with the key's public ``sign`` exactly as
+    the builder signs (ECDSA, or RSA PKCS #1 v1.5, with SHA-256). Every signature made this way
+    is checked by ``openssl cms -verify`` in the tests.
+    """
+
+    def __init__(self, key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey,
+                 cert: x509.Certificate, chain: Sequence[x509.Certificate] = ()) -> None:
+        reference = sign(b"\0" * 32, key, cert, chain)
+        parsed = parse(reference)
+        if parsed.digest_algorithm != "sha256" or parsed.signature_hash != "sha256":
+            raise CmsError("the reference signature does not use SHA-256")
+        if parsed.key_kind == "ec" and isinstance(key, ec.EllipticCurvePrivateKey):
+            self._scheme: tuple[Any, ...] = (ec.ECDSA(hashes.SHA256()),)
+        elif parsed.key_kind == "rsa" and isinstance(key, rsa.RSAPrivateKey):
+            self._scheme = (padding.PKCS1v15(), hashes.SHA256())
+        else:
+            raise CmsError("the reference signature's algorithm does not fit the key")
+        self._key = key
+        (ci,) = _children(reference, "ContentInfo")
+        info = _children(ci[2], "ContentInfo")
+        (sd_node,) = _children(info[1][2], "content")
+        sd = _children(sd_node[2], "SignedData")
+        (si_node,) = _children(sd[-1][2], "signerInfos")
+        si = _children(si_node[2], "SignerInfo")
+        if len(si) != 6:
+            raise CmsError("the reference SignerInfo has unsigned attributes")
+        self._content_type = info[0][1] + info[0][2]
+        self._sd_head = b"".join(n[1] + n[2] for n in sd[:-1])
+        self._si_head = b"".join(n[1] + n[2] for n in si[:3])
+        self._sig_alg = si[4][1] + si[4][2]
+        #: each signed attribute's DER, or the OID of the two filled per signature
+        self._attrs: list[bytes] = []
+        for attr in _children(si[3][2], "signedAttrs"):
+            oid = _children(attr[2], "Attribute")[0][2]
+            filled = oid in (_SIGNING_TIME_OID, _MESSAGE_DIGEST_OID)
+            self._attrs.append(oid if filled else attr[1] + attr[2])
+        if sorted(a for a in self._attrs if a in (_SIGNING_TIME_OID, _MESSAGE_DIGEST_OID)) \
+                != sorted([_SIGNING_TIME_OID, _MESSAGE_DIGEST_OID]):
+            raise CmsError("the reference signature lacks signingTime or messageDigest")
+        self._digest_head = self._attribute(_MESSAGE_DIGEST_OID, _tlv(_OCTETS, bytes(32)))[:-32]
+        self._second = -1
+        self._time_attr = b""
+
+    def sign(self, content: bytes, *, now: _dt.datetime | None = None) -> bytes:
+        """DER of a detached signature over ``content``, signed ``now`` (default: the clock)."""
+        if now is None:
+            second = int(time.time())
+            if second != self._second:  # one encoding per second, not per signature
+                self._second = second
+                self._time_attr = self._attribute(_SIGNING_TIME_OID, _signing_time(
+                    _dt.datetime.fromtimestamp(second, _dt.timezone.utc)))
+            time_attr = self._time_attr
+        else:
+            time_attr = self._attribute(_SIGNING_TIME_OID, _signing_time(now))
+        filled = {_SIGNING_TIME_OID: time_attr,
+                  _MESSAGE_DIGEST_OID: self._digest_head + hashlib.sha256(content).digest()}
+        attrs = b"".join(filled[a] if a in filled else a for a in self._attrs)
+        signature = self._key.sign(_tlv(_SET, attrs), *self._scheme)
+        si = _tlv(_SEQ, self._si_head + _tlv(_CTX0, attrs) + self._sig_alg
+                  + _tlv(_OCTETS, signature))
+        sd = _tlv(_SEQ, self._sd_head + _tlv(_SET, si))
+        return _tlv(_SEQ, self._content_type + _tlv(_CTX0, sd))
+
+    @staticmethod
+    def _attribute(oid: bytes, value: bytes) -> bytes:
+        return _tlv(_SEQ, _tlv(_OID, oid) + _tlv(_SET, value))
+
+
+def _tlv(ident: int, contents: bytes) -> bytes:
+    return bytes([ident]) + _der_len(len(contents)) + contents
+
+
+def _signing_time(when: _dt.datetime) -> bytes:
+    """RFC 5652 §11.3: UTCTime from 1950 to 2049, GeneralizedTime otherwise; whole seconds."""
+    when = when.astimezone(_dt.timezone.utc)
+    if 1950 <= when.year < 2050:
+        return _tlv(_UTCTIME, when.strftime("%y%m%d%H%M%SZ").encode("ascii"))
+    return _tlv(_GENTIME, when.strftime("%Y%m%d%H%M%SZ").encode("ascii"))
 
 
 def chains_to(cert: x509.Certificate, anchors: Sequence[x509.Certificate],

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Union
 
 import blake3
@@ -140,7 +141,12 @@ class Signer:
         return cls(loaded, certs[0], tuple(certs[1:]))
 
     def sign(self, content: bytes) -> bytes:
-        return cms.sign(content, self.key, self.cert, self.chain)
+        """A detached CMS signature over ``content`` (see :class:`cms.SignatureTemplate`)."""
+        return self._template.sign(content)
+
+    @cached_property
+    def _template(self) -> cms.SignatureTemplate:
+        return cms.SignatureTemplate(self.key, self.cert, self.chain)
 
     def portable(self) -> tuple[bytes, bytes, tuple[bytes, ...]]:
         """Key and certificates as DER, for worker processes of this process."""
