@@ -9,9 +9,10 @@ from typing import Any
 
 import blake3
 import pyarrow.compute as pc
+import pytest
 from conftest import random_bytes, text_bytes
 
-from znippy_sql import Entry, codec, open_archive, pipeline, write_archive
+from znippy_sql import CodecError, Entry, codec, open_archive, pipeline, write_archive
 from znippy_sql.pipeline import NOT_SENT, Compressor, Job, run_batch
 
 MiB = 1 << 20
@@ -209,3 +210,16 @@ def test_unguarded_script_still_writes_the_same_archive(tmp_path: Path) -> None:
                                str(workers)], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, proc.stderr[-2000:]
     assert (tmp_path / "u1.znippy").read_bytes() == (tmp_path / "u2.znippy").read_bytes()
+
+
+def test_decode_view_is_the_same_bytes_without_a_copy() -> None:
+    data = text_bytes(3 * MiB, 99)
+    frame = codec.Encoder(codec.DEFAULT_LEVEL).encode(data)
+    dec = codec.Decoder()
+    first = dec.decode_view(frame, len(data))
+    other = dec.decode_view(codec.Encoder(1).encode(data[:1000]), 1000)  # reuses the context
+    assert first.readonly and first.nbytes == len(data) and bytes(first) == data
+    assert bytes(other) == data[:1000]
+    assert dec.decode(frame, len(data)) == data
+    with pytest.raises(CodecError, match="index says"):
+        dec.decode_view(frame, len(data) - 1)

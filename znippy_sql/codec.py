@@ -10,6 +10,8 @@ Decoding accepts frames with or without them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import openzl.ext as zl
 
@@ -66,6 +68,18 @@ class Decoder:
         self._dctx = zl.DCtx()
 
     def decode(self, frame: bytes | memoryview, expected_size: int, *, where: str = "") -> bytes:
+        """The chunk's bytes (a copy; :meth:`decode_view` avoids it)."""
+        return self._output(frame, expected_size, where).as_bytes()  # type: ignore[no-any-return]
+
+    def decode_view(self, frame: bytes | memoryview, expected_size: int, *,
+                    where: str = "") -> memoryview:
+        """The chunk's bytes as a read-only view of the decoder's own output buffer (no copy;
+        the buffer belongs to the view and stays valid after further decodes)."""
+        array = self._output(frame, expected_size, where).as_nparray()
+        array.flags.writeable = False
+        return memoryview(array)
+
+    def _output(self, frame: bytes | memoryview, expected_size: int, where: str) -> Any:
         raw = frame if isinstance(frame, bytes) else bytes(frame)  # openzl takes bytes only
         try:
             info = zl.FrameInfo(raw)
@@ -80,10 +94,11 @@ class Decoder:
         except Exception as exc:  # openzl raises RuntimeError/ValueError on bad frames
             first = next((ln for ln in str(exc).splitlines() if "error string" in ln), str(exc))
             raise CodecError(f"{where}not a valid OpenZL frame ({first.strip()[:200]})") from None
-        data = outs[0].content.as_bytes()
-        if len(data) != expected_size:
-            raise CodecError(f"{where}decoded {len(data)} bytes, index says {expected_size}")
-        return data
+        content = outs[0].content
+        if content.content_size != expected_size:
+            raise CodecError(f"{where}decoded {content.content_size} bytes, index says "
+                             f"{expected_size}")
+        return content
 
 
 _ENCODERS: dict[int, Encoder] = {}
