@@ -599,3 +599,23 @@ def test_template_signatures_are_the_builders_signatures(tmp_path, pki, which):
     for der in (fast, late):
         res = _openssl_verify(tmp_path, der, content, anchor)
         assert res.returncode == 0, res.stderr
+
+
+def test_shared_work_reaches_the_workers_and_keeps_order(monkeypatch):
+    """This process works from the back, workers (once up) from the front; order is kept."""
+    import operator
+    import time
+
+    monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
+    monkeypatch.setattr(sign_mod, "BATCH", 1)
+    items = list(range(100))  # 5 s of work here: workers start well before
+
+    def slow_here(batch):
+        time.sleep(0.05)
+        return [-x for x in batch]
+
+    out = sign_mod._shared(operator.mul, 1, items, local=slow_here)  # worker: 1 * [x] == [x]
+    assert [abs(x) for x in out] == items
+    by_worker = [x for x in out if x > 0]
+    assert by_worker, "no batch reached a worker"
+    assert by_worker == list(range(1, len(by_worker) + 1))  # workers take from the front

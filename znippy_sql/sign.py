@@ -181,9 +181,10 @@ def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[
 
     From ``POOL_THRESHOLD`` items on, worker processes (one fewer than the CPUs, at most 3)
     share the work: this thread takes batches from the back (with ``local(batch)`` when
-    given) while a feeder thread hands batches from the front to the pool, so work starts at
-    once and nobody waits for the workers to start (ECDSA holds the GIL: threads alone would
-    not help). If the pool cannot be used, this thread does what it left undone.
+    given) while a feeder thread, once the workers are up, hands them batches from the front.
+    Work starts at once, and this thread never waits for a worker to start, only for the few
+    batches workers hold at the end (ECDSA holds the GIL: threads alone would not help). If
+    the pool cannot be used, this thread does what it left undone.
     """
     here = local if local is not None else (lambda batch: fn(common, batch))
     batches = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
@@ -193,6 +194,7 @@ def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[
     results: list[list[Any] | None] = [None] * len(batches)
     lock = threading.Lock()
     ends = [0, len(batches)]  # next batch from the front, one past the last from the back
+    done_here = threading.Event()
 
     def claim_front() -> int | None:
         with lock:
@@ -207,18 +209,29 @@ def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[
             # workers start warm; the same list as the writer's pool plus this module, so
             # whichever starts the fork server first, both find their modules loaded
             ctx.set_forkserver_preload(["__main__", "znippy_sql.pipeline", __name__])
-            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-                flying: dict[Any, int] = {}
-                while True:
-                    while len(flying) < 2 * workers and (i := claim_front()) is not None:
-                        flying[pool.submit(fn, common, batches[i])] = i
-                    if not flying:
-                        return
-                    done, _ = wait(flying, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        results[flying.pop(fut)] = fut.result()
+            pool = ProcessPoolExecutor(workers, mp_context=ctx)
+        except Exception:  # noqa: BLE001 - no pool: the calling thread does everything
+            return
+        try:
+            # no batch is handed out before a worker is up: the calling thread never waits
+            # for a worker's start-up, only (at the end) for the batches workers hold
+            warm = [pool.submit(_warm) for _ in range(workers)]
+            while wait(warm, timeout=0.02).not_done:
+                if done_here.is_set():
+                    return
+            flying: dict[Any, int] = {}
+            while True:
+                while len(flying) < 2 * workers and (i := claim_front()) is not None:
+                    flying[pool.submit(fn, common, batches[i])] = i
+                if not flying:
+                    return
+                finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    results[flying.pop(fut)] = fut.result()
         except Exception:  # noqa: BLE001 - a broken pool: the calling thread finishes the work
             return
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     feeder = threading.Thread(target=feed, name="znippy-sign-feeder", daemon=True)
     feeder.start()
@@ -229,11 +242,16 @@ def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[
             ends[1] -= 1
             i = ends[1]
         results[i] = here(batches[i])
+    done_here.set()
     feeder.join()
     for i, part in enumerate(results):
         if part is None:
             results[i] = here(batches[i])
     return [r for part in results for r in part]  # type: ignore[union-attr]
+
+
+def _warm() -> None:
+    """A worker's first task: returns once the worker has started and imported this module."""
 
 
 def as_signer(signer: Any) -> Signer:
