@@ -413,10 +413,18 @@ class Archive:
         return extract(self, os.fspath(dest), repo=repo, pkg_type=pkg_type, glob=glob,
                        paths=paths, workers=workers, progress=progress)
 
-    def verify(self, *, progress: Any = None) -> Any:
+    def verify(self, *, progress: Any = None, content: bool = True) -> Any:
+        """Structure and (unless ``content=False``) every blob's content: all findings."""
         from .verify import verify
 
-        return verify(self, progress=progress)
+        return verify(self, progress=progress, content=content)
+
+    @property
+    def meta(self) -> pa.Table | None:
+        """``__meta__`` facts, or ``None`` when the archive records no metadata at all."""
+        from .meta import read_meta
+
+        return read_meta(self)
 
     def close(self) -> None:
         for name in ("lookup", "trie", "_cols"):

@@ -177,6 +177,10 @@ def write_archive(
     progress: Callable[[int, int], None] | None = None,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive."""
+    if meta is not None and isinstance(source, (str, os.PathLike)):
+        from .meta import with_source
+
+        meta = with_source(meta, source)
     writer = ArchiveWriter(
         out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
         reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,

@@ -283,7 +283,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             total = None  # verify reports it as a finding
         progress = progress_for("verify", total=total, unit="chunks")
         try:
-            report = archive.verify(progress=progress)
+            # with --trust, blob content is decoded only when --deep asks for it
+            content = not getattr(args, "trust", None) or getattr(args, "deep", False)
+            report = archive.verify(progress=progress, content=content)
         finally:
             _done(progress)
         problems = list(report.problems)
