@@ -13,7 +13,7 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
@@ -230,27 +230,9 @@ class Archive:
     def index(self, pkg_type: int | str | None = None, repo: str | None = None) -> pa.Table:
         """Data rows of the matching groups with ``repo``, ``pkg_type`` and ``module_name``."""
         want = None if pkg_type is None else resolve_pkg_type(pkg_type)
-        parts = []
-        for key in self.groups:
-            if (want is not None and key.pkg_type != want) or (repo is not None and key.repo != repo):
-                continue
-            t = self.group_table(key)
-            n = t.num_rows
-            if "pkg_type" in t.schema.names:
-                t = t.drop_columns(["pkg_type"])
-            t = t.append_column("repo", pa.repeat(key.repo, n).cast(pa.utf8()))
-            t = t.append_column("pkg_type", pa.repeat(pa.scalar(key.pkg_type, pa.int8()), n))
-            t = t.append_column("module_name", pa.repeat(key.module_name, n).cast(pa.utf8()))
-            parts.append(t)
-        if not parts:
-            extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),
-                     pa.field("module_name", pa.utf8())]
-            return pa.schema([*BASE_FIELDS, *extra]).empty_table()
-        try:
-            return pa.concat_tables(parts, promote_options="default")
-        except (pa.ArrowException, ValueError, TypeError) as exc:
-            raise FormatError(f"sub-indexes have conflicting module columns: {exc}",
-                              path=self.path) from None
+        keys = [k for k in self.groups
+                if (want is None or k.pkg_type == want) and (repo is None or k.repo == repo)]
+        return label_groups(((k, self.group_table(k)) for k in keys), path=self.path)
 
     def has_section(self, name: str) -> bool:
         return GroupKey(RESERVED_PKG_TYPE, "", name) in self._by_key
@@ -446,6 +428,30 @@ def _base_columns_problem(schema: pa.Schema) -> str | None:
     if len(schema) < len(BASE_FIELDS) or not head.equals(LOOKUP_SCHEMA):
         return f"does not start with the base columns (has {describe(schema)})"
     return None
+
+
+def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
+                 path: str | None = None) -> pa.Table:
+    """Data rows of several groups in one table, each labelled ``repo``, ``pkg_type``,
+    ``module_name``; module columns are unioned by name (nulls elsewhere)."""
+    parts = []
+    for key, t in items:
+        n = t.num_rows
+        if "pkg_type" in t.schema.names:
+            t = t.drop_columns(["pkg_type"])
+        t = t.append_column("repo", pa.repeat(key.repo, n).cast(pa.utf8()))
+        t = t.append_column("pkg_type", pa.repeat(pa.scalar(key.pkg_type, pa.int8()), n))
+        t = t.append_column("module_name", pa.repeat(key.module_name, n).cast(pa.utf8()))
+        parts.append(t)
+    if not parts:
+        extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),
+                 pa.field("module_name", pa.utf8())]
+        return pa.schema([*BASE_FIELDS, *extra]).empty_table()
+    try:
+        return pa.concat_tables(parts, promote_options="default")
+    except (pa.ArrowException, ValueError, TypeError) as exc:
+        raise FormatError(f"sub-indexes have conflicting module columns: {exc}",
+                          path=path) from None
 
 
 def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True) -> Archive:

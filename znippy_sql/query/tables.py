@@ -14,7 +14,6 @@ resident cost of registering an archive stays flat while the check itself is a l
 from __future__ import annotations
 
 import mmap
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 

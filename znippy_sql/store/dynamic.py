@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from .. import codec
 from ..errors import LockError, StoreError
 from ..ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from ..schema import BASE_FIELDS, GroupKey, resolve_pkg_type
+from ..schema import GroupKey, resolve_pkg_type
 from ..source import Entry, as_entries
 from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
 from .iceberg import (NS_BLOCK, NS_LEVEL, GroupTable, create_transaction, group_tables,
@@ -204,20 +204,9 @@ class Store:
 
         The same columns as :meth:`Archive.index` of the sealed archive, in canonical order.
         """
-        parts = []
-        for key, t in self.group_rows().items():
-            n = t.num_rows
-            if "pkg_type" in t.schema.names:
-                t = t.drop_columns(["pkg_type"])
-            t = t.append_column("repo", pa.repeat(key.repo, n).cast(pa.utf8()))
-            t = t.append_column("pkg_type", pa.repeat(pa.scalar(key.pkg_type, pa.int8()), n))
-            t = t.append_column("module_name", pa.repeat(key.module_name, n).cast(pa.utf8()))
-            parts.append(t)
-        if not parts:
-            extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),
-                     pa.field("module_name", pa.utf8())]
-            return pa.schema([*BASE_FIELDS, *extra]).empty_table()
-        return pa.concat_tables(parts, promote_options="default")
+        from ..reader import label_groups
+
+        return label_groups(self.group_rows().items())
 
     def snapshot(self) -> Any:
         """The committed state as a read-only :class:`~znippy_sql.reader.Archive` (``read``,

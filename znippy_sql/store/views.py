@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
