@@ -402,31 +402,71 @@ class SignatureTemplate:
             raise CmsError("the reference signature lacks signingTime or messageDigest")
         self._digest_head = self._attribute(_MESSAGE_DIGEST_OID, _tlv(_OCTETS, bytes(32)))[:-32]
         self._second = -1
-        self._time_attr = b""
+        #: the signed attributes before the digest value (with and without the SET header
+        #: that the signature covers, RFC 5652 §5.4) and after it
+        self._halves = (b"", b"", b"")
+        #: (attributes length, signature length) → the DER before the attributes, and the
+        #: DER between them and the signature: everything but those two is constant
+        self._frames: dict[tuple[int, int], tuple[bytes, bytes]] = {}
 
     def sign(self, content: bytes, *, now: _dt.datetime | None = None) -> bytes:
-        """DER of a detached signature over ``content``, signed ``now`` (default: the clock)."""
+        """DER of a detached signature over ``content``, signed ``now`` (default: the clock).
+
+        Per signature only the SHA-256 of ``content``, the key's signature and four byte
+        joins: the signed attributes around the digest value are encoded once per second,
+        the framing around attributes and signature once per signature length.
+        """
         if now is None:
             second = int(time.time())
             if second != self._second:  # one encoding per second, not per signature
+                self._halves = self._split_attrs(
+                    _dt.datetime.fromtimestamp(second, _dt.timezone.utc))
                 self._second = second
-                self._time_attr = self._attribute(_SIGNING_TIME_OID, _signing_time(
-                    _dt.datetime.fromtimestamp(second, _dt.timezone.utc)))
-            time_attr = self._time_attr
+            set_head, head, tail = self._halves
         else:
-            time_attr = self._attribute(_SIGNING_TIME_OID, _signing_time(now))
-        filled = {_SIGNING_TIME_OID: time_attr,
-                  _MESSAGE_DIGEST_OID: self._digest_head + hashlib.sha256(content).digest()}
-        attrs = b"".join(filled[a] if a in filled else a for a in self._attrs)
-        signature = self._key.sign(_tlv(_SET, attrs), *self._scheme)
-        si = _tlv(_SEQ, self._si_head + _tlv(_CTX0, attrs) + self._sig_alg
-                  + _tlv(_OCTETS, signature))
+            set_head, head, tail = self._split_attrs(now)
+        md = hashlib.sha256(content).digest()
+        signature = self._key.sign(set_head + md + tail, *self._scheme)
+        la = len(head) + 32 + len(tail)
+        frame = self._frames.get((la, len(signature)))
+        if frame is None:
+            frame = self._frames[la, len(signature)] = self._frame(la, len(signature))
+        return b"".join((frame[0], head, md, tail, frame[1], signature))
+
+    def _split_attrs(self, when: _dt.datetime) -> tuple[bytes, bytes, bytes]:
+        """The signed attributes (in the reference's order) signed ``when``, cut where the
+        32-byte digest value goes; the first part also with the SET header in front."""
+        time_attr = self._attribute(_SIGNING_TIME_OID, _signing_time(when))
+        before = after = b""
+        seen_digest = False
+        for a in self._attrs:
+            if a == _MESSAGE_DIGEST_OID:
+                before += self._digest_head
+                seen_digest = True
+                continue
+            piece = time_attr if a == _SIGNING_TIME_OID else a
+            if seen_digest:
+                after += piece
+            else:
+                before += piece
+        return _SET_BYTE + _der_len(len(before) + 32 + len(after)) + before, before, after
+
+    def _frame(self, la: int, ls: int) -> tuple[bytes, bytes]:
+        """The DER of a signature with ``la`` bytes of attributes and ``ls`` of signature,
+        without those two (RFC 5652 §5: ContentInfo, SignedData, one SignerInfo)."""
+        mid = self._sig_alg + bytes([_OCTETS]) + _der_len(ls)
+        si = _tlv(_SEQ, self._si_head + bytes([_CTX0]) + _der_len(la) + bytes(la) + mid
+                  + bytes(ls))
         sd = _tlv(_SEQ, self._sd_head + _tlv(_SET, si))
-        return _tlv(_SEQ, self._content_type + _tlv(_CTX0, sd))
+        whole = _tlv(_SEQ, self._content_type + _tlv(_CTX0, sd))
+        return whole[:len(whole) - ls - len(mid) - la], mid
 
     @staticmethod
     def _attribute(oid: bytes, value: bytes) -> bytes:
         return _tlv(_SEQ, _tlv(_OID, oid) + _tlv(_SET, value))
+
+
+_SET_BYTE = bytes([_SET])
 
 
 def _tlv(ident: int, contents: bytes) -> bytes:
