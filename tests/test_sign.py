@@ -624,3 +624,45 @@ def test_shared_work_reaches_the_workers_and_keeps_order(monkeypatch):
     by_worker = [x for x in out if x > 0]
     assert by_worker, "no batch reached a worker"
     assert by_worker == list(range(1, len(by_worker) + 1))  # workers take from the front
+
+
+def _outcome(fn, der):
+    from znippy_sql import cms
+
+    try:
+        return fn(der)
+    except cms.CmsError as exc:
+        return f"CmsError: {exc}"
+
+
+@pytest.mark.parametrize("which", ["self", "rsa"])
+def test_reading_by_shape_is_the_full_walk(pki, which):
+    """After one full walk, signatures of the same length are read by comparing every byte but
+    the time, digest and signature values: the answer must be the full walk's, for good
+    signatures and for every single-byte change of one."""
+    from znippy_sql import cms
+
+    if which == "self":
+        key, cert = pki["objs"]["self_key"], pki["objs"]["self"]
+    else:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        cert = _cert(key, "rsa signer")
+    template = cms.SignatureTemplate(key, cert)
+    start = dt.datetime(2031, 5, 6, 7, 8, 9, tzinfo=dt.timezone.utc)
+    ders = [template.sign(bytes([i]) * 32, now=start + dt.timedelta(seconds=i * 997))
+            for i in range(30)]
+    ders.append(template.sign(b"late" * 8, now=start.replace(year=2051)))  # GeneralizedTime
+    cms._SHAPES.clear()
+    fast = 0
+    for der in ders:
+        shape = cms._SHAPES.get(len(der))
+        fast += shape is not None and shape.match(der) is not None
+        assert cms.parse(der) == cms._parse_full(der)
+    assert fast >= 20  # most signatures of 30 share a length with an earlier one
+    der = ders[1]
+    for i in range(len(der)):
+        for bit in (0x01, 0x80):
+            bad = der[:i] + bytes([der[i] ^ bit]) + der[i + 1:]
+            cms._SHAPES.clear()
+            cms.parse(der)  # the pattern is this good signature
+            assert _outcome(cms.parse, bad) == _outcome(cms._parse_full, bad), i
