@@ -7,6 +7,7 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 import blake3
@@ -262,7 +263,7 @@ def test_encrypted_key_from_environment(tmp_path, pki, monkeypatch):
     assert Signer.from_files(enc, pki["self"]).cert == pki["objs"]["self"]
 
 
-def test_worker_processes_give_the_same_answers(tmp_path, signed, pki, monkeypatch):
+def test_helper_threads_give_the_same_answers(tmp_path, signed, pki, monkeypatch):
     with open_archive(signed) as a:
         single = signatures_table(a, trust=pki["self"])
         monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
@@ -271,7 +272,7 @@ def test_worker_processes_give_the_same_answers(tmp_path, signed, pki, monkeypat
         pooled_bad = verify_signatures(a, pki["other"])
         assert pooled.equals(single)
         assert len(pooled_bad) == 7
-        # signing shared with worker processes: same files, every signature verifies
+        # signing shared with helper threads: same files, every signature verifies
         out = tmp_path / "pooled.znippy"
         write_archive(out, _entries(), block_size=512, workers=1,
                       signer=(pki["self_key"], pki["self"]))
@@ -485,18 +486,17 @@ def test_reader_refuses_malformed_der(signed, mangle, match):
         cms.parse(mangle(der))
 
 
-def test_a_pool_that_cannot_start_leaves_the_work_here(tmp_path, pki, monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("no processes in this sandbox")
-
+def test_an_error_in_a_helper_thread_is_raised_here(monkeypatch):
     monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
     monkeypatch.setattr(sign_mod, "BATCH", 1)
-    monkeypatch.setattr(sign_mod.multiprocessing, "get_context", refuse)
-    out = tmp_path / "nopool.znippy"
-    write_archive(out, _entries(), workers=1, signer=(pki["self_key"], pki["self"]))
-    with open_archive(out) as a:
-        assert verify_signatures(a, pki["self"]) == []
-        assert len(_artifacts(a)) == 6
+
+    def fail_on_seven(batch):
+        if batch == [7]:
+            raise SignatureError("batch seven")
+        return batch
+
+    with pytest.raises(SignatureError, match="batch seven"):
+        sign_mod._shared(fail_on_seven, list(range(40)))
 
 
 def test_damaged_signatures_never_crash_the_checker(pki):
@@ -606,24 +606,106 @@ def test_template_signatures_are_the_builders_signatures(tmp_path, pki, which):
         assert res.returncode == 0, res.stderr
 
 
-def test_shared_work_reaches_the_workers_and_keeps_order(monkeypatch):
-    """This process works from the back, workers (once up) from the front; order is kept."""
-    import operator
-    import time
+def test_shared_work_reaches_the_helpers_and_keeps_order(monkeypatch):
+    """Helper threads take batches alongside the calling thread; results keep their order."""
+    import threading
 
     monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
     monkeypatch.setattr(sign_mod, "BATCH", 1)
-    items = list(range(100))  # 5 s of work here: workers start well before
+    monkeypatch.setattr(sign_mod.os, "cpu_count", lambda: 2)
+    who: dict[int, str] = {}
 
-    def slow_here(batch):
-        time.sleep(0.05)
+    def slow(batch):
+        time.sleep(0.01)  # releases the GIL, as OpenSSL does while it signs
+        who[batch[0]] = threading.current_thread().name
         return [-x for x in batch]
 
-    out = sign_mod._shared(operator.mul, 1, items, local=slow_here)  # worker: 1 * [x] == [x]
-    assert [abs(x) for x in out] == items
-    by_worker = [x for x in out if x > 0]
-    assert by_worker, "no batch reached a worker"
-    assert by_worker == list(range(1, len(by_worker) + 1))  # workers take from the front
+    items = list(range(60))
+    assert sign_mod._shared(slow, items) == [-x for x in items]
+    assert set(who) == set(items)
+    assert len(set(who.values())) == 2  # the calling thread and one helper
+
+
+def _observe_all(builder, path: Path, *, wrong: str) -> None:
+    """Report an archive's chunks to ``builder`` as a writer would (batches in path order),
+    with a wrong checksum for the first chunk of ``wrong``."""
+    with open_archive(path) as a:
+        lookup = a.lookup
+    paths = lookup.column("relative_path").to_pylist()
+    seqs = lookup.column("chunk_seq").to_pylist()
+    sums = [b"\x01" * 32 if (p, q) == (wrong, 0) else c
+            for p, q, c in zip(paths, seqs, lookup.column("checksum").to_pylist())]
+    chunks = list(zip(paths, seqs))
+    for i in range(0, len(chunks), 3):  # small batches: a file's chunks span two of them
+        builder.observe(chunks[i:i + 3], b"".join(sums[i:i + 3]))
+
+
+def test_early_signatures_are_used_only_for_the_final_digests(tmp_path, signed, pki,
+                                                              monkeypatch):
+    """observe() signs finished files in the background; the final call takes those whose
+    digest is the final one, signs the rest, and the result verifies everywhere."""
+    made: list[bytes] = []
+    real_sign = Signer.sign
+
+    def counting(self, content):
+        made.append(content)
+        return real_sign(self, content)
+
+    monkeypatch.setattr(Signer, "sign", counting)
+    builder = signature_builder((pki["self_key"], pki["self"]))
+    _observe_all(builder, signed, wrong="a.txt")
+    with open_archive(signed) as a:
+        lookup = a.lookup
+        paths, digests = file_digests(lookup)
+    deadline = time.monotonic() + 30
+    while len(builder._presigned) < len(digests) - 1 and time.monotonic() < deadline:
+        time.sleep(0.01)  # let the background thread sign what it was given
+    sections = {s.name: s.payload for s in builder(lookup)}
+    assert paths[0] == "a.txt" and len(made) == len(digests) + 2
+    # early: every file whose end was reported (all but the last), "a.txt" with the wrong
+    # checksum; then the final call signs what the early ones do not cover, and the root
+    wrong = sign_mod._digest_of("a.txt", [0], [b"\x01" * 32])
+    assert sorted(made[:-3]) == sorted([wrong, *digests[1:-1]])
+    assert made[-3:] == [digests[0], digests[-1], archive_root(paths, digests)]
+    table = pa.ipc.open_stream(pa.py_buffer(sections[SIGN_ARTIFACTS])).read_all()
+    out = tmp_path / "early.znippy"
+    _rewrite_with(signed, out, table, sections[SIGN_ARCHIVE])
+    with open_archive(out) as b:
+        assert verify_signatures(b, pki["self"]) == []
+        ders = _artifacts(b).column("cms").to_pylist()
+    for der, digest in zip(ders, digests):
+        res = _openssl_verify(tmp_path, der, digest, pki["self"])
+        assert res.returncode == 0, res.stderr
+
+
+def _rewrite_with(src: Path, dst: Path, artifacts: pa.Table, root: bytes) -> None:
+    with open_archive(src) as a:
+        groups = {key: a.group_table(key) for key in a.groups}
+        blob_end = a.blob_end
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, artifacts.schema) as w:
+        w.write_table(artifacts)
+    shutil.copyfile(src, dst)
+    with open(dst, "r+b") as fh:
+        write_tail(fh, blob_end, groups, fsync=False, sections=[
+            ReservedSection(SIGN_ARTIFACTS, sink.getvalue().to_pybytes()),
+            ReservedSection(SIGN_ARCHIVE, root)])
+
+
+def test_an_idle_early_signing_thread_ends(pki, monkeypatch):
+    """A writer that fails never calls the builder: its signing thread must not linger."""
+    monkeypatch.setattr(sign_mod, "IDLE_SECONDS", 0.05)
+    builder = signature_builder((pki["self_key"], pki["self"]))
+    builder.observe([("a", 0), ("b", 0)], bytes(64))
+    thread = builder._thread
+    assert thread is not None
+    thread.join(timeout=10)
+    assert not thread.is_alive() and builder._thread is None
+    assert list(builder._presigned) == [sign_mod._digest_of("a", [0], [bytes(32)])]
+    builder.observe([("c", 0)], bytes(32))  # "b" finished: a new thread signs it
+    assert builder._thread is not None
+    builder._finish_early()
+    assert builder._thread is None or not builder._thread.is_alive()
 
 
 def _outcome(fn, der):

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import multiprocessing
 import os
 import struct
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Union
@@ -50,10 +48,12 @@ SIGNATURES_SCHEMA = pa.schema([
 ])
 #: Environment variable holding the password of an encrypted signing key.
 PASSWORD_ENV = "ZNIPPY_SIGN_KEY_PASSWORD"
-#: Signatures made or checked in worker processes too from this many on (an ECDSA P-256
-#: signature costs ~0.045 ms to make and ~0.1 ms to check on the benchmark machine).
-POOL_THRESHOLD = 4000
-BATCH = 500
+#: Signatures made or checked in helper threads too from this many on (an ECDSA P-256
+#: signature costs ~0.04 ms to make and ~0.12 ms to check on the benchmark machine).
+POOL_THRESHOLD = 1000
+BATCH = 250
+#: An early-signing thread with nothing to sign for this long ends (see SignatureBuilder).
+IDLE_SECONDS = 5.0
 _U32 = struct.Struct("<I")
 
 TrustLike = Union[str, os.PathLike, bytes, "x509.Certificate",
@@ -84,6 +84,15 @@ def file_digests(lookup: pa.Table) -> tuple[list[str], list[bytes]]:
         out_digests.append(blake3.blake3(b"".join(parts)).digest())
         i = j
     return out_paths, out_digests
+
+
+def _digest_of(path: str, seqs: Sequence[int], checksums: Sequence[bytes]) -> bytes:
+    """One file's digest (as :func:`file_digests` makes it) from its chunks in order."""
+    parts = [FILE_TAG, path.encode("utf-8"), b"\0", _U32.pack(len(seqs))]
+    for seq, checksum in zip(seqs, checksums):
+        parts.append(_U32.pack(seq))
+        parts.append(checksum)
+    return blake3.blake3(b"".join(parts)).digest()
 
 
 def archive_root(paths: Sequence[str], digests: Sequence[bytes]) -> bytes:
@@ -158,100 +167,41 @@ class Signer:
                 tuple(c.public_bytes(ser.Encoding.DER) for c in self.chain))
 
 
-_WORKER_SIGNER: list[Signer] = []  # a worker process's signer, rebuilt once per worker
+def _shared(fn: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]:
+    """``fn(batch)`` over ``items`` in batches of ``BATCH``, results in order.
 
-
-def _sign_batch(portable: tuple[bytes, bytes, tuple[bytes, ...]],
-                digests: list[bytes]) -> list[bytes]:
-    """Worker side: sign ``digests`` with the signer ``Signer.portable()`` described."""
-    if not _WORKER_SIGNER or _WORKER_SIGNER[0].portable() != portable:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import serialization as ser
-
-        key, cert, chain = portable
-        _WORKER_SIGNER[:] = [Signer(
-            ser.load_der_private_key(key, None), x509.load_der_x509_certificate(cert),
-            tuple(x509.load_der_x509_certificate(c) for c in chain))]
-    return [_WORKER_SIGNER[0].sign(d) for d in digests]
-
-
-def _shared(fn: Callable[[Any, list[Any]], list[Any]], common: Any, items: list[Any], *,
-            local: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
-    """``fn(common, batch)`` over ``items`` in batches of ``BATCH``, results in order.
-
-    From ``POOL_THRESHOLD`` items on, worker processes (one fewer than the CPUs, at most 3)
-    share the work: this thread takes batches from the back (with ``local(batch)`` when
-    given) while a feeder thread, once the workers are up, hands them batches from the front.
-    Work starts at once, and this thread never waits for a worker to start, only for the few
-    batches workers hold at the end (ECDSA holds the GIL: threads alone would not help). If
-    the pool cannot be used, this thread does what it left undone.
+    From ``POOL_THRESHOLD`` items on, helper threads (one fewer than the CPUs, at most 3) take
+    batches alongside the calling thread: ``cryptography`` releases the GIL while OpenSSL
+    signs or verifies, which is nearly all of the work, so threads share it without the start-up
+    and pickling a process pool costs. An error in a helper is raised here.
     """
-    here = local if local is not None else (lambda batch: fn(common, batch))
     batches = [items[i:i + BATCH] for i in range(0, len(items), BATCH)]
-    workers = min((os.cpu_count() or 1) - 1, 3)
-    if len(items) < POOL_THRESHOLD or workers < 1 or len(batches) < 2:
-        return [r for b in batches for r in here(b)]
+    helpers = min((os.cpu_count() or 1) - 1, 3, len(batches) - 1)
+    if len(items) < POOL_THRESHOLD or helpers < 1:
+        return [r for b in batches for r in fn(b)]
     results: list[list[Any] | None] = [None] * len(batches)
-    lock = threading.Lock()
-    ends = [0, len(batches)]  # next batch from the front, one past the last from the back
-    done_here = threading.Event()
+    claimed = iter(range(len(batches)))  # next() on it is atomic under the GIL
+    errors: list[BaseException] = []
 
-    def claim_front() -> int | None:
-        with lock:
-            if ends[0] >= ends[1]:
-                return None
-            ends[0] += 1
-            return ends[0] - 1
-
-    def feed() -> None:
+    def work() -> None:
         try:
-            ctx = multiprocessing.get_context("forkserver")
-            # workers start warm; the same list as the writer's pool plus this module, so
-            # whichever starts the fork server first, both find their modules loaded
-            ctx.set_forkserver_preload(["__main__", "znippy_sql.pipeline", __name__])
-            pool = ProcessPoolExecutor(workers, mp_context=ctx)
-        except Exception:  # noqa: BLE001 - no pool: the calling thread does everything
-            return
-        try:
-            # no batch is handed out before a worker is up: the calling thread never waits
-            # for a worker's start-up, only (at the end) for the batches workers hold
-            warm = [pool.submit(_warm) for _ in range(workers)]
-            while wait(warm, timeout=0.02).not_done:
-                if done_here.is_set():
+            for i in claimed:
+                if errors:
                     return
-            flying: dict[Any, int] = {}
-            while True:
-                while len(flying) < 2 * workers and (i := claim_front()) is not None:
-                    flying[pool.submit(fn, common, batches[i])] = i
-                if not flying:
-                    return
-                finished, _ = wait(flying, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    results[flying.pop(fut)] = fut.result()
-        except Exception:  # noqa: BLE001 - a broken pool: the calling thread finishes the work
-            return
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+                results[i] = fn(batches[i])
+        except BaseException as exc:  # noqa: BLE001 - raised in the calling thread
+            errors.append(exc)
 
-    feeder = threading.Thread(target=feed, name="znippy-sign-feeder", daemon=True)
-    feeder.start()
-    while True:
-        with lock:
-            if ends[0] >= ends[1]:
-                break
-            ends[1] -= 1
-            i = ends[1]
-        results[i] = here(batches[i])
-    done_here.set()
-    feeder.join()
-    for i, part in enumerate(results):
-        if part is None:
-            results[i] = here(batches[i])
+    threads = [threading.Thread(target=work, name=f"znippy-sign-{n}", daemon=True)
+               for n in range(helpers)]
+    for t in threads:
+        t.start()
+    work()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
     return [r for part in results for r in part]  # type: ignore[union-attr]
-
-
-def _warm() -> None:
-    """A worker's first task: returns once the worker has started and imported this module."""
 
 
 def as_signer(signer: Any) -> Signer:
@@ -265,22 +215,101 @@ def as_signer(signer: Any) -> Signer:
     raise TypeError(f"signer= takes a Signer, (key, cert) paths or a mapping, not {signer!r}")
 
 
-def signature_builder(signer: Any) -> Callable[[pa.Table], Iterable[ReservedSection]]:
-    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``."""
-    s = as_signer(signer)
+class SignatureBuilder:
+    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``.
 
-    def build(lookup: pa.Table) -> list[ReservedSection]:
+    Called with the sorted lookup, it signs every file digest and the archive root. A writer
+    may also hand it each batch's chunk checksums as they are computed (:meth:`observe`): a
+    background thread then signs finished files while the writer is still compressing, and
+    the final call only signs what is left. A signature made early is used only for exactly
+    the digest the final lookup gives (path and every chunk checksum), so what a writer
+    reports early can make signing faster, never different.
+    """
+
+    def __init__(self, signer: Any) -> None:
+        self.signer = as_signer(signer)
+        self._presigned: dict[bytes, bytes] = {}
+        self._queue: list[bytes] = []
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self._open: tuple[str, list[int], list[bytes]] | None = None  # the file being reported
+
+    # -- early signing --------------------------------------------------------------------
+    def observe(self, chunks: Sequence[tuple[str, int]], checksums: bytes) -> None:
+        """Chunks just checksummed, in the order the writer queued them: (path, chunk_seq)
+        and the 32-byte checksums back to back. A file counts as finished when the next
+        chunk starts another path; the last one is signed by the final call."""
+        done: list[bytes] = []
+        current = self._open
+        for i, (path, seq) in enumerate(chunks):
+            if current is None or path != current[0]:
+                if current is not None:
+                    done.append(_digest_of(*current))
+                current = (path, [], [])
+            current[1].append(seq)
+            current[2].append(checksums[32 * i:32 * i + 32])
+        self._open = current
+        if not done:
+            return
+        with self._wake:
+            if self._stop:
+                return
+            self._queue.extend(done)
+            if self._thread is None:  # (re)start the signing thread
+                self._thread = threading.Thread(target=self._sign_early, daemon=True,
+                                                name="znippy-sign-early")
+                self._thread.start()
+            else:
+                self._wake.notify()
+
+    def _sign_early(self) -> None:
+        sign = self.signer.sign
+        while True:
+            with self._wake:
+                while not self._queue and not self._stop:
+                    # a writer that fails never calls the builder: an idle thread ends
+                    if not self._wake.wait(timeout=IDLE_SECONDS) and not self._queue:
+                        self._thread = None
+                        return
+                if self._stop:
+                    return
+                todo, self._queue = self._queue, []
+            for digest in todo:
+                if self._stop:
+                    return
+                self._presigned[digest] = sign(digest)
+
+    def _finish_early(self) -> dict[bytes, bytes]:
+        with self._wake:
+            self._stop = True
+            self._queue = []
+            self._wake.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        return self._presigned
+
+    # -- the section builder --------------------------------------------------------------
+    def __call__(self, lookup: pa.Table) -> list[ReservedSection]:
+        early = self._finish_early()
         paths, digests = file_digests(lookup)
-        signatures = _shared(_sign_batch, s.portable(), digests,
-                             local=lambda batch: [s.sign(d) for d in batch])
+        signatures: list[bytes | None] = [early.get(d) for d in digests]
+        missing = [i for i, der in enumerate(signatures) if der is None]
+        sign = self.signer.sign
+        for i, der in zip(missing, _shared(lambda b: [sign(digests[i]) for i in b], missing)):
+            signatures[i] = der
         table = pa.table({"relative_path": paths, "cms": signatures}, schema=ARTIFACTS_SCHEMA)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, ARTIFACTS_SCHEMA) as writer:
             writer.write_table(table)
         return [ReservedSection(SIGN_ARTIFACTS, sink.getvalue().to_pybytes()),
-                ReservedSection(SIGN_ARCHIVE, s.sign(archive_root(paths, digests)))]
+                ReservedSection(SIGN_ARCHIVE, sign(archive_root(paths, digests)))]
 
-    return build
+
+def signature_builder(signer: Any) -> SignatureBuilder:
+    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``."""
+    return SignatureBuilder(signer)
 
 
 # -- trust ------------------------------------------------------------------------------------
@@ -385,11 +414,15 @@ class _Checker:
         return Check(subject, when, md, digest_ok=True, bad_signature=bad, untrusted=untrusted)
 
 
-def _check_batch(common: tuple[Sequence[bytes] | None, bool],
-                 items: list[tuple[bytes, bytes]]) -> list[Check]:
-    anchors_der, verify = common
+def _check_all(anchors_der: Sequence[bytes] | None, items: list[tuple[bytes, bytes]], *,
+               verify: bool) -> list[Check]:
+    """Each (signature, content) checked; threads share the key checks (see :func:`_shared`)."""
     checker = _Checker(anchors_der)
-    return [checker.check(der, content, verify=verify) for der, content in items]
+    check = checker.check
+    if not verify:
+        return [check(der, content, verify=False) for der, content in items]
+    return _shared(lambda batch: [check(der, content, verify=True) for der, content in batch],
+                   items)
 
 
 def _read_signatures(archive: "Archive") -> tuple[pa.Table, bytes] | None:
@@ -437,8 +470,7 @@ def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
     order = sorted(set(paths) | set(signed), key=lambda p: p.encode("utf-8"))
     todo = [p for p in order if p in signed and p in digest_of]
     items = [(signed[p], digest_of[p]) for p in todo]
-    checks = dict(zip(todo, _shared(_check_batch, (anchors_der, verify), items) if verify
-                      else _check_batch((anchors_der, verify), items)))
+    checks = dict(zip(todo, _check_all(anchors_der, items, verify=verify)))
     owner: dict[bytes, str] | None = None
     for path in order:
         digest = digest_of.get(path)
