@@ -25,6 +25,7 @@ being read per worker.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 from collections import deque
@@ -44,6 +45,9 @@ INLINE_RAW = 256 << 10  # raw chunks up to this size travel back in the batch bu
 PROBE_MIN = 1 << 20  # chunks at least this big are probed before a full compression
 PROBE_BYTES = 64 << 10
 PROBE_GAIN = 0.97  # a sample must shrink below this fraction to count as compressible
+
+_M_TRIM_THRESHOLD = -1  # mallopt parameters (glibc malloc.h)
+_M_MMAP_THRESHOLD = -3
 
 #: ``stored`` value of a raw chunk that the worker did not send back (the parent copies it).
 NOT_SENT = -1
@@ -153,8 +157,24 @@ def process_pool(workers: int, *,
 
 
 def _warm() -> None:
-    """Run once in each new worker: load the codec before the first batch arrives."""
+    """Run once in each new worker: allocator settings, and the codec loaded before the first
+    batch arrives."""
+    _keep_freed_memory()
     codec.encoder(codec.DEFAULT_LEVEL)
+
+
+def _keep_freed_memory() -> None:
+    """glibc only, worker processes only: serve the chunk-sized buffers (the chunk read, the
+    codec's work and output buffers) from the heap and keep freed heap instead of returning it
+    to the kernel, so each chunk reuses the previous chunk's pages. Otherwise every 10 MiB
+    chunk faults in up to ~22 MiB of fresh zeroed pages (~5,700 page faults; measured 5-20 %
+    of a worker's CPU). The caller's own process keeps its allocator settings."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return  # not glibc: nothing to tune
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # glibc's maximum
+    mallopt(_M_TRIM_THRESHOLD, 1 << 30)
 
 
 class Compressor:
