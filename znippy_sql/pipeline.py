@@ -159,11 +159,11 @@ def process_pool(workers: int, *,
 def _warm() -> None:
     """Run once in each new worker: allocator settings, and the codec loaded before the first
     batch arrives."""
-    _keep_freed_memory()
+    keep_freed_memory()
     codec.encoder(codec.DEFAULT_LEVEL)
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> None:
     """glibc only, worker processes only: serve the chunk-sized buffers (the chunk read, the
     codec's work and output buffers) from the heap and keep freed heap instead of returning it
     to the kernel, so each chunk reuses the previous chunk's pages. Otherwise every 10 MiB
