@@ -242,9 +242,9 @@ def main() -> None:
         f"{sign_cpu / 2:.2f} s, i.e. {sign_cpu / 2 / plain_s * 100:.0f}% of the unsigned create "
         f"measured here. Within 25% of this create means the {files} signatures in "
         f"{0.25 * plain_s:.2f} s of wall time after compression, i.e. at most "
-        f"{0.25 * plain_s * 2 / max(files, 1) * 1e6:.0f} us of CPU each on 2 CPUs, unless "
-        "signing overlaps compression (`SignatureBuilder.observe`, which the writer does not "
-        "call yet: see docs/signing.md).",
+        f"{0.25 * plain_s * 2 / max(files, 1) * 1e6:.0f} us of CPU each on 2 CPUs, both "
+        "free after compression (signing overlapped with compression was tried and was "
+        "slower here: docs/signing.md).",
         f"- Checking costs {per_file(verify_cpu):.0f} us of CPU a file, {p256[2]:.0f} us of it "
         "the ECDSA verification; the rest is reading the signature (one full DER walk per "
         "signature length, byte comparison for the others: `cms._Shape`), the trust check "

@@ -52,8 +52,6 @@ PASSWORD_ENV = "ZNIPPY_SIGN_KEY_PASSWORD"
 #: signature costs ~0.04 ms to make and ~0.12 ms to check on the benchmark machine).
 POOL_THRESHOLD = 1000
 BATCH = 250
-#: An early-signing thread with nothing to sign for this long ends (see SignatureBuilder).
-IDLE_SECONDS = 5.0
 _U32 = struct.Struct("<I")
 
 TrustLike = Union[str, os.PathLike, bytes, "x509.Certificate",
@@ -84,15 +82,6 @@ def file_digests(lookup: pa.Table) -> tuple[list[str], list[bytes]]:
         out_digests.append(blake3.blake3(b"".join(parts)).digest())
         i = j
     return out_paths, out_digests
-
-
-def _digest_of(path: str, seqs: Sequence[int], checksums: Sequence[bytes]) -> bytes:
-    """One file's digest (as :func:`file_digests` makes it) from its chunks in order."""
-    parts = [FILE_TAG, path.encode("utf-8"), b"\0", _U32.pack(len(seqs))]
-    for seq, checksum in zip(seqs, checksums):
-        parts.append(_U32.pack(seq))
-        parts.append(checksum)
-    return blake3.blake3(b"".join(parts)).digest()
 
 
 def archive_root(paths: Sequence[str], digests: Sequence[bytes]) -> bytes:
@@ -157,15 +146,6 @@ class Signer:
     def _template(self) -> cms.SignatureTemplate:
         return cms.SignatureTemplate(self.key, self.cert, self.chain)
 
-    def portable(self) -> tuple[bytes, bytes, tuple[bytes, ...]]:
-        """Key and certificates as DER, for worker processes of this process."""
-        from cryptography.hazmat.primitives import serialization as ser
-
-        key = self.key.private_bytes(ser.Encoding.DER, ser.PrivateFormat.PKCS8,
-                                     ser.NoEncryption())
-        return (key, self.cert.public_bytes(ser.Encoding.DER),
-                tuple(c.public_bytes(ser.Encoding.DER) for c in self.chain))
-
 
 def _shared(fn: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]:
     """``fn(batch)`` over ``items`` in batches of ``BATCH``, results in order.
@@ -215,101 +195,21 @@ def as_signer(signer: Any) -> Signer:
     raise TypeError(f"signer= takes a Signer, (key, cert) paths or a mapping, not {signer!r}")
 
 
-class SignatureBuilder:
-    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``.
+def signature_builder(signer: Any) -> Callable[[pa.Table], Iterable[ReservedSection]]:
+    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``."""
+    s = as_signer(signer)
 
-    Called with the sorted lookup, it signs every file digest and the archive root. A writer
-    may also hand it each batch's chunk checksums as they are computed (:meth:`observe`): a
-    background thread then signs finished files while the writer is still compressing, and
-    the final call only signs what is left. A signature made early is used only for exactly
-    the digest the final lookup gives (path and every chunk checksum), so what a writer
-    reports early can make signing faster, never different.
-    """
-
-    def __init__(self, signer: Any) -> None:
-        self.signer = as_signer(signer)
-        self._presigned: dict[bytes, bytes] = {}
-        self._queue: list[bytes] = []
-        self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
-        self._stop = False
-        self._open: tuple[str, list[int], list[bytes]] | None = None  # the file being reported
-
-    # -- early signing --------------------------------------------------------------------
-    def observe(self, chunks: Sequence[tuple[str, int]], checksums: bytes) -> None:
-        """Chunks just checksummed, in the order the writer queued them: (path, chunk_seq)
-        and the 32-byte checksums back to back. A file counts as finished when the next
-        chunk starts another path; the last one is signed by the final call."""
-        done: list[bytes] = []
-        current = self._open
-        for i, (path, seq) in enumerate(chunks):
-            if current is None or path != current[0]:
-                if current is not None:
-                    done.append(_digest_of(*current))
-                current = (path, [], [])
-            current[1].append(seq)
-            current[2].append(checksums[32 * i:32 * i + 32])
-        self._open = current
-        if not done:
-            return
-        with self._wake:
-            if self._stop:
-                return
-            self._queue.extend(done)
-            if self._thread is None:  # (re)start the signing thread
-                self._thread = threading.Thread(target=self._sign_early, daemon=True,
-                                                name="znippy-sign-early")
-                self._thread.start()
-            else:
-                self._wake.notify()
-
-    def _sign_early(self) -> None:
-        sign = self.signer.sign
-        while True:
-            with self._wake:
-                while not self._queue and not self._stop:
-                    # a writer that fails never calls the builder: an idle thread ends
-                    if not self._wake.wait(timeout=IDLE_SECONDS) and not self._queue:
-                        self._thread = None
-                        return
-                if self._stop:
-                    return
-                todo, self._queue = self._queue, []
-            for digest in todo:
-                if self._stop:
-                    return
-                self._presigned[digest] = sign(digest)
-
-    def _finish_early(self) -> dict[bytes, bytes]:
-        with self._wake:
-            self._stop = True
-            self._queue = []
-            self._wake.notify()
-            thread = self._thread
-        if thread is not None:
-            thread.join()
-        return self._presigned
-
-    # -- the section builder --------------------------------------------------------------
-    def __call__(self, lookup: pa.Table) -> list[ReservedSection]:
-        early = self._finish_early()
+    def build(lookup: pa.Table) -> list[ReservedSection]:
         paths, digests = file_digests(lookup)
-        signatures: list[bytes | None] = [early.get(d) for d in digests]
-        missing = [i for i, der in enumerate(signatures) if der is None]
-        sign = self.signer.sign
-        for i, der in zip(missing, _shared(lambda b: [sign(digests[i]) for i in b], missing)):
-            signatures[i] = der
+        signatures = _shared(lambda batch: [s.sign(d) for d in batch], digests)
         table = pa.table({"relative_path": paths, "cms": signatures}, schema=ARTIFACTS_SCHEMA)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, ARTIFACTS_SCHEMA) as writer:
             writer.write_table(table)
         return [ReservedSection(SIGN_ARTIFACTS, sink.getvalue().to_pybytes()),
-                ReservedSection(SIGN_ARCHIVE, sign(archive_root(paths, digests)))]
+                ReservedSection(SIGN_ARCHIVE, s.sign(archive_root(paths, digests)))]
 
-
-def signature_builder(signer: Any) -> SignatureBuilder:
-    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``."""
-    return SignatureBuilder(signer)
+    return build
 
 
 # -- trust ------------------------------------------------------------------------------------
