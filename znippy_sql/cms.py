@@ -368,7 +368,7 @@ class _Shape:
     values replaced.
     """
 
-    __slots__ = ("parsed", "cuts", "pieces", "time_node", "attrs")
+    __slots__ = ("attrs", "cuts", "parsed", "pieces", "time_node")
 
     def __init__(self, parsed: Parsed, cuts: list[tuple[int, int, str]], der: bytes,
                  time_node: tuple[int, bytes] | None, attrs: tuple[int, int]) -> None:
@@ -401,7 +401,7 @@ class _Shape:
                       signature=values["signature"])
 
     @classmethod
-    def learn(cls, der: bytes, p: Parsed) -> "_Shape | None":
+    def learn(cls, der: bytes, p: Parsed) -> _Shape | None:
         """The pattern of ``der`` (which :func:`_parse_full` read as ``p``), or ``None`` when
         its layout is not the plain one (then every signature of its length is walked)."""
         try:
