@@ -268,6 +268,7 @@ def test_helper_threads_give_the_same_answers(tmp_path, signed, pki, monkeypatch
         single = signatures_table(a, trust=pki["self"])
         monkeypatch.setattr(sign_mod, "POOL_THRESHOLD", 2)
         monkeypatch.setattr(sign_mod, "BATCH", 1)
+        monkeypatch.setattr(sign_mod.os, "cpu_count", lambda: 4)  # three helper threads
         pooled = signatures_table(a, trust=pki["self"])
         pooled_bad = verify_signatures(a, pki["other"])
         assert pooled.equals(single)
@@ -279,6 +280,12 @@ def test_helper_threads_give_the_same_answers(tmp_path, signed, pki, monkeypatch
         with open_archive(out) as b:
             assert _artifacts(b).column("relative_path").to_pylist() == a.select()
             assert verify_signatures(b, pki["self"]) == []
+            ders = _artifacts(b).column("cms").to_pylist()
+            _, digests = file_digests(b.lookup)
+        # made concurrently from one SignatureTemplate: OpenSSL accepts every one
+        for der, digest in zip(ders, digests):
+            res = _openssl_verify(tmp_path, der, digest, pki["self"])
+            assert res.returncode == 0, res.stderr
 
 
 # -- tampering ---------------------------------------------------------------------------------
