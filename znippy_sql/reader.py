@@ -346,7 +346,8 @@ class Archive:
                 raise FormatError(f"{where}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
             try:
-                data = _decoder().decode(memoryview(blob), chunk.uncompressed_size, where=where)
+                data = _decoder().decode_view(memoryview(blob), chunk.uncompressed_size,
+                                               where=where)
             except CodecError as exc:
                 raise CodecError(exc.problem, path=self.path) from None
         else:

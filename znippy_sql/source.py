@@ -46,15 +46,18 @@ def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
     if not os.path.isdir(root):
         raise ZnippyError("source is not a directory", path=root)
     rels: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full) or not os.path.isfile(full):
-                continue
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}".replace(os.sep, "/")
-            rels.append(rel)
+    stack = [("", root)]
+    while stack:  # one scandir per directory: the d_type answers is_dir/is_file, no stat
+        prefix, directory = stack.pop()
+        try:
+            with os.scandir(directory) as it:
+                for item in it:
+                    if item.is_dir(follow_symlinks=False):
+                        stack.append((f"{prefix}{item.name}/", item.path))
+                    elif item.is_file(follow_symlinks=False):
+                        rels.append(prefix + item.name)
+        except OSError:
+            continue  # unreadable directory: skipped, as os.walk does
     rels.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
     for rel in rels:
         yield Entry(check_relative_path(rel), file=os.path.join(root, *rel.split("/")))
