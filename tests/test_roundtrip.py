@@ -323,3 +323,41 @@ def test_concurrent_reads_from_threads(built) -> None:
 
     with ThreadPoolExecutor(4) as pool:
         assert all(pool.map(check, jobs))
+
+
+def test_path_fast_path_agrees_with_every_rule() -> None:
+    """check_relative_path's fast path accepts exactly what the full rules accept."""
+    from znippy_sql.errors import UnsafePathError
+    from znippy_sql.paths import _check_slow, check_relative_path
+
+    pieces = ["a", "b.txt", ".", "..", ".git", "", "/", "\\", "C:", "c:x", "x\x00", "\x7f", "é",
+              " ", "a" * 120, "..a", "a..", "~"]
+    candidates = {"a" * 256, "a/" * 130 + "b", "/a", "a/", "a//b", ":a", "a:/b"}
+    for p in pieces:
+        for q in pieces:
+            candidates.update({p + q, f"{p}/{q}", f"{p}/{q}/{p}"})
+    for path in candidates:
+        try:
+            slow: str | None = _check_slow(path, None)
+        except UnsafePathError:
+            slow = None
+        try:
+            fast: str | None = check_relative_path(path)
+        except UnsafePathError:
+            fast = None
+        assert fast == slow, path
+
+
+def test_directory_walk_carries_sizes(tmp_path: Path) -> None:
+    from znippy_sql.source import walk_directory
+
+    src = tmp_path / "src"
+    files = {"b/z.txt": b"zz", "a.txt": b"a" * 70, "b/a/deep.bin": b"", "ä/ü.txt": b"u"}
+    for rel, data in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    entries = list(walk_directory(src))
+    assert [e.relative_path for e in entries] == sorted(files, key=lambda p: p.encode())
+    for e in entries:
+        assert e.known_size == e.size() == len(files[e.relative_path])
+        assert e.file == f"{src}/{e.relative_path}"

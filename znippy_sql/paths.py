@@ -12,10 +12,21 @@ MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: printable ASCII but the backslash: a path made only of these, short enough that no
+#: component can exceed ``MAX_NAME_BYTES``, needs only the cheap checks of the fast path
+_PLAIN = re.compile(r"[\x20-\x5b\x5d-\x7e]+")
 
 
 def check_relative_path(path: str, *, archive: str | None = None) -> str:
     """Return ``path`` if it is a plain relative ``/``-path, else raise UnsafePathError."""
+    if (type(path) is str and len(path) <= MAX_NAME_BYTES and _PLAIN.fullmatch(path)
+            and path[0] != "/" and path[-1] != "/" and "//" not in path and path[0] != "."
+            and "/." not in path and path[1:2] != ":"):
+        return path  # the common case, ~0.3 us: every rule below holds (tested against it)
+    return _check_slow(path, archive)
+
+
+def _check_slow(path: str, archive: str | None) -> str:
     def bad(why: str) -> UnsafePathError:
         return UnsafePathError(f"unsafe entry path {path!r}: {why}", path=archive)
 

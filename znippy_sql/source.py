@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import ZnippyError
 from .paths import check_relative_path
@@ -22,6 +22,8 @@ class Entry:
     file: str | os.PathLike[str] | None = None
     repo: str | None = None
     pkg_type: int | str | None = None
+    #: the size the directory walk already read (``lstat``); ``size()`` asks the file otherwise
+    known_size: int | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.data is None) == (self.file is None):
@@ -34,6 +36,8 @@ class Entry:
     def size(self) -> int:
         if self.data is not None:
             return len(self.data)
+        if self.known_size is not None:
+            return self.known_size
         try:
             return os.stat(self.file).st_size  # type: ignore[arg-type]
         except OSError as exc:
@@ -41,26 +45,50 @@ class Entry:
 
 
 def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
-    """Regular files under ``root`` in sorted relative-path order; symlinks are not followed."""
+    """Regular files under ``root`` in sorted relative-path order; symlinks are not followed.
+
+    One ``scandir`` per directory, on an open descriptor of it: ``d_type`` answers
+    is_dir/is_file, and the size comes from an ``lstat`` relative to that descriptor (one path
+    component to resolve, not the whole path), carried in the :class:`Entry`.
+    """
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise ZnippyError("source is not a directory", path=root)
-    rels: list[str] = []
+    found: list[tuple[bytes, str, int | None]] = []
     stack = [("", root)]
-    while stack:  # one scandir per directory: the d_type answers is_dir/is_file, no stat
+    while stack:
         prefix, directory = stack.pop()
         try:
-            with os.scandir(directory) as it:
-                for item in it:
-                    if item.is_dir(follow_symlinks=False):
-                        stack.append((f"{prefix}{item.name}/", item.path))
-                    elif item.is_file(follow_symlinks=False):
-                        rels.append(prefix + item.name)
+            fd = os.open(directory, _DIR_FLAGS)
         except OSError:
             continue  # unreadable directory: skipped, as os.walk does
-    rels.sort(key=lambda p: p.encode("utf-8", "surrogateescape"))
-    for rel in rels:
-        yield Entry(check_relative_path(rel), file=os.path.join(root, *rel.split("/")))
+        try:
+            with os.scandir(fd) as it:
+                for item in it:
+                    if item.is_dir(follow_symlinks=False):
+                        stack.append((f"{prefix}{item.name}/", f"{directory}/{item.name}"))
+                    elif item.is_file(follow_symlinks=False):
+                        rel = prefix + item.name
+                        try:
+                            size = item.stat(follow_symlinks=False).st_size
+                        except OSError:
+                            size = None  # reported by Entry.size() when the writer asks
+                        found.append((rel.encode("utf-8", "surrogateescape"), rel, size))
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    found.sort(key=_first)
+    base = root if root.endswith("/") else root + "/"
+    for _key, rel, size in found:
+        yield Entry(check_relative_path(rel), file=base + rel, known_size=size)
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _first(item: tuple[bytes, str, int | None]) -> bytes:
+    return item[0]
 
 
 def as_entries(source: str | os.PathLike[str] | Iterable[Entry]) -> Iterable[Entry]:
