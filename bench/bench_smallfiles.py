@@ -11,7 +11,9 @@ compared by alternating runs and medians:
 runs every variant (``NAME=DIR``: a directory holding a ``znippy_sql`` package, put first on
 ``PYTHONPATH`` of the child; ``.`` is the work tree) once per round, rounds ``--repeat`` times,
 and prints the median wall and CPU seconds per (corpus, operation, variant). ``--peer`` adds
-``tar | zstd -3 -T2`` and ``zstd -d | tar -x`` in the same rounds.
+``tar | zstd -3 -T2`` and ``zstd -d | tar -x`` in the same rounds. ``--extract-to /dev/shm`` extracts into tmpfs: file
+creation on this machine's shared ext4 disk (mounted with ``discard``) costs 40-500 us a file
+depending on what else runs, which swamps every other per-file cost.
 
 A baseline snapshot for ``base`` is made with e.g.
 ``git archive HEAD znippy_sql | tar -x -C /tmp/znippy-base``.
@@ -34,10 +36,11 @@ CORPORA = os.path.join(HERE, "out", "corpora")
 WORK = os.path.join(HERE, "out", "work-smallfiles")
 
 
-def measure_variant(name: str, pkg: str, corpus: str, ops: list[str]) -> dict[str, tuple]:
+def measure_variant(name: str, pkg: str, corpus: str, ops: list[str],
+                    xroot: str) -> dict[str, tuple]:
     src = os.path.join(CORPORA, f"{corpus}@1")
     archive = os.path.join(WORK, f"{corpus}.{name}.znippy")
-    dest = os.path.join(WORK, f"{corpus}.{name}.x")
+    dest = os.path.join(xroot, f"{corpus}.{name}.x")
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.path.abspath(pkg) + (os.pathsep + old if old else "")
     out = {}
@@ -62,10 +65,10 @@ def measure_variant(name: str, pkg: str, corpus: str, ops: list[str]) -> dict[st
     return out
 
 
-def measure_peer(corpus: str, ops: list[str]) -> dict[str, tuple]:
+def measure_peer(corpus: str, ops: list[str], xroot: str) -> dict[str, tuple]:
     src = os.path.join(CORPORA, f"{corpus}@1")
     tz = os.path.join(WORK, f"{corpus}.tar.zst")
-    tx = os.path.join(WORK, f"{corpus}.tx")
+    tx = os.path.join(xroot, f"{corpus}.tx")
     out = {}
     if "create" in ops or not os.path.exists(tz):
         run.rm(tz)
@@ -90,6 +93,8 @@ def main() -> None:
                     help="NAME=DIR with a znippy_sql package (default: cur=. )")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--peer", action="store_true", help="also time tar|zstd and zstd -d|tar")
+    ap.add_argument("--extract-to", default=WORK,
+                    help="directory the extractions go under (e.g. /dev/shm: no disk noise)")
     args = ap.parse_args()
     variants = [v.split("=", 1) for v in args.variant] or [["cur", os.path.dirname(HERE)]]
     os.makedirs(WORK, exist_ok=True)
@@ -98,12 +103,12 @@ def main() -> None:
         for corpus in args.corpus:
             order = variants if rnd % 2 == 0 else variants[::-1]  # alternate who goes first
             for name, pkg in order:
-                for op, v in measure_variant(name, pkg, corpus, args.op).items():
+                for op, v in measure_variant(name, pkg, corpus, args.op, args.extract_to).items():
                     samples.setdefault((corpus, op, name), []).append(v)
                     print(f"round {rnd} {corpus:10} {op:7} {name:6} wall {v[0]:.2f} s "
                           f"CPU {v[1]:.2f} s (in-call {v[2]:.2f} s)", flush=True)
             if args.peer:
-                for op, v in measure_peer(corpus, args.op).items():
+                for op, v in measure_peer(corpus, args.op, args.extract_to).items():
                     samples.setdefault((corpus, op, "peer"), []).append(v)
                     print(f"round {rnd} {corpus:10} {op:7} peer   wall {v[0]:.2f} s "
                           f"CPU {v[1]:.2f} s", flush=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import random_bytes, text_bytes
 
-from znippy_sql import Archive, ArchiveWriter, Entry, open_archive, write_archive
+from znippy_sql import Archive, ArchiveWriter, Entry, ZnippyError, open_archive, write_archive
 from znippy_sql.codec import is_skipped
 from znippy_sql.schema import GroupKey
 
@@ -361,3 +361,28 @@ def test_directory_walk_carries_sizes(tmp_path: Path) -> None:
     for e in entries:
         assert e.known_size == e.size() == len(files[e.relative_path])
         assert e.file == f"{src}/{e.relative_path}"
+
+
+def test_parallel_extract_of_many_small_units(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many small units: the parent writes the first ones while the workers start, the pool
+    the rest; every file lands once, in order, from its own lookup rows."""
+    import znippy_sql.extract as ex
+
+    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(ex, "UNIT_FILES", 3)
+    files = {f"d{i % 7}/sub{i % 3}/f{i}.txt": text_bytes(200 + 37 * i, i) for i in range(120)}
+    files["top.bin"] = random_bytes(9000, 5)  # three chunks of one file, not split
+    out = tmp_path / "a.znippy"
+    write_archive(out, [Entry(p, data=d) for p, d in files.items()], block_size=BLOCK, workers=1)
+    dest = tmp_path / "d"
+    with open_archive(out) as a:
+        report = a.extract(dest, workers=2)
+        assert report.ok and report.written == sorted(files, key=lambda p: p.encode())
+        for p, d in files.items():
+            assert (dest / p).read_bytes() == d
+        part = ex._Part("top.bin", str(tmp_path / "x"), None, *ex._file_sizes(a)[2]["top.bin"])
+        assert [c.chunk_seq for c in ex._file_chunks(a, part)] == [0, 1, 2]
+        wrong = part._replace(row=part.row - 1, end=part.row)  # another file's row
+        with pytest.raises(ZnippyError):
+            ex._file_chunks(a, wrong)

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, NamedTuple, Union
 
 import numpy as np
 
@@ -37,6 +39,7 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 UNIT_BYTES = 32 << 20       # work handed to a worker at a time
+UNIT_FILES = 256            # and at most this many files (small units balance the workers)
 #: Worker processes pay off for CPU work under the GIL: decoding, and the per-file cost of
 #: small files (counted as PER_FILE_BYTES each). Hashing and writing raw chunks release the
 #: GIL, so threads do those as well as processes without the start-up cost.
@@ -59,13 +62,15 @@ class ExtractReport:
         return not self.failed
 
 
-@dataclass(frozen=True)
-class _Part:
-    """A whole file (``chunks`` None: the worker finds them) or a run of a pre-created one."""
+class _Part(NamedTuple):
+    """A whole file (``chunks`` None: the worker finds them from lookup rows ``row`` to
+    ``end``) or a run of chunks of a pre-created one."""
 
     path: str
     target: str       # where the bytes go (the file, or its temporary sibling)
     chunks: tuple["Chunk", ...] | None
+    row: int = -1     # the file's first lookup row (-1: ask the trie)
+    end: int = -1     # the lookup row after its last chunk
 
 
 Outcome = Union[int, str]  # bytes written, or the problem
@@ -78,26 +83,29 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     started = time.perf_counter()
     selected = (list(dict.fromkeys(paths)) if paths is not None
                 else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
-    sizes, decoded = _file_sizes(archive)
+    sizes, decoded, rows = _file_sizes(archive)
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")
     cpu_work = sum(decoded.get(p, 0) for p in selected) + PER_FILE_BYTES * len(selected)
-    pool: Executor | None = None
+    pool: Executor | _Starter | None = None
     if n > 1 and cpu_work >= PARALLEL_BYTES:
-        pool = _start_pool(archive, n)  # the workers warm up while the paths are checked
+        pool = _Starter(archive, n)  # the workers start while the paths are checked
     elif n > 1 and sum(sizes.get(p, 0) for p in selected) >= THREAD_BYTES:
         archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
         pool = ThreadPoolExecutor(n)
     try:
-        return _extract(archive, dest, selected, sizes, pool, n, progress, started)
+        return _extract(archive, dest, selected, sizes, rows, pool, n, progress, started)
     finally:
+        if isinstance(pool, _Starter):
+            pool = pool.get()[0]
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str, int],
-             pool: Executor | None, n_workers: int,
+             rows: dict[str, tuple[int, int]], pool: "Executor | _Starter | None",
+             n_workers: int,
              progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
     targets = Targets(dest, archive=archive.path)
     plan = [(p, targets.target(p)) for p in selected]  # every path checked before any write
@@ -110,7 +118,7 @@ def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str
         else:
             todo.append((path, target, size))
     os.makedirs(dest, exist_ok=True)
-    parts, split = _parts(archive, targets, todo, split=pool is not None, report=report)
+    parts, split = _parts(archive, targets, todo, rows, split=pool is not None, report=report)
     outcome: dict[str, list[Outcome]] = {}
     done_files = done_bytes = 0
     try:
@@ -151,15 +159,17 @@ def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str
     return report
 
 
-def _file_sizes(archive: "Archive") -> tuple[dict[str, int], dict[str, int]]:
-    """Each path of the lookup → its size, and → the bytes its compressed chunks decode to,
+def _file_sizes(archive: "Archive"
+                ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int, int]]]:
+    """Each path of the lookup → its size, → the bytes its compressed chunks decode to,
     counting only chunks whose sizes can be true (a corrupt index must not start a process
-    pool or pre-create huge files)."""
+    pool or pre-create huge files), and → its lookup rows ``(first, end)`` (so workers need
+    no trie search; the rows are checked again where they are used)."""
     from .reader import MAX_CHUNK_BYTES
 
     c = archive._cols
     if c.n == 0 or len(c.first_rows) == 0:
-        return {}, {}
+        return {}, {}, {}
     tail = archive.tail_offset
     inside = (c.blob_size <= tail) & (c.blob_offset <= tail - np.minimum(c.blob_size, tail))
     raw = c.uncompressed_size == c.blob_size
@@ -167,12 +177,14 @@ def _file_sizes(archive: "Archive") -> tuple[dict[str, int], dict[str, int]]:
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
     decoded = np.where(inside & packed, c.uncompressed_size, 0)
     paths = archive.lookup.column("relative_path").take(c.first_rows).to_pylist()
+    firsts = c.first_rows.tolist()
     return (dict(zip(paths, np.add.reduceat(usable, c.first_rows).tolist())),
-            dict(zip(paths, np.add.reduceat(decoded, c.first_rows).tolist())))
+            dict(zip(paths, np.add.reduceat(decoded, c.first_rows).tolist())),
+            dict(zip(paths, zip(firsts, [*firsts[1:], c.n]))))
 
 
-def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]], *,
-           split: bool, report: ExtractReport
+def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]],
+           rows: dict[str, tuple[int, int]], *, split: bool, report: ExtractReport
            ) -> tuple[list[list[_Part]], dict[str, tuple[str, int]]]:
     """Units of work. A large file (when ``split``) is pre-created here and cut into runs of
     chunks; ``split`` maps its path → (the file its runs write, how many runs)."""
@@ -199,9 +211,9 @@ def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]
             except OSError as exc:
                 report.failed[path] = f"cannot write: {exc.strerror or exc}"
                 continue
-        unit.append(_Part(path, target, None))
+        unit.append(_Part(path, target, None, *rows[path]))
         size += nbytes + 4096
-        if size >= UNIT_BYTES:
+        if size >= UNIT_BYTES or len(unit) >= UNIT_FILES:
             units.append(unit)
             unit, size = [], 0
     if unit:
@@ -236,39 +248,89 @@ def _precreate(target: str) -> str:
         return tmp
 
 
-def _start_pool(archive: "Archive", n_workers: int) -> ProcessPoolExecutor:
+def _start_pool(archive: "Archive", n_workers: int
+                ) -> tuple[ProcessPoolExecutor, list[Future[None]]]:
     """Worker processes, started now so they import and open the archive while the parent
-    checks the paths (the forkserver preloads the reader when it is not running yet)."""
+    checks the paths (the forkserver preloads the reader when it is not running yet); the
+    futures say when each worker is ready."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["znippy_sql.extract"])
     pool = ProcessPoolExecutor(n_workers, mp_context=ctx)
+    warm = []
     try:
         for _ in range(n_workers):
-            pool.submit(_warm, archive.path, archive.verify_checksums)
+            warm.append(pool.submit(_warm, archive.path, archive.verify_checksums))
     except BrokenProcessPool:
         pass  # _run finds out and finishes in process
-    return pool
+    return pool, warm
 
 
-def _run(archive: "Archive", units: list[list[_Part]], pool: Executor | None,
-         n_workers: int):  # type: ignore[no-untyped-def]
-    """Results of each unit, in unit order."""
-    done = 0
-    if pool is not None and len(units) > 1:
+class _Starter:
+    """Starts the worker processes in a helper thread. Whoever starts a fork server waits for
+    its imports (~0.2 s); meanwhile this thread checks paths and writes the first units."""
+
+    def __init__(self, archive: "Archive", n_workers: int) -> None:
+        self._result: tuple[ProcessPoolExecutor | None, list[Future[None]]] = (None, [])
+        self._thread = threading.Thread(target=self._start, args=(archive, n_workers),
+                                        name="znippy-extract-pool-start", daemon=True)
+        self._thread.start()
+
+    def _start(self, archive: "Archive", n_workers: int) -> None:
         try:
-            window = []
-            for unit in units:
-                if isinstance(pool, ProcessPoolExecutor):
-                    fut = pool.submit(_worker, archive.path, archive.verify_checksums, unit)
-                else:  # threads share this process's view of the archive
-                    fut = pool.submit(_write_unit, archive, unit)
-                window.append(fut)
-                if len(window) > 2 * n_workers:
-                    result = window.pop(0).result()
+            self._result = _start_pool(archive, n_workers)
+        except Exception:  # noqa: BLE001  (no workers: everything is written in process)
+            self._result = (None, [])
+
+    def ready(self) -> bool:
+        return not self._thread.is_alive()
+
+    def get(self) -> tuple[ProcessPoolExecutor | None, list[Future[None]]]:
+        self._thread.join()
+        return self._result
+
+
+def _run(archive: "Archive", units: list[list[_Part]], pool: "Executor | _Starter | None",
+         n_workers: int):  # type: ignore[no-untyped-def]
+    """Results of each unit, in unit order.
+
+    Until the worker processes are started, the parent writes units itself; while they are
+    still warming up (opening the archive), it does so once each worker has a unit queued
+    rather than wait. At most ``2 × workers + 1`` units are in flight."""
+    done = 0
+    warm: list[Future[None]] = []
+    if isinstance(pool, _Starter):
+        while done < len(units) - 1 and not pool.ready():
+            yield _write_unit(archive, units[done])
+            done += 1
+        pool, warm = pool.get()
+    if pool is not None and len(units) - done > 1:
+        starting = bool(warm)
+        try:
+            window: deque[Future[list[tuple[str, Outcome]]] | list[tuple[str, Outcome]]] = (
+                deque())
+            queued = 0  # units in the window that the pool has
+            for unit in units[done:]:
+                starting = starting and not all(f.done() for f in warm)
+                if starting and queued >= n_workers:
+                    window.append(_write_unit(archive, unit))
+                else:
+                    if isinstance(pool, ProcessPoolExecutor):
+                        fut = pool.submit(_worker, archive.path, archive.verify_checksums, unit)
+                    else:  # threads share this process's view of the archive
+                        fut = pool.submit(_write_unit, archive, unit)
+                    window.append(fut)
+                    queued += 1
+                while window and (len(window) > 2 * n_workers
+                                  or not isinstance(window[0], Future) or window[0].done()):
+                    head = window.popleft()
+                    if isinstance(head, Future):
+                        queued -= 1
+                        head = head.result()
                     done += 1
-                    yield result
-            for fut in window:
-                result = fut.result()
+                    yield head
+            while window:
+                head = window.popleft()
+                result = head.result() if isinstance(head, Future) else head
                 done += 1
                 yield result
         except BrokenProcessPool:
@@ -326,12 +388,27 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
     return out
 
 
+def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
+    """The chunks of a whole file: from its lookup rows, checked like a trie search's."""
+    if part.row < 0:
+        info = archive.find(part.path)
+        if info is None:
+            raise NotFoundError(f"{part.path!r} is not in the archive", path=archive.path)
+        return info.chunks
+    c = archive._cols
+    key = part.path.encode("utf-8")
+    row = part.row
+    if (part.end == row + 1 and row < c.n and c.chunk_seq[row] == 0
+            and c.fdata_offset[row] == 0 and c.path_bytes(row) == key
+            and (part.end == c.n or c.path_bytes(part.end) != key)):
+        return (c.chunk(row),)  # one chunk: what _file_at finds, without its general loop
+    return archive._file_at(part.path, key, row).chunks
+
+
 def _write_file(archive: "Archive", part: _Part, made: set[str]) -> int:
-    info = archive.find(part.path)
-    if info is None:
-        raise NotFoundError(f"{part.path!r} is not in the archive", path=archive.path)
+    chunks = _file_chunks(archive, part)
     target = part.target
-    parent = os.path.dirname(target)
+    parent = target.rpartition(os.sep)[0]
     if parent not in made:
         os.makedirs(parent, exist_ok=True)  # every path was checked: no symlink on the way
         made.add(parent)
@@ -346,7 +423,7 @@ def _write_file(archive: "Archive", part: _Part, made: set[str]) -> int:
     try:
         n = 0
         try:
-            for chunk in info.chunks:
+            for chunk in chunks:
                 data = archive.chunk_view(part.path, chunk, verify=True)
                 _write_all(fd, data, None)
                 n += len(data)

@@ -80,18 +80,16 @@ class Targets:
         self.root = os.path.realpath(dest)
         self.archive = archive
         self._dirs: dict[str, bool] = {"": True}  # relative dir → exists as a real directory
+        self._parents: dict[str, tuple[str, bool]] = {}  # relative dir → (absolute/, exists)
 
     def target(self, path: str) -> str:
         check_relative_path(path, archive=self.archive)
-        parts = path.split("/")
-        rel = ""
-        parent_exists = True
-        for part in parts[:-1]:
-            rel = f"{rel}/{part}" if rel else part
-            if rel not in self._dirs:
-                self._dirs[rel] = self._probe_dir(path, rel)
-            parent_exists = self._dirs[rel]
-        target = os.path.join(self.root, *parts)
+        rel, _, name = path.rpartition("/")
+        parent = self._parents.get(rel)
+        if parent is None:  # once per directory: its components are probed
+            parent = self._parents[rel] = self._parent(path, rel)
+        directory, parent_exists = parent
+        target = directory + name
         if not parent_exists:
             return target  # nothing can exist under a directory that does not
         try:
@@ -104,6 +102,18 @@ class Targets:
             raise UnsafePathError(f"entry path {path!r} points at an existing symlink",
                                   path=self.archive)
         return target
+
+    def _parent(self, path: str, rel: str) -> tuple[str, bool]:
+        """The absolute directory (with a trailing separator) and whether it exists."""
+        parts = rel.split("/") if rel else []
+        prefix = ""
+        exists = True
+        for part in parts:
+            prefix = f"{prefix}/{part}" if prefix else part
+            if prefix not in self._dirs:
+                self._dirs[prefix] = self._probe_dir(path, prefix)
+            exists = self._dirs[prefix]
+        return os.path.join(self.root, *parts, ""), exists
 
     def _probe_dir(self, path: str, rel: str) -> bool:
         try:
@@ -120,6 +130,7 @@ class Targets:
         rel = path.rpartition("/")[0]
         if self._dirs.get(rel):
             return
+        self._parents.clear()  # their "exists" answers may be out of date now
         os.makedirs(os.path.join(self.root, rel), exist_ok=True)
         parts = rel.split("/")
         for i in range(len(parts)):
