@@ -96,8 +96,12 @@ def main() -> None:
     ap.add_argument("--extract-to", default=WORK,
                     help="directory the extractions go under (e.g. /dev/shm: no disk noise)")
     args = ap.parse_args()
-    variants = [v.split("=", 1) for v in args.variant] or [["cur", os.path.dirname(HERE)]]
+    variants = ([(n, os.path.abspath(d)) for n, d in (v.split("=", 1) for v in args.variant)]
+                or [("cur", os.path.dirname(HERE))])
     os.makedirs(WORK, exist_ok=True)
+    # The fork server runs ``python -c``, which puts the working directory first on sys.path:
+    # from the work tree it would import the work tree's package whatever PYTHONPATH says.
+    os.chdir(WORK)
     samples: dict[tuple[str, str, str], list[tuple]] = {}
     for rnd in range(args.repeat):
         for corpus in args.corpus:
