@@ -73,6 +73,8 @@ def test_compressor_hands_pool_results_back_in_order(monkeypatch: Any) -> None:
     try:
         for i, batch in enumerate(batches):
             got += comp.submit(batch, i)
+            if i == 2:  # the pool starts in a helper thread: let it come up
+                comp.wait_for_pool()
         got += comp.drain()
         assert comp._pool is not None  # the pool really ran
     finally:
@@ -223,3 +225,32 @@ def test_decode_view_is_the_same_bytes_without_a_copy() -> None:
     assert dec.decode(frame, len(data)) == data
     with pytest.raises(CodecError, match="index says"):
         dec.decode_view(frame, len(data) - 1)
+
+
+def test_pool_start_in_a_helper_thread_can_be_abandoned() -> None:
+    """A write that finishes while its pool is still starting does not wait for it: the
+    helper thread shuts the pool down itself once it is up."""
+    made = []
+
+    def start() -> Any:
+        pool = pipeline.process_pool(2)
+        made.append(pool)
+        return pool
+
+    starting = pipeline.PoolStart(start, 2)
+    assert starting.abandon() is None or made  # done already on a very fast machine
+    done, pool = starting.result(wait=True)
+    assert done and len(made) == 1
+    if pool is None:  # abandoned before it was up: the helper shut it down
+        with pytest.raises(RuntimeError):
+            made[0].submit(int)
+    else:
+        pool.shutdown()
+    comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2)
+    comp._encoded = pipeline.POOL_THRESHOLD  # as if 8 MiB had been compressed already
+    data = text_bytes(50_000, 3)
+    got = comp.submit([Job(data, None, 0, len(data), False)], "t")  # starts it, runs here
+    assert [t for t, _ in got] == ["t"] and got[0][1] == run_batch(
+        [Job(data, None, 0, len(data), False)], codec.DEFAULT_LEVEL)
+    comp.close()  # abandons the start
+    assert comp._starting is None

@@ -15,7 +15,9 @@ The probe depends only on the chunk's bytes, so output stays deterministic.
 
 The pool starts once the parent has compressed ``POOL_THRESHOLD`` bytes itself: small writes
 never start one, and neither do inputs that are all skip-listed or incompressible (hashing and
-copying them runs at GB/s in process; starting workers costs ~0.5 s of CPU).
+copying them runs at GB/s in process; starting workers costs ~0.5 s of CPU). It is started by a
+helper thread (:class:`PoolStart`): whoever spawns the first worker waits for the fork server's
+imports (~0.2 s), and the parent keeps compressing batches itself meanwhile.
 At most ``2 × workers + 1`` batches are in flight. Until the first pooled batch comes back
 (the workers are still starting, 0.3 s or more), a batch that finds the window full is
 compressed by the parent itself instead of waiting. Memory is bounded by the window:
@@ -28,6 +30,8 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import sys
+import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
@@ -177,6 +181,72 @@ def keep_freed_memory() -> None:
     mallopt(_M_TRIM_THRESHOLD, 1 << 30)
 
 
+def _ready() -> None:
+    """A no-op task: submitting one spawns a worker (the pool spawns them on demand)."""
+
+
+class PoolStart:
+    """Starts a process pool in a helper thread and spawns its ``workers`` processes.
+
+    Starting takes many short steps that each need the GIL back; against a busy main thread
+    and the default 5 ms switch interval that took ~0.47 s instead of ~0.26 s (measured), so
+    the interval is 0.5 ms until the workers are spawned. A start that is abandoned (the
+    caller finished first) shuts its pool down itself; nobody waits for it.
+    """
+
+    SWITCH_INTERVAL = 0.0005
+
+    def __init__(self, start: Callable[[], ProcessPoolExecutor | None], workers: int) -> None:
+        self._lock = threading.Lock()
+        self._done = False
+        self._abandoned = False
+        self._pool: ProcessPoolExecutor | None = None
+        self._old_interval = sys.getswitchinterval()
+        if self._old_interval > self.SWITCH_INTERVAL:
+            sys.setswitchinterval(self.SWITCH_INTERVAL)
+        self._thread = threading.Thread(target=self._run, args=(start, workers),
+                                        name="znippy-pool-start", daemon=True)
+        self._thread.start()
+
+    def _run(self, start: Callable[[], ProcessPoolExecutor | None], workers: int) -> None:
+        pool = None
+        try:
+            pool = start()
+            if pool is not None:
+                for _ in range(workers):
+                    pool.submit(_ready)
+        except Exception:  # noqa: BLE001  (e.g. BrokenProcessPool: the caller runs in process)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+            pool = None
+        finally:
+            if sys.getswitchinterval() == self.SWITCH_INTERVAL < self._old_interval:
+                sys.setswitchinterval(self._old_interval)  # unless someone else changed it
+        with self._lock:
+            self._done = True
+            if not self._abandoned:
+                self._pool = pool
+                return
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def result(self, *, wait: bool = False) -> tuple[bool, ProcessPoolExecutor | None]:
+        """``(done, pool)``; the pool is None when it could not start."""
+        if wait:
+            self._thread.join()
+        with self._lock:
+            return self._done, self._pool
+
+    def abandon(self) -> ProcessPoolExecutor | None:
+        """Give up on the start: the pool if it is already up (the caller shuts it down),
+        else None (the helper thread shuts it down when it gets there)."""
+        with self._lock:
+            if self._done:
+                return self._pool
+            self._abandoned = True
+            return None
+
+
 class Compressor:
     """Runs batches of jobs, in a lazily started process pool, handing results back in order.
 
@@ -191,6 +261,7 @@ class Compressor:
         self.level = level
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self._pool: ProcessPoolExecutor | None = None
+        self._starting: PoolStart | None = None
         self._broken = False
         self._encoded = 0  # bytes compressed in process so far (the pool's start signal)
         self._window: deque[tuple[object, list[Job], Future[BatchResult] | BatchResult]] = (
@@ -201,9 +272,15 @@ class Compressor:
         return process_pool(self.workers, initializer=_warm)
 
     def submit(self, batch: list[Job], tag: object) -> list[tuple[object, BatchResult]]:
-        if (self._pool is None and not self._broken and self.workers > 1
-                and self._encoded >= POOL_THRESHOLD):
-            self._pool = self._start_pool()
+        if (self._pool is None and self._starting is None and not self._broken
+                and self.workers > 1 and self._encoded >= POOL_THRESHOLD):
+            self._starting = PoolStart(self._start_pool, self.workers)
+        if self._starting is not None:
+            done, pool = self._starting.result()
+            if done:
+                self._starting = None
+                self._pool = pool
+                self._broken = pool is None
         window = self._window
         if self._pool is None and not window:
             result = run_batch(batch, self.level)
@@ -254,8 +331,19 @@ class Compressor:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
+    def wait_for_pool(self) -> None:
+        """Block until a pool being started is up (or failed to start)."""
+        if self._starting is not None:
+            _, pool = self._starting.result(wait=True)
+            self._starting = None
+            self._pool = pool
+            self._broken = pool is None
+
     def close(self) -> None:
         self._window.clear()
+        if self._starting is not None:
+            self._pool = self._starting.abandon()
+            self._starting = None
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
