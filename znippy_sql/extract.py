@@ -124,6 +124,14 @@ def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str
     parts, split = _parts(archive, targets, todo, rows, split=pool is not None, report=report)
     outcome: dict[str, list[Outcome]] = {}
     done_files = done_bytes = 0
+    settled = 0  # todo[:settled] are in the report (results come in todo order)
+
+    def complete(path: str) -> bool:
+        if path in report.failed:
+            return True
+        got = outcome.get(path)
+        return got is not None and (path not in split or len(got) == split[path][1])
+
     try:
         for unit_result in _run(archive, parts, pool, n_workers):
             for path, result in unit_result:
@@ -133,33 +141,43 @@ def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str
                     done_files += 1
                     if progress is not None:
                         progress(done_files, done_bytes)
+            while settled < len(todo) and complete(todo[settled][0]):  # while workers work
+                _settle(report, todo[settled], outcome, split)
+                settled += 1
     except BaseException:
         for written, _ in split.values():
             _remove(written)
         raise
-    for path, target, _ in todo:
-        if path in report.failed:
-            continue
-        results = outcome.get(path, ["not extracted"])
-        problems = [r for r in results if isinstance(r, str)]
-        if path in split:
-            written = split[path][0]
-            if problems:
-                _remove(written)
-            elif written != target:
-                try:
-                    os.replace(written, target)
-                except OSError as exc:
-                    _remove(written)
-                    problems = [f"cannot write: {exc.strerror or exc}"]
-        if problems:
-            report.failed[path] = problems[0]
-            continue
-        report.files += 1
-        report.bytes_written += sum(r for r in results if isinstance(r, int))
-        report.written.append(path)
+    for item in todo[settled:]:
+        _settle(report, item, outcome, split)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _settle(report: ExtractReport, item: tuple[str, str, int],
+            outcome: dict[str, list[Outcome]], split: dict[str, tuple[str, int]]) -> None:
+    """Put one file's outcome in the report (a split file is renamed into place first)."""
+    path, target, _ = item
+    if path in report.failed:
+        return
+    results = outcome.get(path, ["not extracted"])
+    problems = [r for r in results if isinstance(r, str)]
+    if path in split:
+        written = split[path][0]
+        if problems:
+            _remove(written)
+        elif written != target:
+            try:
+                os.replace(written, target)
+            except OSError as exc:
+                _remove(written)
+                problems = [f"cannot write: {exc.strerror or exc}"]
+    if problems:
+        report.failed[path] = problems[0]
+        return
+    report.files += 1
+    report.bytes_written += sum(r for r in results if isinstance(r, int))
+    report.written.append(path)
 
 
 def _file_sizes(archive: "Archive"
