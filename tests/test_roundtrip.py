@@ -386,3 +386,12 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
         wrong = part._replace(row=part.row - 1, end=part.row)  # another file's row
         with pytest.raises(ZnippyError):
             ex._file_chunks(a, wrong)
+        rows = ex._file_sizes(a)[2]
+        parts = [ex._Part(p, "", None, *rows[p]) for p in sorted(files)]
+        single = ex._single_chunks(a, [*parts, wrong])
+        assert len(parts) not in single  # the wrong row is left to _file_chunks (it raises)
+        for i, p in enumerate(parts):
+            info = a.find(p.path)
+            assert info is not None
+            assert single.get(i, info.chunks) == info.chunks
+            assert (i in single) == (len(info.chunks) == 1)

@@ -411,10 +411,11 @@ def _worker(path: str, verify_checksums: bool, unit: list[_Part]) -> list[tuple[
 def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
-    for part in unit:
+    single = _single_chunks(archive, unit)
+    for i, part in enumerate(unit):
         try:
             if part.chunks is None:
-                n = _write_file(archive, part, made)
+                n = _write_file(archive, part, made, single.get(i))
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))
@@ -423,6 +424,37 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
         except OSError as exc:  # e.g. "a" and "a/b" both in the archive
             out.append((part.path, f"cannot write: {exc.strerror or exc}"))
     return out
+
+
+def _single_chunks(archive: "Archive", unit: list[_Part]) -> dict[int, tuple["Chunk", ...]]:
+    """The one-chunk files of a unit (by position), their rows read and checked together:
+    first chunk at offset 0, named like the part, and the next row another file's — what
+    :func:`_file_chunks` checks one by one. Anything else is left to it."""
+    from .reader import Chunk
+
+    c = archive._cols
+    picks = [i for i, p in enumerate(unit)
+             if p.chunks is None and 0 <= p.row < c.n and p.end == p.row + 1]
+    if not picks:
+        return {}
+    rows = np.array([unit[i].row for i in picks], dtype=np.int64)
+    good = ((c.chunk_seq[rows] == 0) & (c.fdata_offset[rows] == 0)).tolist()
+    offs = c.path_offsets
+    starts = offs[rows].tolist()
+    ends = offs[rows + 1].tolist()
+    nexts = offs[np.minimum(rows + 2, c.n)].tolist()
+    cols = [col[rows].tolist() for col in (c.compressed, c.uncompressed_size, c.blob_offset,
+                                            c.blob_size)]
+    names, sums, n = c.path_data, c.checksum, c.n
+    found = {}
+    for k, i in enumerate(picks):
+        row = unit[i].row
+        key = unit[i].path.encode("utf-8")
+        if (good[k] and names[starts[k]:ends[k]] == key
+                and (row + 1 == n or names[ends[k]:nexts[k]] != key)):
+            found[i] = (Chunk(0, 0, bool(cols[0][k]), cols[1][k], cols[2][k], cols[3][k],
+                              bytes(sums[row * 32 : row * 32 + 32])),)
+    return found
 
 
 def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
@@ -442,8 +474,10 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
     return archive._file_at(part.path, key, row).chunks
 
 
-def _write_file(archive: "Archive", part: _Part, made: set[str]) -> int:
-    chunks = _file_chunks(archive, part)
+def _write_file(archive: "Archive", part: _Part, made: set[str],
+                chunks: tuple["Chunk", ...] | None = None) -> int:
+    if chunks is None:
+        chunks = _file_chunks(archive, part)
     target = part.target
     parent = target.rpartition(os.sep)[0]
     if parent not in made:
