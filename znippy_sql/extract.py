@@ -5,8 +5,10 @@ Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets
 written; then the files (and their directories) are written, by worker processes when there
 is enough decoding to do (OpenZL holds the GIL), else by threads when there are enough bytes
 (BLAKE3 and writes release it).
-Work is cut into units of about ``UNIT_BYTES``: runs of small files, or runs of chunks of one
-large file, which its workers fill with positioned writes.
+Work is cut into units of about ``UNIT_BYTES`` (at most ``UNIT_FILES`` files): runs of small
+files, or runs of chunks of one large file, which its workers fill with positioned writes.
+Workers get each file's lookup rows from the parent (no trie search per file; the rows are
+checked again) and start in a helper thread; until they run, the parent writes units itself.
 
 Memory is bounded by one chunk (the block size) per worker. A new file is created exclusively
 (``O_EXCL``, never through a symlink) and removed again if a chunk fails its check; a file that
