@@ -254,3 +254,25 @@ def test_pool_start_in_a_helper_thread_can_be_abandoned() -> None:
         [Job(data, None, 0, len(data), False)], codec.DEFAULT_LEVEL)
     comp.close()  # abandons the start
     assert comp._starting is None
+
+
+def test_write_that_ends_while_its_pool_starts_exits_cleanly(tmp_path: Path) -> None:
+    """Just over POOL_THRESHOLD: the pool's start begins, the write finishes in process and
+    the script exits at once; the abandoned start must not leave a fork server traceback."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "short.py"
+    script.write_text(
+        "import sys\n"
+        "from znippy_sql import Entry, write_archive\n"
+        "if __name__ == '__main__':\n"
+        "    data = [Entry(f'f{i}.txt', data=(b'hello world %d\\n' % i) * 20000)\n"
+        "            for i in range(40)]\n"
+        "    r = write_archive(sys.argv[1], data, workers=2, fsync=False)\n"
+        "    print(r.files)\n")
+    for i in range(3):
+        proc = subprocess.run([sys.executable, str(script), str(tmp_path / f"s{i}.znippy")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stdout.strip() == "40", proc.stderr[-2000:]
+        assert proc.stderr == ""

@@ -191,7 +191,9 @@ class PoolStart:
     Starting takes many short steps that each need the GIL back; against a busy main thread
     and the default 5 ms switch interval that took ~0.47 s instead of ~0.26 s (measured), so
     the interval is 0.5 ms until the workers are spawned. A start that is abandoned (the
-    caller finished first) shuts its pool down itself; nobody waits for it.
+    caller finished first) shuts its pool down itself; the caller does not wait for it, but
+    the interpreter does at exit (not a daemon thread: a worker still being spawned while the
+    interpreter exits prints a traceback from the fork server).
     """
 
     SWITCH_INTERVAL = 0.0005
@@ -205,7 +207,7 @@ class PoolStart:
         if self._old_interval > self.SWITCH_INTERVAL:
             sys.setswitchinterval(self.SWITCH_INTERVAL)
         self._thread = threading.Thread(target=self._run, args=(start, workers),
-                                        name="znippy-pool-start", daemon=True)
+                                        name="znippy-pool-start")
         self._thread.start()
 
     def _run(self, start: Callable[[], ProcessPoolExecutor | None], workers: int) -> None:
@@ -217,7 +219,7 @@ class PoolStart:
                     pool.submit(_ready)
         except Exception:  # noqa: BLE001  (e.g. BrokenProcessPool: the caller runs in process)
             if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+                pool.shutdown(wait=True, cancel_futures=True)
             pool = None
         finally:
             if sys.getswitchinterval() == self.SWITCH_INTERVAL < self._old_interval:
@@ -228,7 +230,7 @@ class PoolStart:
                 self._pool = pool
                 return
         if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def result(self, *, wait: bool = False) -> tuple[bool, ProcessPoolExecutor | None]:
         """``(done, pool)``; the pool is None when it could not start."""
