@@ -276,3 +276,31 @@ def test_write_that_ends_while_its_pool_starts_exits_cleanly(tmp_path: Path) -> 
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and proc.stdout.strip() == "40", proc.stderr[-2000:]
         assert proc.stderr == ""
+
+
+def test_directory_walk_warms_the_fork_server_only_for_big_inputs(tmp_path: Path) -> None:
+    """Past POOL_THRESHOLD bytes the walk starts the fork server (its imports overlap the
+    walk); a small directory never does."""
+    import subprocess
+    import sys
+
+    small, big = tmp_path / "small", tmp_path / "big"
+    small.mkdir()
+    big.mkdir()
+    (small / "a.txt").write_bytes(text_bytes(5000, 1))
+    for i in range(5):
+        (big / f"{i}.txt").write_bytes(text_bytes(2 * MiB, 2 + i))
+    script = (
+        "import sys\n"
+        "from multiprocessing import forkserver\n"
+        "from znippy_sql.source import walk_directory\n"
+        "if __name__ == '__main__':\n"
+        "    n = len(list(walk_directory(sys.argv[1])))\n"
+        "    print(n, forkserver._forkserver._forkserver_pid is not None)\n")
+    got = []
+    for root in (small, big):
+        proc = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True,
+                              text=True, timeout=120)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
+        got.append(proc.stdout.split())
+    assert got == [["1", "False"], ["5", "True"]]
