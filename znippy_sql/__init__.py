@@ -5,7 +5,7 @@ Two verbs: :func:`write_archive` writes one, :func:`open_archive` reads one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import (
     ChecksumError,
@@ -19,16 +19,31 @@ from .errors import (
     UnsafePathError,
     ZnippyError,
 )
-from .reader import Archive, open_archive
-from .schema import GroupKey
-from .source import Entry
-from .tail import ReservedSection
-from .writer import ArchiveWriter, WriteReport, write_archive
+
+if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from .append import AppendReport, append_archive
+    from .extract import ExtractReport
+    from .reader import Archive, open_archive
+    from .schema import GroupKey
+    from .source import Entry
+    from .store.seal import SealReport, seal
+    from .tail import ReservedSection
+    from .verify import VerifyReport
+    from .writer import ArchiveWriter, WriteReport, write_archive
 
 __version__ = "0.1.0"
 
-# Heavier parts, imported on first use (they pull in pyiceberg, duckdb, polars, ...).
+# Everything but the errors is imported on first use: a compression worker process imports
+# this package too, and should not pay for pyarrow, duckdb or pyiceberg it never touches.
 _LAZY = {
+    "Archive": ("znippy_sql.reader", "Archive"),
+    "open_archive": ("znippy_sql.reader", "open_archive"),
+    "GroupKey": ("znippy_sql.schema", "GroupKey"),
+    "Entry": ("znippy_sql.source", "Entry"),
+    "ReservedSection": ("znippy_sql.tail", "ReservedSection"),
+    "ArchiveWriter": ("znippy_sql.writer", "ArchiveWriter"),
+    "WriteReport": ("znippy_sql.writer", "WriteReport"),
+    "write_archive": ("znippy_sql.writer", "write_archive"),
     "append_archive": ("znippy_sql.append", "append_archive"),
     "AppendReport": ("znippy_sql.append", "AppendReport"),
     "seal": ("znippy_sql.store.seal", "seal"),
@@ -47,25 +62,10 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'znippy_sql' has no attribute {name!r}")
 
 
-__all__ = [
-    "Archive",
-    "ArchiveWriter",
-    "ChecksumError",
-    "CodecError",
-    "DuplicatePathError",
-    "Entry",
-    "FormatError",
-    "GroupKey",
-    "LockError",
-    "NotFoundError",
-    "ReservedSection",
-    "SignatureError",
-    "StoreError",
-    "UnsafePathError",
-    "WriteReport",
-    "ZnippyError",
-    "__version__",
-    "open_archive",
-    "write_archive",
-    *_LAZY,
-]
+__all__ = sorted(
+    {
+        "ChecksumError", "CodecError", "DuplicatePathError", "FormatError", "LockError",
+        "NotFoundError", "SignatureError", "StoreError", "UnsafePathError", "ZnippyError",
+        "__version__", *_LAZY,
+    }
+)
