@@ -62,10 +62,30 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'znippy_sql' has no attribute {name!r}")
 
 
-__all__ = sorted(
-    {
-        "ChecksumError", "CodecError", "DuplicatePathError", "FormatError", "LockError",
-        "NotFoundError", "SignatureError", "StoreError", "UnsafePathError", "ZnippyError",
-        "__version__", *_LAZY,
-    }
-)
+__all__ = [
+    "AppendReport",
+    "Archive",
+    "ArchiveWriter",
+    "ChecksumError",
+    "CodecError",
+    "DuplicatePathError",
+    "Entry",
+    "ExtractReport",
+    "FormatError",
+    "GroupKey",
+    "LockError",
+    "NotFoundError",
+    "ReservedSection",
+    "SealReport",
+    "SignatureError",
+    "StoreError",
+    "UnsafePathError",
+    "VerifyReport",
+    "WriteReport",
+    "ZnippyError",
+    "__version__",
+    "append_archive",
+    "open_archive",
+    "seal",
+    "write_archive",
+]
