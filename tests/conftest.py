@@ -152,3 +152,25 @@ def listing(root: Path) -> list[str]:
 @pytest.fixture
 def tree_listing() -> Callable[[Path], list[str]]:
     return listing
+
+
+def self_signed_signer(common_name: str = "znippy test") -> Any:
+    """A `znippy_sql.sign.Signer` with a fresh EC P-256 key and a self-signed certificate."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from znippy_sql.sign import Signer
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .sign(key, hashes.SHA256()))
+    return Signer(key, cert)

@@ -9,8 +9,10 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import self_signed_signer
 
 from znippy_sql import Entry, LockError, ZnippyError, open_archive, write_archive
 from znippy_sql import append as ap
@@ -332,25 +334,8 @@ def test_append_never_reads_old_blobs(tmp_path: Path) -> None:
         assert not arc.verify().ok  # the old (zeroed) blobs are what the append left alone
 
 
-def _signer() -> object:
-    import datetime
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    from znippy_sql.sign import Signer
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "append test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(1)
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .sign(key, hashes.SHA256()))
-    return Signer(key, cert)
+def _signer() -> Any:
+    return self_signed_signer("append test")
 
 
 def test_sections_meta_kept_signatures_dropped_or_resigned(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import fnmatch
 import os
 import shutil
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pytest
 from pyroaring import BitMap
 
+from conftest import self_signed_signer
 from _query_expect import BASE, RawView, by_path, contents, corpus
 from znippy_sql import ReservedSection, ZnippyError, open_archive, write_archive
 from znippy_sql.duckdb import register, unregister
@@ -24,22 +24,7 @@ OPTIONAL = ("meta", "signatures", "git_objects", "git_commits", "git_reach")
 
 
 def _signer() -> Any:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    from znippy_sql.sign import Signer
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "query test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(1)
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .sign(key, hashes.SHA256()))
-    return Signer(key, cert)
+    return self_signed_signer("query test")
 
 
 OIDS = [bytes([b]) * 20 for b in (0x10, 0xA0, 0x33)]
