@@ -430,51 +430,19 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
 
 
 def _single_chunks(archive: "Archive", unit: list[_Part]) -> dict[int, tuple["Chunk", ...]]:
-    """The one-chunk files of a unit (by position), their rows read and checked together:
-    first chunk at offset 0, named like the part, and the next row another file's — what
-    :func:`_file_chunks` checks one by one. Anything else is left to it."""
-    from .reader import Chunk
-
-    c = archive._cols
-    picks = [i for i, p in enumerate(unit)
-             if p.chunks is None and 0 <= p.row < c.n and p.end == p.row + 1]
-    if not picks:
-        return {}
-    rows = np.array([unit[i].row for i in picks], dtype=np.int64)
-    good = ((c.chunk_seq[rows] == 0) & (c.fdata_offset[rows] == 0)).tolist()
-    offs = c.path_offsets
-    starts = offs[rows].tolist()
-    ends = offs[rows + 1].tolist()
-    nexts = offs[np.minimum(rows + 2, c.n)].tolist()
-    cols = [col[rows].tolist() for col in (c.compressed, c.uncompressed_size, c.blob_offset,
-                                            c.blob_size)]
-    names, sums, n = c.path_data, c.checksum, c.n
-    found = {}
-    for k, i in enumerate(picks):
-        row = unit[i].row
-        key = unit[i].path.encode("utf-8")
-        if (good[k] and names[starts[k]:ends[k]] == key
-                and (row + 1 == n or names[ends[k]:nexts[k]] != key)):
-            found[i] = (Chunk(0, 0, bool(cols[0][k]), cols[1][k], cols[2][k], cols[3][k],
-                              bytes(sums[row * 32 : row * 32 + 32])),)
-    return found
+    """The one-chunk files of a unit (by position), checked together by the reader."""
+    items = [(p.path, p.row if p.chunks is None and p.end == p.row + 1 else -1) for p in unit]
+    return dict(archive.one_chunk_files(items))
 
 
 def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
-    """The chunks of a whole file: from its lookup rows, checked like a trie search's."""
+    """The chunks of a whole file: from its lookup rows (or the trie), checked by the reader."""
     if part.row < 0:
         info = archive.find(part.path)
         if info is None:
             raise NotFoundError(f"{part.path!r} is not in the archive", path=archive.path)
         return info.chunks
-    c = archive._cols
-    key = part.path.encode("utf-8")
-    row = part.row
-    if (part.end == row + 1 and row < c.n and c.chunk_seq[row] == 0
-            and c.fdata_offset[row] == 0 and c.path_bytes(row) == key
-            and (part.end == c.n or c.path_bytes(part.end) != key)):
-        return (c.chunk(row),)  # one chunk: what _file_at finds, without its general loop
-    return archive._file_at(part.path, key, row).chunks
+    return archive.file_at(part.path, part.row).chunks
 
 
 def _write_file(archive: "Archive", part: _Part, made: set[str],

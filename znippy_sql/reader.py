@@ -13,7 +13,7 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
@@ -304,6 +304,10 @@ class Archive:
         if c.chunk_seq[row] != 0:
             raise FormatError(f"{TRIE} points {path!r} at row {row}, not a first chunk",
                               path=self.path)
+        nxt = row + 1
+        if (c.fdata_offset[row] == 0 and c.path_bytes(row) == key
+                and (nxt == c.n or (c.chunk_seq[nxt] == 0 and c.path_bytes(nxt) != key))):
+            return FileInfo(path, row, (c.chunk(row),))  # one chunk: what the loop would find
         end = c.run_end(row)
         while end < c.n and c.path_bytes(end) == key:  # a chunk_seq wrongly 0: caught below
             end = c.run_end(end)
@@ -319,6 +323,39 @@ class Archive:
             offset += chunk.uncompressed_size
             chunks.append(chunk)
         return FileInfo(path, row, tuple(chunks))
+
+    def file_at(self, path: str, row: int) -> FileInfo:
+        """The chunks of ``path`` whose first lookup row is ``row``, checked as :meth:`find`
+        checks what the trie gives it (for callers that already hold the rows)."""
+        return self._file_at(path, path.encode("utf-8"), row)
+
+    def one_chunk_files(self, items: Sequence[tuple[str, int]]) -> dict[int, tuple[Chunk]]:
+        """Of ``(path, first lookup row)`` items, those whose file is exactly that one row,
+        checked together (vectorised) by the rule of :meth:`file_at`; keyed by position.
+        Items left out may still be valid: ask :meth:`file_at` for them."""
+        c = self._cols
+        picks = [i for i, (_, r) in enumerate(items) if 0 <= r < c.n]
+        if not picks:
+            return {}
+        rows = np.array([items[i][1] for i in picks], dtype=np.int64)
+        nxt = np.minimum(rows + 1, c.n - 1)
+        good = ((c.chunk_seq[rows] == 0) & (c.fdata_offset[rows] == 0)
+                & ((rows + 1 == c.n) | (c.chunk_seq[nxt] == 0))).tolist()
+        offs = c.path_offsets
+        starts, ends = offs[rows].tolist(), offs[rows + 1].tolist()
+        nexts = offs[np.minimum(rows + 2, c.n)].tolist()
+        cols = [col[rows].tolist() for col in (c.compressed, c.uncompressed_size,
+                                                c.blob_offset, c.blob_size)]
+        names, sums = c.path_data, c.checksum
+        found: dict[int, tuple[Chunk]] = {}
+        for k, i in enumerate(picks):
+            row = items[i][1]
+            key = items[i][0].encode("utf-8")
+            if (good[k] and names[starts[k]:ends[k]] == key
+                    and (row + 1 == c.n or names[ends[k]:nexts[k]] != key)):
+                found[i] = (Chunk(0, 0, bool(cols[0][k]), cols[1][k], cols[2][k], cols[3][k],
+                                  bytes(sums[row * 32 : row * 32 + 32])),)
+        return found
 
     def _need(self, path: str) -> FileInfo:
         info = self.find(path)
