@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import self_signed_signer
+from conftest import self_signed_signer, text_bytes
 
 from znippy_sql import Entry, LockError, ZnippyError, open_archive, write_archive
 from znippy_sql import append as ap
@@ -22,12 +22,7 @@ BLOCK = 4096  # small chunks so files span several rows
 
 
 def text(n: int, seed: int) -> bytes:
-    rng = random.Random(seed)
-    words = b"alpha beta gamma delta import class def return self value index chunk".split()
-    out = bytearray()
-    while len(out) < n:
-        out += b" ".join(rng.choice(words) for _ in range(10)) + b"\n"
-    return bytes(out[:n])
+    return text_bytes(n, seed)
 
 
 def batch(prefix: str, count: int, seed: int) -> list[Entry]:

@@ -14,6 +14,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conftest import text_bytes
 
 from znippy_sql import DuplicatePathError, Entry, LockError, StoreError, open_archive, \
     write_archive
@@ -27,12 +28,7 @@ BLOCK = 2048
 
 
 def text(n: int, seed: int) -> bytes:
-    rng = random.Random(seed)
-    words = b"store sidecar iceberg table commit snapshot blob ordinal seal".split()
-    out = bytearray()
-    while len(out) < n:
-        out += b" ".join(rng.choice(words) for _ in range(9)) + b"\n"
-    return bytes(out[:n])
+    return text_bytes(n, seed)
 
 
 def batch(prefix: str, count: int, seed: int) -> list[Entry]:
