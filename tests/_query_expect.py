@@ -11,6 +11,7 @@ from typing import Any
 import blake3
 import pyarrow as pa
 
+from conftest import text_bytes
 from znippy_sql import Entry
 
 BASE = ["relative_path", "chunk_seq", "fdata_offset", "compressed", "uncompressed_size",
@@ -19,13 +20,7 @@ NAMES = {0: "raw", 1: "maven", 4: "pypi"}
 
 
 def text(n: int, seed: int) -> bytes:
-    words = [b"alpha", b"beta", b"gamma", b"delta", b"import", b"class", b"return", b"value"]
-    out = bytearray()
-    i = seed
-    while len(out) < n:
-        out += words[(i * 7 + seed) % len(words)] + b" "
-        i += 1
-    return bytes(out[:n])
+    return text_bytes(n, seed)
 
 
 def corpus() -> list[Entry]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import text_bytes
 from znippy_sql import Entry, StoreError, open_archive, write_archive
 from znippy_sql.source import walk_directory
 from znippy_sql.store import open_store, seal
@@ -19,12 +20,7 @@ BLOCK = 2048
 
 
 def text(n: int, seed: int) -> bytes:
-    rng = random.Random(seed)
-    words = b"seal verbatim blob tail footer manifest lookup trie sidecar".split()
-    out = bytearray()
-    while len(out) < n:
-        out += b" ".join(rng.choice(words) for _ in range(8)) + b"\n"
-    return bytes(out[:n])
+    return text_bytes(n, seed)
 
 
 def make_tree(root: Path, prefix: str, seed: int) -> None:
