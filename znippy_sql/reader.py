@@ -371,30 +371,32 @@ class Archive:
     def chunk_view(self, path: str, chunk: Chunk, *,
                    verify: bool | None = None) -> bytes | memoryview:
         """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy)."""
-        where = f"{path!r} chunk {chunk.chunk_seq}: "
+        # error texts are built only when something is wrong: this runs once per chunk
+        def where() -> str:
+            return f"{path!r} chunk {chunk.chunk_seq}: "
+
         if chunk.blob_offset + chunk.blob_size > self.tail_offset:
-            raise FormatError(f"{where}blob [{chunk.blob_offset}, "
+            raise FormatError(f"{where()}blob [{chunk.blob_offset}, "
                               f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
                               f"at {self.tail_offset}", path=self.path)
-        blob = self.source.read(chunk.blob_offset, chunk.blob_size, f"blob of {path!r}")
+        blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
         data: bytes | memoryview
         if chunk.compressed:
             if chunk.uncompressed_size > MAX_CHUNK_BYTES:
-                raise FormatError(f"{where}size {chunk.uncompressed_size} exceeds the "
+                raise FormatError(f"{where()}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
             try:
-                data = _decoder().decode_view(memoryview(blob), chunk.uncompressed_size,
-                                               where=where)
+                data = _decoder().decode_view(memoryview(blob), chunk.uncompressed_size)
             except CodecError as exc:
-                raise CodecError(exc.problem, path=self.path) from None
+                raise CodecError(where() + exc.problem, path=self.path) from None
         else:
             if chunk.blob_size != chunk.uncompressed_size:
-                raise FormatError(f"{where}raw blob is {chunk.blob_size} bytes, index says "
+                raise FormatError(f"{where()}raw blob is {chunk.blob_size} bytes, index says "
                                   f"{chunk.uncompressed_size}", path=self.path)
             data = memoryview(blob).cast("B")
         if (self.verify_checksums if verify is None else verify):
             if blake3.blake3(data).digest() != chunk.checksum:
-                raise ChecksumError(f"{where}BLAKE3 mismatch", path=self.path)
+                raise ChecksumError(f"{where()}BLAKE3 mismatch", path=self.path)
         return data
 
     def iter_chunks(self, path: str, *, verify: bool | None = None) -> Iterator[bytes]:
