@@ -67,7 +67,6 @@ class BlobSink:
         self.fd = fd
         self.cursor = start
         self.groups: dict[GroupKey, GroupRows] = {}
-        self.stored_bytes = 0
         self.compressed_chunks = 0
         self.raw_chunks = 0
 
@@ -130,7 +129,6 @@ class BlobSink:
                 self.compressed_chunks += 1
             else:
                 self.raw_chunks += 1
-            self.stored_bytes += size
             tag.rows.add((tag.path, tag.chunk_seq, job.offset, compressed, job.length, start,
                           size, digests[32 * i : 32 * i + 32]), tag.extra)
         self._pwrite(view[flushed:pos])

@@ -54,19 +54,6 @@ def _check_slow(path: str, archive: str | None) -> str:
     return path
 
 
-def contained_target(dest: str, path: str, *, archive: str | None = None) -> str:
-    """The absolute target for ``path`` under ``dest``; refuses anything that would escape."""
-    check_relative_path(path, archive=archive)
-    root = os.path.realpath(dest)
-    target = os.path.join(root, *path.split("/"))
-    parent = os.path.realpath(os.path.dirname(target))
-    if parent != root and not parent.startswith(root + os.sep):
-        raise UnsafePathError(f"entry path {path!r} resolves outside {dest}", path=archive)
-    if os.path.islink(target):
-        raise UnsafePathError(f"entry path {path!r} points at an existing symlink", path=archive)
-    return target
-
-
 class Targets:
     """Targets under one extraction root, checked with one ``lstat`` per new directory.
 

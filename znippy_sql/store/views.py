@@ -133,9 +133,7 @@ def _bind_content(snap: StoreArchive) -> None:
     whose blobs come from the sidecar (a plain open of the file would see the hole)."""
     from znippy_sql.udfs import archive_udfs
 
-    st = os.stat(snap.path)
-    with archive_udfs._LOCK:
-        archive_udfs._OPEN[snap.path] = ((st.st_ino, st.st_size, st.st_mtime_ns), snap)
+    archive_udfs.bind_archive(snap.path, snap)
 
 
 def scan_store(store: "Store", section: str = "files") -> "pl.LazyFrame":
