@@ -1,9 +1,10 @@
-"""The compression pipeline: batches, the incompressibility probe, inline vs copied raw chunks,
-in-order hand-back from the process pool, and byte-identical output whatever the worker count.
+"""The compression pipeline: batches, the incompressibility probe, raw chunks, in-order
+hand-back from the worker threads, and byte-identical output whatever the worker count.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from conftest import random_bytes, text_bytes
 
 from znippy_sql import CodecError, Entry, codec, open_archive, pipeline, write_archive
-from znippy_sql.pipeline import NOT_SENT, Compressor, Job, run_batch
+from znippy_sql.pipeline import Compressor, Job, run_batch
 
 MiB = 1 << 20
 
@@ -22,31 +23,31 @@ def _decode(frame: bytes, size: int) -> bytes:
     return codec.decoder().decode(frame, size)
 
 
-def test_run_batch_frames_inline_raw_and_copied_raw(tmp_path: Path) -> None:
+def test_run_batch_frames_and_raw_chunks(tmp_path: Path) -> None:
     big_random = random_bytes(2 * pipeline.PROBE_MIN, 1)
     text = text_bytes(300_000, 2)
     src = tmp_path / "src.bin"
     src.write_bytes(text + big_random)
     jobs = [
         Job(None, str(src), 0, len(text), False),  # text from a file: a frame
-        Job(None, str(src), len(text), len(big_random), False),  # big random: probed, NOT_SENT
-        Job(random_bytes(5000, 3), None, 0, 5000, False),  # small random: raw, inline
-        Job(b"", None, 0, 0, False),  # empty: raw, inline, zero bytes
+        Job(None, str(src), len(text), len(big_random), False),  # big random: probed, raw
+        Job(random_bytes(5000, 3), None, 0, 5000, False),  # small random: raw
+        Job(b"", None, 0, 0, False),  # empty: raw, zero bytes
         Job(text[:9000], None, 0, 9000, True),  # skip-listed: raw even though compressible
-        Job(big_random, None, 0, len(big_random), False),  # big random in memory: inline
+        Job(big_random, None, 0, len(big_random), False),  # big random in memory: raw
     ]
     res = run_batch(jobs, codec.DEFAULT_LEVEL)
     chunks = [text, big_random, random_bytes(5000, 3), b"", text[:9000], big_random]
     assert res.digests == b"".join(blake3.blake3(c).digest() for c in chunks)
     assert res.compressed == [True, False, False, False, False, False]
-    assert res.stored[1] == NOT_SENT
-    assert res.stored[2:] == [5000, 0, 9000, len(big_random)]
+    assert res.stored[1:] == [len(big_random), 5000, 0, 9000, len(big_random)]
     assert res.stored[0] < len(text) // 2
+    assert res.encoded == len(text) + 5000  # the big random chunks were only probed
     buf = res.buffer
-    assert len(buf) == sum(s for s in res.stored if s != NOT_SENT)
+    assert len(buf) == sum(res.stored)
     assert _decode(buf[: res.stored[0]], len(text)) == text
     rest = buf[res.stored[0] :]
-    assert rest == chunks[2] + chunks[4] + big_random
+    assert rest == b"".join(chunks[1:])
 
 
 def test_probe_finds_compressible_data_behind_a_random_start() -> None:
@@ -60,23 +61,23 @@ def test_probe_finds_compressible_data_behind_a_random_start() -> None:
     assert _decode(res.buffer, len(half_text)) == half_text
 
 
-def test_compressor_hands_pool_results_back_in_order(monkeypatch: Any) -> None:
-    """The pool starts after 1 MiB; every batch comes back once, in submission order, equal
-    to what the parent would have computed itself."""
-    monkeypatch.setattr(pipeline, "POOL_THRESHOLD", MiB)
+def test_compressor_hands_thread_results_back_in_order() -> None:
+    """Batches of small chunks (read and hashed by the caller, compressed in one call by a
+    worker thread) and of big ones (read and probed by the worker) come back once each, in
+    submission order, equal to what the caller would have computed itself."""
     batches = []
     for i in range(24):
-        data = text_bytes(600_000, 10 + i) if i % 3 else random_bytes(600_000, 10 + i)
-        batches.append([Job(data, None, 0, len(data), False)])
+        size = 600_000 if i % 2 else 40_000  # over / under SMALL_CHUNK
+        data = text_bytes(size, 10 + i) if i % 3 else random_bytes(size, 10 + i)
+        batches.append([Job(data, None, 0, len(data), False),
+                        Job(data[:3000], None, 0, 3000, i % 4 == 0)])
     comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2)
     got = []
     try:
         for i, batch in enumerate(batches):
             got += comp.submit(batch, i)
-            if i == 2:  # the pool starts in a helper thread: let it come up
-                comp.wait_for_pool()
         got += comp.drain()
-        assert comp._pool is not None  # the pool really ran
+        assert comp._pool is not None  # the threads really ran
     finally:
         comp.close()
     assert [tag for tag, _ in got] == list(range(len(batches)))
@@ -85,8 +86,8 @@ def test_compressor_hands_pool_results_back_in_order(monkeypatch: Any) -> None:
 
 
 def _entries(src: Path) -> list[Entry]:
-    """> POOL_THRESHOLD: small files, multi-chunk files, big random files (probed and copied
-    raw from disk, or sent back inline from memory), skip-listed files, empty files."""
+    """Small files, multi-chunk files, big random files (probed and stored raw, from disk and
+    from memory), skip-listed files, empty files."""
     out = [Entry(f"small/{i:04d}.txt", data=text_bytes(300 + (i * 53) % 6000, i))
            for i in range(600)]
     for i in range(3):
@@ -115,19 +116,21 @@ def test_worker_count_does_not_change_a_byte(tmp_path: Path, monkeypatch: Any) -
     src.mkdir()
     entries = _entries(src)
     assert sum(e.size() for e in entries) > 8 * MiB
-    started = []
-    real_start = Compressor._start_pool
+    threads: list[str] = []
+    for name in ("run_batch", "compress_small"):
+        real = getattr(pipeline, name)
 
-    def spy(self: Compressor) -> Any:
-        started.append(self.workers)
-        return real_start(self)
+        def spy(*args: Any, _real: Any = real) -> Any:
+            threads.append(threading.current_thread().name)
+            return _real(*args)
 
-    monkeypatch.setattr(Compressor, "_start_pool", spy)
-    monkeypatch.setattr(pipeline, "POOL_THRESHOLD", 2 * MiB)  # the pool starts early on
+        monkeypatch.setattr(pipeline, name, spy)
     opts = dict(block_size=MiB, fsync=False)
     r1 = write_archive(tmp_path / "w1.znippy", entries, workers=1, **opts)
+    assert threads and all(t == "MainThread" for t in threads)
+    threads.clear()
     r2 = write_archive(tmp_path / "w2.znippy", entries, workers=2, **opts)
-    assert started == [2]  # workers=1 never starts a pool, workers=2 did
+    assert threads and all(t.startswith("znippy-compress") for t in threads)
     assert (tmp_path / "w1.znippy").read_bytes() == (tmp_path / "w2.znippy").read_bytes()
     assert (r1.compressed_chunks, r1.raw_chunks) == (r2.compressed_chunks, r2.raw_chunks)
     with open_archive(tmp_path / "w2.znippy") as a:
@@ -174,26 +177,21 @@ def test_source_file_changing_under_the_writer_is_a_clear_error(tmp_path: Path) 
         assert not out.exists()
 
 
-def test_incompressible_input_never_starts_a_pool(monkeypatch: Any) -> None:
-    started = []
-    monkeypatch.setattr(Compressor, "_start_pool", lambda self: started.append(1))
+def test_incompressible_chunks_are_probed_not_compressed_by_the_threads() -> None:
     comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2)
     got = []
-    for i in range(12):  # 12 MiB of random chunks, probed and stored raw, in process
+    for i in range(12):  # 12 MiB of random chunks, probed and stored raw
         data = random_bytes(MiB, 80 + i)
         got += comp.submit([Job(data, None, 0, MiB, False)], i)
     got += comp.drain()
     comp.close()
-    assert started == [] and [t for t, _ in got] == list(range(12))
+    assert [t for t, _ in got] == list(range(12))
     assert all(res.compressed == [False] and res.encoded == 0 for _, res in got)
 
 
 def test_unguarded_script_still_writes_the_same_archive(tmp_path: Path) -> None:
-    """A script that calls write_archive at top level (no ``__main__`` guard): the fork server
-    and the workers re-import it and cannot start, the pool breaks, and the writer finishes in
-    process — same bytes as one worker. (Those re-imports run the script's own write again in
-    the workers, as multiprocessing always does with an unguarded script; when the broken pool
-    is torn down they may leave a hidden staging file of theirs behind.)"""
+    """A script that calls write_archive at top level (no ``__main__`` guard) works: the
+    writer starts no processes that would re-import it — same bytes as one worker."""
     import subprocess
     import sys
 
@@ -227,38 +225,9 @@ def test_decode_view_is_the_same_bytes_without_a_copy() -> None:
         dec.decode_view(frame, len(data) - 1)
 
 
-def test_pool_start_in_a_helper_thread_can_be_abandoned() -> None:
-    """A write that finishes while its pool is still starting does not wait for it: the
-    helper thread shuts the pool down itself once it is up."""
-    made = []
-
-    def start() -> Any:
-        pool = pipeline.process_pool(2)
-        made.append(pool)
-        return pool
-
-    starting = pipeline.PoolStart(start, 2)
-    assert starting.abandon() is None or made  # done already on a very fast machine
-    done, pool = starting.result(wait=True)
-    assert done and len(made) == 1
-    if pool is None:  # abandoned before it was up: the helper shut it down
-        with pytest.raises(RuntimeError):
-            made[0].submit(int)
-    else:
-        pool.shutdown()
-    comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2)
-    comp._encoded = pipeline.POOL_THRESHOLD  # as if 8 MiB had been compressed already
-    data = text_bytes(50_000, 3)
-    got = comp.submit([Job(data, None, 0, len(data), False)], "t")  # starts it, runs here
-    assert [t for t, _ in got] == ["t"] and got[0][1] == run_batch(
-        [Job(data, None, 0, len(data), False)], codec.DEFAULT_LEVEL)
-    comp.close()  # abandons the start
-    assert comp._starting is None
-
-
-def test_write_that_ends_while_its_pool_starts_exits_cleanly(tmp_path: Path) -> None:
-    """Just over POOL_THRESHOLD: the pool's start begins, the write finishes in process and
-    the script exits at once; the abandoned start must not leave a fork server traceback."""
+def test_short_script_with_workers_exits_cleanly(tmp_path: Path) -> None:
+    """A script that writes with two workers and exits at once: its threads are done and
+    nothing is printed to stderr."""
     import subprocess
     import sys
 
@@ -276,31 +245,3 @@ def test_write_that_ends_while_its_pool_starts_exits_cleanly(tmp_path: Path) -> 
                               capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and proc.stdout.strip() == "40", proc.stderr[-2000:]
         assert proc.stderr == ""
-
-
-def test_directory_walk_warms_the_fork_server_only_for_big_inputs(tmp_path: Path) -> None:
-    """Past POOL_THRESHOLD bytes the walk starts the fork server (its imports overlap the
-    walk); a small directory never does."""
-    import subprocess
-    import sys
-
-    small, big = tmp_path / "small", tmp_path / "big"
-    small.mkdir()
-    big.mkdir()
-    (small / "a.txt").write_bytes(text_bytes(5000, 1))
-    for i in range(5):
-        (big / f"{i}.txt").write_bytes(text_bytes(2 * MiB, 2 + i))
-    script = (
-        "import sys\n"
-        "from multiprocessing import forkserver\n"
-        "from znippy_sql.source import walk_directory\n"
-        "if __name__ == '__main__':\n"
-        "    n = len(list(walk_directory(sys.argv[1])))\n"
-        "    print(n, forkserver._forkserver._forkserver_pid is not None)\n")
-    got = []
-    for root in (small, big):
-        proc = subprocess.run([sys.executable, "-c", script, str(root)], capture_output=True,
-                              text=True, timeout=120)
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-2000:]
-        got.append(proc.stdout.split())
-    assert got == [["1", "False"], ["5", "True"]]

@@ -9,9 +9,8 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from .errors import ZnippyError
 from .modules import Module
-from .pipeline import NOT_SENT, BatchResult, Job
+from .pipeline import BatchResult, Job
 from .schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
 
 
@@ -83,47 +82,14 @@ class BlobSink:
             self.cursor += n
             view = view[n:]
 
-    def _copy_file(self, path: str, offset: int, length: int) -> None:
-        with open(path, "rb") as src:
-            done = 0
-            while done < length:
-                try:
-                    n = os.copy_file_range(src.fileno(), self.fd, length - done,
-                                           offset + done, self.cursor)
-                except OSError:
-                    n = 0
-                if n <= 0:  # fall back to a plain read (other filesystems, or EOF)
-                    data = os.pread(src.fileno(), min(length - done, 1 << 24), offset + done)
-                    if not data:
-                        raise ZnippyError("source file shrank while writing", path=path)
-                    self._pwrite(data)
-                    n = len(data)
-                else:
-                    self.cursor += n
-                done += n
-
     def put_batch(self, tags: Sequence[ChunkTag], jobs: Sequence[Job],
                   result: BatchResult) -> None:
-        """Write a batch's blobs in order (few ``pwrite`` calls) and record their rows.
-
-        ``result.buffer`` holds the blobs the worker sent back, back to back; a chunk whose
-        stored size is ``NOT_SENT`` is copied from its source file in between.
-        """
-        view = memoryview(result.buffer)
+        """Write a batch's blobs in order (one ``pwrite``, ``result.buffer`` holds them back
+        to back) and record their rows."""
         digests = result.digests
-        flushed = pos = 0
+        start = self.cursor
         for i, (tag, job) in enumerate(zip(tags, jobs)):
             size = result.stored[i]
-            if size == NOT_SENT:
-                self._pwrite(view[flushed:pos])
-                flushed = pos
-                start = self.cursor
-                assert job.file is not None
-                self._copy_file(job.file, job.offset, job.length)
-                size = job.length
-            else:
-                start = self.cursor + (pos - flushed)
-                pos += size
             compressed = result.compressed[i]
             if compressed:
                 self.compressed_chunks += 1
@@ -131,7 +97,8 @@ class BlobSink:
                 self.raw_chunks += 1
             tag.rows.add((tag.path, tag.chunk_seq, job.offset, compressed, job.length, start,
                           size, digests[32 * i : 32 * i + 32]), tag.extra)
-        self._pwrite(view[flushed:pos])
+            start += size
+        self._pwrite(result.buffer)
 
     def tables(self) -> dict[GroupKey, pa.Table]:
         return {k: g.table() for k, g in self.groups.items()}

@@ -6,15 +6,21 @@ OpenZL releases can decode our frames), a chunk stored raw when its frame is not
 no OpenZL frame checksums (neither content nor compressed): every chunk's BLAKE3 is in the index
 and checked on every read, so frame checksums would only cost 8 bytes a frame and a hash pass.
 Decoding accepts frames with or without them.
+
+Frames of our two shapes are written and read through ``zstandard`` without the GIL
+(:mod:`znippy_sql.zlframe`: byte-identical to the binding's, self-checked); every other frame
+goes through the OpenZL binding.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
 import openzl.ext as zl
 
+from . import zlframe
 from .errors import CodecError
 
 GRAPH = "zstd"
@@ -56,9 +62,35 @@ class Encoder:
             self._cctx.set_parameter(zl.CParam.ContentChecksum, _TERNARY_DISABLE)
             self._cctx.set_parameter(zl.CParam.CompressedChecksum, _TERNARY_DISABLE)
 
+        self._fast = (zlframe.FastEncoder(level)
+                      if zlframe.fast_path_ok(level, self._binding_encode) else None)
+
     def encode(self, chunk: bytes | memoryview) -> bytes:
+        """The OpenZL binding's frame (holds the GIL)."""
+        return self._binding_encode(chunk)
+
+    def _binding_encode(self, chunk: bytes | memoryview) -> bytes:
         data = np.frombuffer(chunk, dtype=np.uint8)
         return self._cctx.compress([zl.Input(zl.Type.Serial, data)])
+
+    def frame_if_smaller(self, chunk: bytes | memoryview) -> bytes | None:
+        """The chunk's frame when it is smaller than the chunk, else None (store it raw).
+        Through ``zstandard`` without the GIL when the self-check passed: the same bytes."""
+        if self._fast is not None and len(chunk) <= zlframe.MAX_FAST:
+            return self._fast.frame_if_smaller(chunk)
+        frame = self._binding_encode(chunk)
+        return frame if len(frame) < len(chunk) else None
+
+    def frames_if_smaller(self, chunks: list[bytes]) -> list[tuple[bytes, ...] | None]:
+        """:meth:`frame_if_smaller` of each chunk, as buffers to write back to back; one
+        GIL-free call for all of them on the fast path."""
+        if self._fast is not None and all(len(c) <= zlframe.MAX_FAST for c in chunks):
+            return self._fast.frames_if_smaller(chunks)  # type: ignore[return-value]
+        out: list[tuple[bytes, ...] | None] = []
+        for chunk in chunks:
+            frame = self.frame_if_smaller(chunk)
+            out.append(None if frame is None else (frame,))
+        return out
 
 
 class Decoder:
@@ -66,15 +98,22 @@ class Decoder:
 
     def __init__(self) -> None:
         self._dctx = zl.DCtx()
+        self._fast = zlframe.FastDecoder()
 
     def decode(self, frame: bytes | memoryview, expected_size: int, *, where: str = "") -> bytes:
         """The chunk's bytes (a copy; :meth:`decode_view` avoids it)."""
+        out = self._fast.decode(frame, expected_size)
+        if out is not None:
+            return bytes(out)
         return self._output(frame, expected_size, where).as_bytes()  # type: ignore[no-any-return]
 
     def decode_view(self, frame: bytes | memoryview, expected_size: int, *,
                     where: str = "") -> memoryview:
-        """The chunk's bytes as a read-only view of the decoder's own output buffer (no copy;
-        the buffer belongs to the view and stays valid after further decodes)."""
+        """The chunk's bytes as a read-only view, without a copy: of a new buffer, or, for a
+        stored frame, of ``frame`` itself. It stays valid after further decodes."""
+        out = self._fast.decode(frame, expected_size)
+        if out is not None:
+            return memoryview(out).toreadonly()
         array = self._output(frame, expected_size, where).as_nparray()
         array.flags.writeable = False
         return memoryview(array)
@@ -101,19 +140,23 @@ class Decoder:
         return content
 
 
-_ENCODERS: dict[int, Encoder] = {}
-_DECODER: Decoder | None = None
+_LOCAL = threading.local()  # contexts are not thread-safe: one set per thread
 
 
 def encoder(level: int = DEFAULT_LEVEL) -> Encoder:
-    enc = _ENCODERS.get(level)
+    """This thread's encoder for ``level``."""
+    encoders = getattr(_LOCAL, "encoders", None)
+    if encoders is None:
+        encoders = _LOCAL.encoders = {}
+    enc = encoders.get(level)
     if enc is None:
-        enc = _ENCODERS[level] = Encoder(level)
-    return enc
+        enc = encoders[level] = Encoder(level)
+    return enc  # type: ignore[no-any-return]
 
 
 def decoder() -> Decoder:
-    global _DECODER
-    if _DECODER is None:
-        _DECODER = Decoder()
-    return _DECODER
+    """This thread's decoder."""
+    dec = getattr(_LOCAL, "decoder", None)
+    if dec is None:
+        dec = _LOCAL.decoder = Decoder()
+    return dec  # type: ignore[no-any-return]

@@ -12,7 +12,6 @@ import fnmatch
 import os
 import re
 import struct
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -48,17 +47,6 @@ from .schema import (
 MAX_CHUNK_BYTES = 1 << 30
 
 _T = TypeVar("_T")
-_LOCAL = threading.local()
-
-
-def _decoder() -> codec.Decoder:
-    """One OpenZL decoding context per thread (a context is not safe to share)."""
-    dec = getattr(_LOCAL, "decoder", None)
-    if dec is None:
-        dec = _LOCAL.decoder = codec.Decoder()
-    return dec
-
-
 @dataclass(frozen=True)
 class Chunk:
     chunk_seq: int
@@ -386,7 +374,7 @@ class Archive:
                 raise FormatError(f"{where()}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
             try:
-                data = _decoder().decode_view(memoryview(blob), chunk.uncompressed_size)
+                data = codec.decoder().decode_view(memoryview(blob), chunk.uncompressed_size)
             except CodecError as exc:
                 raise CodecError(where() + exc.problem, path=self.path) from None
         else:

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 
 from .errors import ZnippyError
 from .paths import check_relative_path
-from .pipeline import POOL_THRESHOLD, warm_fork_server
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,12 @@ def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
 
     One ``scandir`` per directory, on an open descriptor of it: ``d_type`` answers
     is_dir/is_file, and the size comes from an ``lstat`` relative to that descriptor (one path
-    component to resolve, not the whole path), carried in the :class:`Entry`. Once more than
-    ``POOL_THRESHOLD`` bytes were seen, the fork server of the compression workers is started
-    (:func:`~znippy_sql.pipeline.warm_fork_server`) so its imports overlap the walk.
+    component to resolve, not the whole path), carried in the :class:`Entry`.
     """
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise ZnippyError("source is not a directory", path=root)
     found: list[tuple[bytes, str, int | None]] = []
-    seen_bytes = 0  # until the fork server is warmed (an input that may need workers)
     stack = [("", root)]
     while stack:
         prefix, directory = stack.pop()
@@ -78,11 +74,6 @@ def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
                         except OSError:
                             size = None  # reported by Entry.size() when the writer asks
                         found.append((rel.encode("utf-8", "surrogateescape"), rel, size))
-                        if seen_bytes >= 0 and size:
-                            seen_bytes += size
-                            if seen_bytes > POOL_THRESHOLD:
-                                warm_fork_server()  # its imports overlap the rest
-                                seen_bytes = -1
         except OSError:
             continue
         finally:

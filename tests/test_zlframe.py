@@ -1,0 +1,109 @@
+"""The GIL-free OpenZL frame path (znippy_sql.zlframe) against the OpenZL binding itself:
+the frames it writes are the binding's bytes, the frames it reads are decoded as the binding
+decodes them, and anything else is left to the binding."""
+
+from __future__ import annotations
+
+import random
+
+import openzl.ext as zl
+import pytest
+from conftest import random_bytes, text_bytes
+
+from znippy_sql import CodecError, codec, zlframe
+
+
+def _inputs(seed: int) -> list[bytes]:
+    """Text, noise, text with noise sprinkled in (zstd output near the input size), and the
+    sizes around the frame's varint and window boundaries."""
+    rng = random.Random(seed)
+    text = text_bytes(3 << 20, seed)
+    noise = random_bytes(1 << 20, seed + 1)
+    out = [b"", b"a", text[:50], noise[:127]]
+    for n in (127, 128, 129, 255, 256, 16383, 16384, 65535, 65536, 65537, 131072, 1 << 20,
+              (1 << 20) + 3, 3 << 20):
+        out.append(text[:n])
+    for _ in range(80):
+        n = rng.choice([rng.randint(1, 400), rng.randint(1, 70_000), rng.randint(1, 300_000)])
+        start = rng.randrange(0, len(text) - n)
+        chunk = bytearray(text[start : start + n])
+        for _ in range(int(n * rng.random() * 0.9)):  # 0-90 % of the bytes made random
+            chunk[rng.randrange(n)] = rng.randrange(256)
+        out.append(bytes(chunk))
+    out.append(noise)
+    return out
+
+
+@pytest.mark.parametrize("level", [1, 3, 5, -1])
+def test_fast_frames_are_the_bindings_frames(level: int) -> None:
+    enc = codec.Encoder(level)
+    assert enc._fast is not None  # the self-check passed on this openzl
+    fast = zlframe.FastEncoder(level)
+    inputs = _inputs(level + 10)
+    batch = fast.frames_if_smaller(inputs)
+    for data, parts in zip(inputs, batch):
+        binding = enc.encode(data)
+        mine = fast.frame_if_smaller(data)
+        if len(binding) < len(data):  # the writer keeps the frame: ours is the same bytes
+            assert mine == binding
+        else:  # the writer stores the chunk raw: so does the fast path
+            assert mine is None
+        assert (None if parts is None else b"".join(parts)) == mine
+
+
+def test_decoder_reads_both_shapes_and_leaves_other_frames_to_the_binding() -> None:
+    data = text_bytes(200_000, 3)
+    dec = codec.Decoder()
+    # the binding's stored shape (tiny input) and zstd shape, read without the binding
+    for chunk in (b"tiny", data):
+        frame = codec.Encoder(3).encode(chunk)
+        assert zlframe.parse(frame, len(chunk)) is not None
+        assert zlframe.FastDecoder().decode(frame, len(chunk)) == chunk
+        assert dec.decode(frame, len(chunk)) == chunk
+    # a frame with OpenZL checksums is another shape: the binding decodes it
+    cctx = zl.CCtx()
+    compressor = zl.Compressor()
+    compressor.select_starting_graph(zl.graphs.Zstd()(compressor))
+    cctx.ref_compressor(compressor)
+    cctx.set_parameter(zl.CParam.FormatVersion, 8)
+    cctx.set_parameter(zl.CParam.ContentChecksum, 1)
+    import numpy as np
+
+    checked = cctx.compress([zl.Input(zl.Type.Serial, np.frombuffer(data, dtype=np.uint8))])
+    assert zlframe.parse(checked, len(data)) is None
+    assert dec.decode(checked, len(data)) == data
+    assert bytes(dec.decode_view(checked, len(data))) == data
+
+
+def test_damaged_frames_get_the_bindings_verdict() -> None:
+    data = text_bytes(100_000, 4)
+    frame = codec.Encoder(3).encode(data)
+    dec = codec.Decoder()
+    damaged = [
+        frame[:-1],  # truncated zstd frame
+        frame + b"\x00",  # trailing byte
+        frame[:20] + bytes([frame[20] ^ 0xFF]) + frame[21:],  # zstd header damaged
+        frame[:-40] + bytes(b ^ 0x5A for b in frame[-40:]),  # zstd blocks damaged
+        b"\xc8\xa5\xb1\xd7" + b"\xff" * 20,  # magic, then garbage
+    ]
+    for bad in damaged:
+        with pytest.raises(CodecError):
+            dec.decode(bad, len(data))
+    # the declared size must be the expected one (checked before anything is decoded)
+    with pytest.raises(CodecError, match="index says"):
+        dec.decode(frame, len(data) + 1)
+    assert zlframe.parse(frame, len(data) + 1) is None
+
+
+def test_a_binding_that_lays_frames_out_differently_turns_the_fast_path_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(zlframe, "_CHECKED", {})
+    assert not zlframe.fast_path_ok(3, lambda chunk: b"some other layout")
+    monkeypatch.setattr(zlframe, "_CHECKED", {})
+    assert zlframe.fast_path_ok(3, codec.Encoder(3).encode)
+    monkeypatch.setattr(zlframe, "_CHECKED", {3: False})
+    enc = codec.Encoder(3)
+    assert enc._fast is None
+    data = text_bytes(50_000, 5)
+    assert enc.frame_if_smaller(data) == enc.encode(data)  # the binding writes them
+    assert b"".join(enc.frames_if_smaller([data])[0]) == enc.encode(data)  # type: ignore

@@ -1,0 +1,176 @@
+"""The two OpenZL frame shapes our writer's choices produce, built and read without the GIL.
+
+OpenZL's Python binding holds the GIL while it compresses or decompresses, so the writer
+needed worker processes (pickling every chunk across a pipe) and extract did too. With the
+writer's fixed choices (docs/format.md: the ``Zstd`` graph, one serial input, format
+version 8, no frame checksums) an OpenZL frame has one of two shapes, for a chunk of ``n``
+bytes (``n < 2**32``):
+
+- zstd:  ``c8 a5 b1 d7`` · u32le ``n`` · ``01 01 00 00 16 00 00 00`` · LEB128(len(z) + 1) ·
+  ``01`` · ``z``, where ``z`` is the zstd frame of the chunk at the same level (content size
+  in its header, no zstd checksum) — byte for byte what ``zstandard`` writes;
+- stored: ``c8 a5 b1 d7`` · u32le ``n`` · ``00 01 00`` · LEB128(``n``) · the chunk, which
+  OpenZL writes when zstd does not pay for its header (always larger than the chunk, so our
+  writer stores such a chunk raw instead).
+
+:class:`FastEncoder` builds the zstd shape with ``zstandard`` (which releases the GIL, so
+threads compress in parallel) and is used only after :func:`fast_path_ok` has found its
+frames byte-identical to OpenZL's own at that level (a self-check, once per process and
+level, so a future OpenZL that lays frames out differently falls back to the binding).
+:func:`parse` recognises exactly these two shapes for an expected size; any other frame is
+left to the OpenZL binding, which decodes every valid frame. ``tests/test_zlframe.py``
+checks both against OpenZL on thousands of inputs and all compression levels.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+
+import zstandard
+
+MAGIC_V8 = b"\xc8\xa5\xb1\xd7"
+_ZSTD_SHAPE = b"\x01\x01\x00\x00\x16\x00\x00\x00"
+_STORE_SHAPE = b"\x00\x01\x00"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_U32 = struct.Struct("<I")
+MAX_FAST = (1 << 32) - 1  # the shape's size field is a u32
+
+
+def leb128(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def zstd_header(n: int, zstd_len: int) -> bytes:
+    """The OpenZL bytes in front of a zstd frame of ``zstd_len`` bytes for an ``n``-byte
+    chunk."""
+    return MAGIC_V8 + _U32.pack(n) + _ZSTD_SHAPE + leb128(zstd_len + 1) + b"\x01"
+
+
+class FastEncoder:
+    """zstd frames of one level wrapped as OpenZL frames; one per thread (``zstandard``
+    compressors are not thread-safe)."""
+
+    def __init__(self, level: int) -> None:
+        self._zstd = zstandard.ZstdCompressor(level=level, write_content_size=True,
+                                              write_checksum=False, write_dict_id=False)
+
+    def frame_if_smaller(self, chunk: bytes | memoryview) -> bytes | None:
+        """The chunk's OpenZL frame, or None when it would not be smaller than the chunk
+        (then OpenZL's own frame would not be either: it is this one or a stored frame)."""
+        n = len(chunk)
+        z = self._zstd.compress(chunk)
+        head = zstd_header(n, len(z))
+        if len(head) + len(z) >= n:
+            return None
+        return head + z
+
+    def frames_if_smaller(self, chunks: list[bytes]) -> list[tuple[bytes, object] | None]:
+        """:meth:`frame_if_smaller` for many chunks in one call that holds the GIL only
+        before and after (per-chunk calls would each have to win the GIL back). Each frame
+        comes as ``(header, zstd frame)``: two buffers to write back to back."""
+        if not chunks:
+            return []
+        zs = self._zstd.multi_compress_to_buffer(chunks, threads=1)
+        out: list[tuple[bytes, object] | None] = []
+        for i, chunk in enumerate(chunks):
+            z = zs[i]
+            n = len(chunk)
+            head = zstd_header(n, len(z))
+            out.append(None if len(head) + len(z) >= n else (head, z))
+        return out
+
+
+def parse(frame: bytes | memoryview, expected_size: int
+          ) -> tuple[str, memoryview] | None:
+    """``("zstd", zstd frame)`` or ``("stored", the chunk)`` when ``frame`` is exactly one of
+    the two shapes for a chunk of ``expected_size`` bytes; None for anything else."""
+    view = memoryview(frame)
+    if len(view) < 12 or view[:4] != MAGIC_V8 or expected_size > MAX_FAST:
+        return None
+    if _U32.unpack_from(view, 4)[0] != expected_size:
+        return None
+    if view[8:16] == _ZSTD_SHAPE:
+        length, pos = _read_leb128(view, 16)
+        if length is None or length < 1 or pos + length != len(view) or view[pos] != 1:
+            return None
+        payload = view[pos + 1 :]
+        return ("zstd", payload) if payload[:4] == _ZSTD_MAGIC else None
+    if view[8:11] == _STORE_SHAPE:
+        length, pos = _read_leb128(view, 11)
+        if length != expected_size or pos + length != len(view):
+            return None
+        return "stored", view[pos:]
+    return None
+
+
+def _read_leb128(view: memoryview, pos: int) -> tuple[int | None, int]:
+    value = shift = 0
+    for i in range(pos, min(pos + 10, len(view))):
+        byte = view[i]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, i + 1
+        shift += 7
+    return None, pos
+
+
+class FastDecoder:
+    """Decodes the zstd shape with ``zstandard`` (GIL released); one per thread."""
+
+    def __init__(self) -> None:
+        self._zstd = zstandard.ZstdDecompressor()
+
+    def decode(self, frame: bytes | memoryview, expected_size: int) -> bytes | memoryview | None:
+        """The chunk, or None when the frame is not one of the two shapes or zstd refuses
+        it (the caller then asks the OpenZL binding, which has the final word)."""
+        shape = parse(frame, expected_size)
+        if shape is None:
+            return None
+        kind, body = shape
+        if kind == "stored":
+            return body
+        try:
+            out = self._zstd.decompress(body, allow_extra_data=False)
+        except zstandard.ZstdError:
+            return None
+        return out if len(out) == expected_size else None
+
+
+_CHECKED: dict[int, bool] = {}
+_CHECK_LOCK = threading.Lock()
+
+
+def fast_path_ok(level: int, openzl_encode) -> bool:  # type: ignore[no-untyped-def]
+    """Whether :class:`FastEncoder` writes OpenZL's frames byte for byte at ``level``,
+    checked once per process on a fixed sample (``openzl_encode(bytes) -> frame``)."""
+    with _CHECK_LOCK:
+        ok = _CHECKED.get(level)
+        if ok is None:
+            ok = _CHECKED[level] = _same_frames(level, openzl_encode)
+        return ok
+
+
+def _same_frames(level: int, openzl_encode) -> bool:  # type: ignore[no-untyped-def]
+    fast = FastEncoder(level)
+    words = [b"def", b"return", b"self", b"znippy", b"archive", b"(x)", b"\n    ", b"42",
+             b"import", b"class", b"value", b"=", b"None", b"# note", b"for i in range"]
+    sample = bytearray()
+    state = 12345
+    while len(sample) < 200_000:
+        state = (state * 1103515245 + 12345) & 0x7FFFFFFF
+        sample += words[state % len(words)] + b" "
+    try:
+        for size in (4096, 65_536, 200_000):
+            chunk = bytes(sample[:size])
+            mine = fast.frame_if_smaller(chunk)
+            if mine is None or mine != openzl_encode(chunk):
+                return False
+    except Exception:  # noqa: BLE001  (any surprise: use the binding)
+        return False
+    return True
