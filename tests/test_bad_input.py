@@ -435,7 +435,7 @@ def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Pat
     import znippy_sql.extract as ex
 
     monkeypatch.setattr(ex, "UNIT_BYTES", 4096)
-    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     data = bytearray(good)
     with open_archive(_write(tmp_path, good, "g.znippy")) as a:
         rows = a.lookup.to_pylist()

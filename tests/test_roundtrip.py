@@ -243,15 +243,12 @@ def test_read_touches_only_own_blobs(built) -> None:
     assert archive.source.bytes_read - before == info.stored_size
 
 
-@pytest.mark.parametrize("mode", ["processes", "threads"])
-def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              mode: str) -> None:
-    """Worker processes or threads, large files cut into runs of chunks, existing files
-    replaced."""
+def test_extract_with_workers_and_split_files(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Worker threads, large files cut into runs of chunks, existing files replaced."""
     import znippy_sql.extract as ex
 
     monkeypatch.setattr(ex, "UNIT_BYTES", 16 * 1024)
-    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0 if mode == "processes" else 1 << 60)
     monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     files = {f"s/{i}.txt": text_bytes(1000 + i * 300, i) for i in range(40)}
     files["big/a.log"] = text_bytes(100_000, 1) + random_bytes(30_000, 2)
@@ -284,7 +281,7 @@ def test_extract_twice_replaces_files(built, tmp_path: Path) -> None:
 
 
 def test_parallel_extract_from_script_without_main_guard(tmp_path: Path) -> None:
-    """Worker processes cannot start from an unguarded script: extract finishes in process."""
+    """An unguarded script extracts with workers: they are threads, nothing re-imports it."""
     import subprocess
     import sys
 
@@ -296,7 +293,7 @@ def test_parallel_extract_from_script_without_main_guard(tmp_path: Path) -> None
     script.write_text(
         "import znippy_sql.extract as ex\n"
         "from znippy_sql import open_archive\n"
-        "ex.PARALLEL_BYTES, ex.UNIT_BYTES = 0, 8192\n"
+        "ex.THREAD_BYTES, ex.UNIT_BYTES = 0, 8192\n"
         f"r = open_archive({str(out)!r}).extract({str(tmp_path / 'd')!r}, workers=2)\n"
         "print(r.files, sorted(r.failed))\n")
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -365,11 +362,11 @@ def test_directory_walk_carries_sizes(tmp_path: Path) -> None:
 
 def test_parallel_extract_of_many_small_units(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """Many small units: the parent writes the first ones while the workers start, the pool
-    the rest; every file lands once, in order, from its own lookup rows."""
+    """Many small units in worker threads: every file lands once, in order, from its own
+    lookup rows."""
     import znippy_sql.extract as ex
 
-    monkeypatch.setattr(ex, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     monkeypatch.setattr(ex, "UNIT_FILES", 3)
     files = {f"d{i % 7}/sub{i % 3}/f{i}.txt": text_bytes(200 + 37 * i, i) for i in range(120)}
     files["top.bin"] = random_bytes(9000, 5)  # three chunks of one file, not split
@@ -381,12 +378,12 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
         assert report.ok and report.written == sorted(files, key=lambda p: p.encode())
         for p, d in files.items():
             assert (dest / p).read_bytes() == d
-        part = ex._Part("top.bin", str(tmp_path / "x"), None, *ex._file_sizes(a)[2]["top.bin"])
+        part = ex._Part("top.bin", str(tmp_path / "x"), None, *ex._file_sizes(a)[1]["top.bin"])
         assert [c.chunk_seq for c in ex._file_chunks(a, part)] == [0, 1, 2]
         wrong = part._replace(row=part.row - 1, end=part.row)  # another file's row
         with pytest.raises(ZnippyError):
             ex._file_chunks(a, wrong)
-        rows = ex._file_sizes(a)[2]
+        rows = ex._file_sizes(a)[1]
         parts = [ex._Part(p, "", None, *rows[p]) for p in sorted(files)]
         single = ex._single_chunks(a, [*parts, wrong])
         assert len(parts) not in single  # the wrong row is left to _file_chunks (it raises)

@@ -107,3 +107,43 @@ def test_a_binding_that_lays_frames_out_differently_turns_the_fast_path_off(
     data = text_bytes(50_000, 5)
     assert enc.frame_if_smaller(data) == enc.encode(data)  # the binding writes them
     assert b"".join(enc.frames_if_smaller([data])[0]) == enc.encode(data)  # type: ignore
+
+
+def test_frames_in_any_buffer_are_recognised() -> None:
+    """The reader hands over pyarrow Buffers of the memory map (signed-byte views)."""
+    import pyarrow as pa
+
+    data = text_bytes(20_000, 6)
+    frame = codec.Encoder(3).encode(data)
+    for buf in (frame, memoryview(frame), pa.py_buffer(frame), memoryview(pa.py_buffer(frame))):
+        assert zlframe.parse(buf, len(data)) is not None
+        assert zlframe.FastDecoder().decode(buf, len(data)) == data
+
+
+def test_batch_decode_reports_the_one_bad_frame_and_keeps_the_rest(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One damaged frame among a unit's small files: the GIL-free batch call fails as a whole,
+    each frame is retried alone, and only the damaged file is reported (and not created)."""
+    import znippy_sql.extract as ex
+    from znippy_sql import Entry, open_archive, write_archive
+
+    files = {f"d/{i:02d}.txt": text_bytes(3000 + 100 * i, i) for i in range(40)}
+    out = tmp_path / "a.znippy"
+    write_archive(out, [Entry(p, data=d) for p, d in files.items()], workers=1, fsync=False)
+    with open_archive(out) as a:
+        row = next(r for r in a.lookup.to_pylist() if r["relative_path"] == "d/07.txt")
+    assert row["compressed"]
+    data = bytearray(out.read_bytes())
+    data[row["blob_offset"] + row["blob_size"] - 30] ^= 0x40  # inside the zstd blocks
+    out.write_bytes(bytes(data))
+    monkeypatch.setattr(ex, "THREAD_BYTES", 0)
+    with open_archive(out) as a:
+        views = a.chunk_views([(p, a.find(p).chunks[0]) for p in sorted(files)])  # type: ignore
+        bad = [i for i, v in enumerate(views) if isinstance(v, Exception)]
+        assert bad == [7]
+        assert [bytes(v) for i, v in enumerate(views) if i != 7] == [
+            files[p] for p in sorted(files) if p != "d/07.txt"]
+        report = a.extract(tmp_path / "x", workers=2)
+    assert list(report.failed) == ["d/07.txt"]
+    assert not (tmp_path / "x" / "d" / "07.txt").exists()
+    assert report.files == 39

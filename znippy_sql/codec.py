@@ -118,6 +118,12 @@ class Decoder:
         array.flags.writeable = False
         return memoryview(array)
 
+    def decode_views(self, frames: list[tuple[bytes | memoryview, int]]
+                     ) -> list[memoryview | None]:
+        """Read-only views of many ``(frame, expected size)`` decoded at once without the GIL
+        where the frames allow it; None for a frame to decode with :meth:`decode_view`."""
+        return [None if v is None else v.toreadonly() for v in self._fast.decode_many(frames)]
+
     def _output(self, frame: bytes | memoryview, expected_size: int, where: str) -> Any:
         raw = frame if isinstance(frame, bytes) else bytes(frame)  # openzl takes bytes only
         try:

@@ -2,13 +2,13 @@
 
 Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets`: no
 ``..``, absolute or drive paths, no symlink on the way or at the target) before anything is
-written; then the files (and their directories) are written, by worker processes when there
-is enough decoding to do (OpenZL holds the GIL), else by threads when there are enough bytes
-(BLAKE3 and writes release it).
+written; then the files (and their directories) are written, by worker threads when there is
+enough to do: decoding (:mod:`~znippy_sql.zlframe`), BLAKE3 of large chunks and every system
+call release the GIL, so two threads also create files in parallel.
 Work is cut into units of about ``UNIT_BYTES`` (at most ``UNIT_FILES`` files): runs of small
 files, or runs of chunks of one large file, which its workers fill with positioned writes.
-Workers get each file's lookup rows from the parent (no trie search per file; the rows are
-checked again) and start in a helper thread; until they run, the parent writes units itself.
+Workers get each file's lookup rows from the caller (no trie search per file; the rows are
+checked again).
 
 Memory is bounded by one chunk (the block size) per worker. A new file is created exclusively
 (``O_EXCL``, never through a symlink) and removed again if a chunk fails its check; a file that
@@ -18,15 +18,11 @@ the old file as it was. No symlink is ever created; modes are plain files (0o644
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from collections import deque
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Union
 
@@ -43,13 +39,10 @@ _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 UNIT_BYTES = 8 << 20        # work handed to a worker at a time
 UNIT_FILES = 256            # and at most this many files (small units balance the workers)
-START_UNIT_BYTES = 24 << 20 # units the parent writes itself while the workers start
-#: Worker processes pay off for CPU work under the GIL: decoding, and the per-file cost of
-#: small files (counted as PER_FILE_BYTES each). Hashing and writing raw chunks release the
-#: GIL, so threads do those as well as processes without the start-up cost.
-PARALLEL_BYTES = 48 << 20   # CPU work from which worker processes are started
+#: Threads are used from this much work: the bytes written, each file counted as at least
+#: PER_FILE_BYTES (creating a file costs about as much as writing that many bytes).
+THREAD_BYTES = 4 << 20
 PER_FILE_BYTES = 16 << 10
-THREAD_BYTES = 16 << 20     # else, bytes from which threads are used
 
 
 @dataclass
@@ -88,28 +81,24 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     started = time.perf_counter()
     selected = (list(dict.fromkeys(paths)) if paths is not None
                 else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
-    sizes, decoded, rows = _file_sizes(archive)
+    sizes, rows = _file_sizes(archive)
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")
-    cpu_work = sum(decoded.get(p, 0) for p in selected) + PER_FILE_BYTES * len(selected)
-    pool: Executor | _Starter | None = None
-    if n > 1 and cpu_work >= PARALLEL_BYTES:
-        pool = _Starter(archive, n)  # the workers start while the paths are checked
-    elif n > 1 and sum(sizes.get(p, 0) for p in selected) >= THREAD_BYTES:
+    work = sum(max(sizes.get(p, 0), PER_FILE_BYTES) for p in selected)
+    pool: ThreadPoolExecutor | None = None
+    if n > 1 and work >= THREAD_BYTES:
         archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
-        pool = ThreadPoolExecutor(n)
+        pool = ThreadPoolExecutor(n, thread_name_prefix="znippy-extract")
     try:
         return _extract(archive, dest, selected, sizes, rows, pool, n, progress, started)
     finally:
-        if isinstance(pool, _Starter):
-            pool = pool.get()[0]
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str, int],
-             rows: dict[str, tuple[int, int]], pool: "Executor | _Starter | None",
+             rows: dict[str, tuple[int, int]], pool: ThreadPoolExecutor | None,
              n_workers: int,
              progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
     targets = Targets(dest, archive=archive.path)
@@ -183,26 +172,23 @@ def _settle(report: ExtractReport, item: tuple[str, str, int],
 
 
 def _file_sizes(archive: "Archive"
-                ) -> tuple[dict[str, int], dict[str, int], dict[str, tuple[int, int]]]:
-    """Each path of the lookup → its size, → the bytes its compressed chunks decode to,
-    counting only chunks whose sizes can be true (a corrupt index must not start a process
-    pool or pre-create huge files), and → its lookup rows ``(first, end)`` (so workers need
-    no trie search; the rows are checked again where they are used)."""
+                ) -> tuple[dict[str, int], dict[str, tuple[int, int]]]:
+    """Each path of the lookup → its size, counting only chunks whose sizes can be true (a
+    corrupt index must not pre-create huge files), and → its lookup rows ``(first, end)`` (so
+    workers need no trie search; the rows are checked again where they are used)."""
     from .reader import MAX_CHUNK_BYTES
 
     c = archive._cols
     if c.n == 0 or len(c.first_rows) == 0:
-        return {}, {}, {}
+        return {}, {}
     tail = archive.tail_offset
     inside = (c.blob_size <= tail) & (c.blob_offset <= tail - np.minimum(c.blob_size, tail))
     raw = c.uncompressed_size == c.blob_size
     packed = c.compressed & (c.uncompressed_size <= MAX_CHUNK_BYTES)
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
-    decoded = np.where(inside & packed, c.uncompressed_size, 0)
     paths = archive.lookup.column("relative_path").take(c.first_rows).to_pylist()
     firsts = c.first_rows.tolist()
     return (dict(zip(paths, np.add.reduceat(usable, c.first_rows).tolist())),
-            dict(zip(paths, np.add.reduceat(decoded, c.first_rows).tolist())),
             dict(zip(paths, zip(firsts, [*firsts[1:], c.n]))))
 
 
@@ -273,152 +259,34 @@ def _precreate(target: str) -> str:
         return tmp
 
 
-def _start_pool(archive: "Archive", n_workers: int
-                ) -> tuple[ProcessPoolExecutor, list[Future[None]]]:
-    """Worker processes, started now so they import and open the archive while the parent
-    checks the paths (the forkserver preloads the reader when it is not running yet); the
-    futures say when each worker is ready."""
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["znippy_sql.extract"])
-    pool = ProcessPoolExecutor(n_workers, mp_context=ctx)
-    warm = []
-    try:
-        for _ in range(n_workers):
-            warm.append(pool.submit(_warm, archive.path, archive.verify_checksums))
-    except BrokenProcessPool:
-        pass  # _run finds out and finishes in process
-    return pool, warm
-
-
-class _Starter:
-    """Starts the worker processes in a helper thread. Whoever starts a fork server waits for
-    its imports (~0.2 s); meanwhile the calling thread checks paths and writes the first
-    units.
-
-    Starting takes many short steps that each need the GIL back; with the default 5 ms switch
-    interval against a busy main thread it took ~0.47 s instead of ~0.26 s (measured), so the
-    interval is 0.5 ms until the workers are started."""
-
-    SWITCH_INTERVAL = 0.0005
-
-    def __init__(self, archive: "Archive", n_workers: int) -> None:
-        self._result: tuple[ProcessPoolExecutor | None, list[Future[None]]] = (None, [])
-        self._old_interval = sys.getswitchinterval()
-        if self._old_interval > self.SWITCH_INTERVAL:
-            sys.setswitchinterval(self.SWITCH_INTERVAL)
-        self._thread = threading.Thread(target=self._start, args=(archive, n_workers),
-                                        name="znippy-extract-pool-start", daemon=True)
-        self._thread.start()
-
-    def _start(self, archive: "Archive", n_workers: int) -> None:
-        try:
-            self._result = _start_pool(archive, n_workers)
-        except Exception:  # noqa: BLE001  (no workers: everything is written in process)
-            self._result = (None, [])
-        finally:
-            if sys.getswitchinterval() == self.SWITCH_INTERVAL < self._old_interval:
-                sys.setswitchinterval(self._old_interval)  # unless someone else changed it
-
-    def ready(self) -> bool:
-        return not self._thread.is_alive()
-
-    def get(self) -> tuple[ProcessPoolExecutor | None, list[Future[None]]]:
-        self._thread.join()
-        return self._result
-
-
-def _run(archive: "Archive", units: list[list[_Part]], pool: "Executor | _Starter | None",
+def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
          n_workers: int):  # type: ignore[no-untyped-def]
-    """Results of each unit, in unit order.
-
-    Until the worker processes are started, the parent writes small units itself (a big one
-    would keep the started workers waiting for their first unit); while they are
-    still warming up (opening the archive), it does so once each worker has a unit queued
-    rather than wait. At most ``2 × workers + 1`` units are in flight."""
-    done = 0
-    warm: list[Future[None]] = []
-    if isinstance(pool, _Starter):
-        while (done < len(units) - 1 and not pool.ready()
-               and sum(p.nbytes for p in units[done]) <= START_UNIT_BYTES):
-            yield _write_unit(archive, units[done])
-            done += 1
-        pool, warm = pool.get()
-    if pool is not None and len(units) - done > 1:
-        starting = bool(warm)
-        try:
-            window: deque[Future[list[tuple[str, Outcome]]] | list[tuple[str, Outcome]]] = (
-                deque())
-            queued = 0  # units in the window that the pool has
-            for unit in units[done:]:
-                starting = starting and not all(f.done() for f in warm)
-                if starting and queued >= n_workers:
-                    window.append(_write_unit(archive, unit))
-                else:
-                    if isinstance(pool, ProcessPoolExecutor):
-                        fut = pool.submit(_worker, archive.path, archive.verify_checksums, unit)
-                    else:  # threads share this process's view of the archive
-                        fut = pool.submit(_write_unit, archive, unit)
-                    window.append(fut)
-                    queued += 1
-                while window and (len(window) > 2 * n_workers
-                                  or not isinstance(window[0], Future) or window[0].done()):
-                    head = window.popleft()
-                    if isinstance(head, Future):
-                        queued -= 1
-                        head = head.result()
-                    done += 1
-                    yield head
-            while window:
-                head = window.popleft()
-                result = head.result() if isinstance(head, Future) else head
-                done += 1
-                yield result
-        except BrokenProcessPool:
-            # Workers could not start (e.g. a script without an ``if __name__ == "__main__"``
-            # guard) or died: finish in this process. Rewriting a file a worker already wrote
-            # replaces it through a temporary sibling, so the result is the same.
-            pass
-    for unit in units[done:]:
-        yield _write_unit(archive, unit)
-
-
-_OPEN_ARCHIVES: dict[str, "Archive"] = {}
-
-
-def _open(path: str, verify_checksums: bool) -> "Archive":
-    """The worker's view of the archive, opened once, lookup and trie loaded."""
-    archive = _OPEN_ARCHIVES.get(path)
-    if archive is None:
-        from .reader import open_archive
-
-        archive = _OPEN_ARCHIVES[path] = open_archive(path, verify_checksums=verify_checksums)
-        archive.trie, archive._cols  # noqa: B018  (load them now)
-    return archive
-
-
-def _warm(path: str, verify_checksums: bool) -> None:
-    try:
-        _open(path, verify_checksums)
-    except ZnippyError:
-        pass  # reported per file by _worker
-
-
-def _worker(path: str, verify_checksums: bool, unit: list[_Part]) -> list[tuple[str, Outcome]]:
-    try:
-        archive = _open(path, verify_checksums)
-    except ZnippyError as exc:
-        return [(part.path, exc.problem) for part in unit]
-    return _write_unit(archive, unit)
+    """Results of each unit, in unit order; at most ``2 × workers`` units in flight."""
+    if pool is None or len(units) < 2:
+        for unit in units:
+            yield _write_unit(archive, unit)
+        return
+    window: deque[Future[list[tuple[str, Outcome]]]] = deque()
+    for unit in units:
+        window.append(pool.submit(_write_unit, archive, unit))
+        while window and (len(window) > 2 * n_workers or window[0].done()):
+            yield window.popleft().result()
+    while window:
+        yield window.popleft().result()
 
 
 def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
     single = _single_chunks(archive, unit)
+    # the one-chunk files' bytes, decoded together (one GIL-free call) and checked
+    order = list(single)
+    ready = dict(zip(order, archive.chunk_views([(unit[i].path, single[i][0]) for i in order],
+                                                verify=True)))
     for i, part in enumerate(unit):
         try:
             if part.chunks is None:
-                n = _write_file(archive, part, made, single.get(i))
+                n = _write_file(archive, part, made, single.get(i), ready.get(i))
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))
@@ -446,7 +314,11 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
 
 
 def _write_file(archive: "Archive", part: _Part, made: set[str],
-                chunks: tuple["Chunk", ...] | None = None) -> int:
+                chunks: tuple["Chunk", ...] | None = None,
+                ready: "bytes | memoryview | ZnippyError | None" = None) -> int:
+    """One whole file; ``ready``: its one chunk's checked bytes (or why they are bad)."""
+    if isinstance(ready, ZnippyError):
+        raise ready  # nothing is created for a chunk that failed its checks
     if chunks is None:
         chunks = _file_chunks(archive, part)
     target = part.target
@@ -466,7 +338,8 @@ def _write_file(archive: "Archive", part: _Part, made: set[str],
         n = 0
         try:
             for chunk in chunks:
-                data = archive.chunk_view(part.path, chunk, verify=True)
+                data = (ready if ready is not None
+                        else archive.chunk_view(part.path, chunk, verify=True))
                 _write_all(fd, data, None)
                 n += len(data)
         finally:

@@ -91,6 +91,8 @@ def parse(frame: bytes | memoryview, expected_size: int
     """``("zstd", zstd frame)`` or ``("stored", the chunk)`` when ``frame`` is exactly one of
     the two shapes for a chunk of ``expected_size`` bytes; None for anything else."""
     view = memoryview(frame)
+    if view.format != "B":  # e.g. a pyarrow Buffer of the memory map exports signed bytes
+        view = view.cast("B")
     if len(view) < 12 or view[:4] != MAGIC_V8 or expected_size > MAX_FAST:
         return None
     if _U32.unpack_from(view, 4)[0] != expected_size:
@@ -140,6 +142,34 @@ class FastDecoder:
         except zstandard.ZstdError:
             return None
         return out if len(out) == expected_size else None
+
+    def decode_many(self, frames: list[tuple[bytes | memoryview, int]]
+                    ) -> list[memoryview | None]:
+        """:meth:`decode` of many ``(frame, expected size)``, the zstd shapes in one call that
+        holds the GIL only before and after; None where :meth:`decode` must be asked (another
+        shape, or a frame zstd refuses: then the whole call's are retried one by one)."""
+        out: list[memoryview | None] = [None] * len(frames)
+        todo: list[int] = []
+        payloads: list[memoryview] = []
+        for i, (frame, size) in enumerate(frames):
+            shape = parse(frame, size)
+            if shape is None:
+                continue
+            if shape[0] == "stored":
+                out[i] = shape[1]
+            else:
+                todo.append(i)
+                payloads.append(shape[1])
+        if payloads:
+            try:
+                decoded = self._zstd.multi_decompress_to_buffer(payloads, threads=1)
+            except (zstandard.ZstdError, ValueError):
+                return out
+            for i, seg in zip(todo, decoded):
+                view = memoryview(seg)  # type: ignore[arg-type]
+                if view.nbytes == frames[i][1]:
+                    out[i] = view
+        return out
 
 
 _CHECKED: dict[int, bool] = {}
