@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import numpy as np
 import openzl.ext as zl
 
 from . import zlframe
@@ -70,8 +69,8 @@ class Encoder:
         return self._binding_encode(chunk)
 
     def _binding_encode(self, chunk: bytes | memoryview) -> bytes:
-        data = np.frombuffer(chunk, dtype=np.uint8)
-        return self._cctx.compress([zl.Input(zl.Type.Serial, data)])
+        data = chunk if isinstance(chunk, bytes) else bytes(chunk)
+        return self._cctx.compress([zl.Input(zl.Type.Serial, data)])  # type: ignore[no-any-return]
 
     def frame_if_smaller(self, chunk: bytes | memoryview) -> bytes | None:
         """The chunk's frame when it is smaller than the chunk, else None (store it raw).
@@ -114,9 +113,7 @@ class Decoder:
         out = self._fast.decode(frame, expected_size)
         if out is not None:
             return memoryview(out).toreadonly()
-        array = self._output(frame, expected_size, where).as_nparray()
-        array.flags.writeable = False
-        return memoryview(array)
+        return memoryview(self._output(frame, expected_size, where).as_bytes()).toreadonly()
 
     def decode_views(self, frames: list[tuple[bytes | memoryview, int]]
                      ) -> list[memoryview | None]:

@@ -14,7 +14,11 @@ from typing import BinaryIO, Union
 
 import ducer
 import pyarrow as pa
-import pyarrow.compute as pc
+
+try:  # the kernels without the pyarrow.compute wrappers, which take ~35 ms to import
+    from pyarrow._compute import SortOptions, call_function
+except ImportError:  # pragma: no cover
+    from pyarrow.compute import SortOptions, call_function
 
 from .errors import FormatError
 from .footer import align_up, encode_footer
@@ -58,22 +62,22 @@ class TailInfo:
 
 def build_lookup(groups: Mapping[GroupKey, pa.Table]) -> pa.Table:
     """All data rows, base columns only, sorted by (relative_path bytes, chunk_seq)."""
-    parts = [groups[k].select(list(BASE_NAMES)).cast(LOOKUP_SCHEMA) for k in sorted(groups)]
+    parts = [pa.Table.from_arrays([groups[k].column(n) for n in BASE_NAMES], schema=LOOKUP_SCHEMA)
+             for k in sorted(groups)]
     if not parts:
         return LOOKUP_SCHEMA.empty_table()
     table = pa.concat_tables(parts).combine_chunks()
     # Arrow orders utf8 by bytes, which is what the fst trie requires.
-    order = pc.sort_indices(table, sort_keys=[("relative_path", "ascending"),
-                                               ("chunk_seq", "ascending")])
-    return table.take(order).combine_chunks()
+    order = call_function("sort_indices", [table], SortOptions(
+        sort_keys=[("relative_path", "ascending"), ("chunk_seq", "ascending")]))
+    return call_function("take", [table, order]).combine_chunks()  # type: ignore[no-any-return]
 
 
 def build_trie(lookup: pa.Table) -> bytes:
     """fst Map: relative_path → lookup row of its chunk_seq 0."""
-    seq = lookup.column("chunk_seq").to_numpy()
-    rows = (seq == 0).nonzero()[0]
-    paths = lookup.column("relative_path").take(pa.array(rows)).to_pylist()
-    items = [(p.encode("utf-8"), int(r)) for p, r in zip(paths, rows.tolist())]
+    seqs = lookup.column("chunk_seq").to_pylist()
+    paths = lookup.column("relative_path").to_pylist()
+    items = [(paths[r].encode("utf-8"), r) for r, seq in enumerate(seqs) if seq == 0]
     return bytes(ducer.Map.build(":memory:", items))
 
 

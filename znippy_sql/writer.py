@@ -7,7 +7,6 @@ file, so no half-written archive ever stands under the final name.
 
 from __future__ import annotations
 
-import multiprocessing.process
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -108,10 +107,6 @@ class ArchiveWriter:
                                     f".{base}.znippy-staging-{os.getpid()}-{id(self):x}")
 
     def __enter__(self) -> "ArchiveWriter":
-        if getattr(multiprocessing.process.current_process(), "_inheriting", False):
-            # a script without an `if __name__ == "__main__"` guard, re-run by a worker
-            raise RuntimeError("ArchiveWriter started while a worker process bootstraps; "
-                               "guard the script with `if __name__ == '__main__':`")
         self._started = time.perf_counter()
         self._fh = open(self.staging, "w+b")
         self._ingest = Ingest(self._fh.fileno(), 0, self.options, repo=self._repo,
