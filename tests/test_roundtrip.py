@@ -392,3 +392,38 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
             assert info is not None
             assert single.get(i, info.chunks) == info.chunks
             assert (i in single) == (len(info.chunks) == 1)
+
+
+def test_directory_walk_is_lazy_and_in_whole_path_byte_order(tmp_path: Path) -> None:
+    """Depth first with each directory sorted by name (``/`` appended to directories) is the
+    byte order of the whole paths: "a.txt" and "a-b/c" come before "a/b". Directories are
+    listed when the walk gets there: a file made in "z" after the first entry is seen."""
+    from znippy_sql.source import walk_directory
+
+    src = tmp_path / "src"
+    names = ["a", "a.txt", "a0", "a b", "a-b/c", "b/a/x", "b/a.y", "b/a0", "ä/x", "z/1",
+             "ab/c/d/e", "ab.c", "a~"]
+    names.remove("a")  # "a" is a directory here (below); a file "a" cannot live beside it
+    names.append("a/b")
+    for rel in names:
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(rel.encode())
+    walk = walk_directory(src)
+    first = next(walk)
+    (src / "z" / "2").write_bytes(b"late")
+    got = [first.relative_path, *(e.relative_path for e in walk)]
+    assert got == sorted([*names, "z/2"], key=lambda p: p.encode())
+
+
+def test_released_pages_read_back_the_same(tmp_path: Path) -> None:
+    from znippy_sql.rangeio import RangeSource
+
+    data = random_bytes(300_000, 9)
+    (tmp_path / "f").write_bytes(data)
+    src = RangeSource(tmp_path / "f")
+    view = src.read(1000, 250_000)
+    assert bytes(view) == data[1000:251_000]
+    for offset, length in ((1000, 250_000), (0, 300_000), (4095, 1), (7, 0), (4096, 8192)):
+        src.release(offset, length)
+    assert bytes(view) == data[1000:251_000] and bytes(src.read(0, 300_000)) == data
+    src.close()

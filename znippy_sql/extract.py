@@ -43,6 +43,9 @@ UNIT_FILES = 256            # and at most this many files (small units balance t
 #: PER_FILE_BYTES (creating a file costs about as much as writing that many bytes).
 THREAD_BYTES = 4 << 20
 PER_FILE_BYTES = 16 << 10
+#: a blob at least this big has its mapped pages dropped from RSS once written out
+#: (RangeSource.release): memory stays bounded by the block size, not the archive size
+RELEASE_BYTES = 256 << 10
 
 
 @dataclass
@@ -342,6 +345,8 @@ def _write_file(archive: "Archive", part: _Part, made: set[str],
                         else archive.chunk_view(part.path, chunk, verify=True))
                 _write_all(fd, data, None)
                 n += len(data)
+                if chunk.blob_size >= RELEASE_BYTES:
+                    archive.source.release(chunk.blob_offset, chunk.blob_size)
         finally:
             os.close(fd)
         if tmp is not None:
@@ -360,6 +365,8 @@ def _write_run(archive: "Archive", part: _Part) -> int:
             data = archive.chunk_view(part.path, chunk, verify=True)
             _write_all(fd, data, chunk.fdata_offset)
             n += len(data)
+            if chunk.blob_size >= RELEASE_BYTES:
+                archive.source.release(chunk.blob_offset, chunk.blob_size)
         return n
     finally:
         os.close(fd)

@@ -7,6 +7,8 @@ or allocate past the end. Slices are zero-copy views of the memory map.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 
 import pyarrow as pa
@@ -48,7 +50,28 @@ class RangeSource:
         self.bytes_read += length
         return self.buffer.slice(offset, length)
 
+    def release(self, offset: int, length: int) -> None:
+        """Drop the mapped pages of a range this process has finished reading from its
+        resident set (they stay in the page cache; a later read maps them again), so reading
+        a whole archive once does not grow RSS with the archive's size. Best effort."""
+        if self._mmap is None or _MADVISE is None or length < _PAGE:
+            return
+        start = self.buffer.address + offset
+        first = (start + _PAGE - 1) // _PAGE * _PAGE  # whole pages inside the range only
+        end = (start + length) // _PAGE * _PAGE
+        if end > first:
+            _MADVISE(ctypes.c_void_p(first), ctypes.c_size_t(end - first), _MADV_DONTNEED)
+
     def close(self) -> None:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
+
+
+_PAGE = mmap.PAGESIZE
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
+try:
+    _MADVISE = ctypes.CDLL(None, use_errno=True).madvise
+    _MADVISE.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+except (OSError, AttributeError):  # not a libc with madvise: nothing to release
+    _MADVISE = None

@@ -45,8 +45,14 @@ class Entry:
 
 
 def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
-    """Regular files under ``root`` in sorted relative-path order; symlinks are not followed.
+    """Regular files under ``root`` in sorted relative-path order (UTF-8 bytes); symlinks are
+    not followed.
 
+    Lazy, depth first: a directory is listed when the walk gets to it, so the writer is already
+    compressing the first files while the rest are being listed. Each directory's entries are
+    sorted by name bytes with ``/`` appended to the names of subdirectories; then depth-first
+    order is exactly the byte order of the whole relative paths (``a.txt`` comes before
+    ``a/b`` because ``.`` < ``/``, and nothing sorts between the paths under ``a/``).
     One ``scandir`` per directory, on an open descriptor of it: ``d_type`` answers
     is_dir/is_file, and the size comes from an ``lstat`` relative to that descriptor (one path
     component to resolve, not the whole path), carried in the :class:`Entry`.
@@ -54,34 +60,46 @@ def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
     root = os.fspath(root)
     if not os.path.isdir(root):
         raise ZnippyError("source is not a directory", path=root)
-    found: list[tuple[bytes, str, int | None]] = []
-    stack = [("", root)]
-    while stack:
-        prefix, directory = stack.pop()
-        try:
-            fd = os.open(directory, _DIR_FLAGS)
-        except OSError:
-            continue  # unreadable directory: skipped, as os.walk does
-        try:
-            with os.scandir(fd) as it:
-                for item in it:
-                    if item.is_dir(follow_symlinks=False):
-                        stack.append((f"{prefix}{item.name}/", f"{directory}/{item.name}"))
-                    elif item.is_file(follow_symlinks=False):
-                        rel = prefix + item.name
-                        try:
-                            size = item.stat(follow_symlinks=False).st_size
-                        except OSError:
-                            size = None  # reported by Entry.size() when the writer asks
-                        found.append((rel.encode("utf-8", "surrogateescape"), rel, size))
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
-    found.sort(key=_first)
     base = root if root.endswith("/") else root + "/"
-    for _key, rel, size in found:
-        yield Entry(check_relative_path(rel), file=base + rel, known_size=size)
+    stack = _listing("", root)
+    while stack:
+        _key, rel, size = stack.pop()
+        if size is _DIR:
+            stack += _listing(rel + "/", base + rel)
+        else:
+            yield Entry(check_relative_path(rel), file=base + rel, known_size=size)
+
+
+_DIR = -1  # the size slot of a subdirectory in a listing
+
+
+def _listing(prefix: str, directory: str) -> list[tuple[bytes, str, int | None]]:
+    """One directory's entries as ``(sort key, relative path, size or _DIR)``, in reverse
+    order (the walk pops from the end)."""
+    found: list[tuple[bytes, str, int | None]] = []
+    try:
+        fd = os.open(directory, _DIR_FLAGS)
+    except OSError:
+        return found  # unreadable directory: skipped, as os.walk does
+    try:
+        with os.scandir(fd) as it:
+            for item in it:
+                name = item.name
+                if item.is_dir(follow_symlinks=False):
+                    found.append((name.encode("utf-8", "surrogateescape") + b"/",
+                                  prefix + name, _DIR))
+                elif item.is_file(follow_symlinks=False):
+                    try:
+                        size: int | None = item.stat(follow_symlinks=False).st_size
+                    except OSError:
+                        size = None  # reported by Entry.size() when the writer asks
+                    found.append((name.encode("utf-8", "surrogateescape"), prefix + name, size))
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    found.sort(key=_first, reverse=True)
+    return found
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
