@@ -93,28 +93,36 @@ def parse(frame: bytes | memoryview, expected_size: int
     view = memoryview(frame)
     if view.format != "B":  # e.g. a pyarrow Buffer of the memory map exports signed bytes
         view = view.cast("B")
-    if len(view) < 12 or view[:4] != MAGIC_V8 or expected_size > MAX_FAST:
+    head = bytes(view[:32])  # both headers fit (4 + 4 + 8 + a LEB128 of at most 10 + 1)
+    if len(head) < 12 or head[:4] != MAGIC_V8 or expected_size > MAX_FAST:
         return None
-    if _U32.unpack_from(view, 4)[0] != expected_size:
+    if _U32.unpack_from(head, 4)[0] != expected_size:
         return None
-    if view[8:16] == _ZSTD_SHAPE:
-        length, pos = _read_leb128(view, 16)
-        if length is None or length < 1 or pos + length != len(view) or view[pos] != 1:
+    if head[8:16] == _ZSTD_SHAPE:
+        length, pos = _read_leb128(head, 16)
+        if length is None or length < 1 or pos + length != len(view):
+            return None
+        if head[pos : pos + 5] != b"\x01" + _ZSTD_MAGIC:
             return None
         payload = view[pos + 1 :]
-        return ("zstd", payload) if payload[:4] == _ZSTD_MAGIC else None
-    if view[8:11] == _STORE_SHAPE:
-        length, pos = _read_leb128(view, 11)
+        try:  # the zstd frame's own declared size: never allocate by an unchecked one
+            if zstandard.frame_content_size(payload) != expected_size:
+                return None
+        except zstandard.ZstdError:
+            return None
+        return "zstd", payload
+    if head[8:11] == _STORE_SHAPE:
+        length, pos = _read_leb128(head, 11)
         if length != expected_size or pos + length != len(view):
             return None
         return "stored", view[pos:]
     return None
 
 
-def _read_leb128(view: memoryview, pos: int) -> tuple[int | None, int]:
+def _read_leb128(head: bytes, pos: int) -> tuple[int | None, int]:
     value = shift = 0
-    for i in range(pos, min(pos + 10, len(view))):
-        byte = view[i]
+    for i in range(pos, min(pos + 10, len(head))):
+        byte = head[i]
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             return value, i + 1
@@ -139,7 +147,7 @@ class FastDecoder:
             return body
         try:
             out = self._zstd.decompress(body, allow_extra_data=False)
-        except zstandard.ZstdError:
+        except (zstandard.ZstdError, MemoryError):
             return None
         return out if len(out) == expected_size else None
 
@@ -163,7 +171,7 @@ class FastDecoder:
         if payloads:
             try:
                 decoded = self._zstd.multi_decompress_to_buffer(payloads, threads=1)
-            except (zstandard.ZstdError, ValueError):
+            except (zstandard.ZstdError, ValueError, MemoryError):
                 return out
             for i, seg in zip(todo, decoded):
                 view = memoryview(seg)  # type: ignore[arg-type]
