@@ -297,6 +297,10 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
             out.append((part.path, exc.problem))
         except OSError as exc:  # e.g. "a" and "a/b" both in the archive
             out.append((part.path, f"cannot write: {exc.strerror or exc}"))
+    if single:  # the small files' blobs: one release for the span they cover
+        chunks = [c[0] for c in single.values()]
+        start = min(c.blob_offset for c in chunks)
+        archive.source.release(start, max(c.blob_offset + c.blob_size for c in chunks) - start)
     return out
 
 

@@ -54,6 +54,10 @@ class RangeSource:
         """Drop the mapped pages of a range this process has finished reading from its
         resident set (they stay in the page cache; a later read maps them again), so reading
         a whole archive once does not grow RSS with the archive's size. Best effort."""
+        # only pages of this file's mapping, whatever the caller computed: madvise on any
+        # other memory of the process would drop (zero) it
+        offset, end = max(offset, 0), min(offset + length, self.size)
+        length = end - offset
         if self._mmap is None or _MADVISE is None or length < _PAGE:
             return
         start = self.buffer.address + offset
