@@ -372,12 +372,12 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "znippy is measured **in process through the Python API** (`write_archive(out, src, "
         f"workers={workers})`, `open_archive(a).extract(dest)`) inside a fresh child "
         "interpreter per measurement (`bench/run.py --child ...`), timed by the child around "
-        "the call (interpreter start-up and imports excluded; pool start-up included). The "
+        "the call (interpreter start-up and the package import excluded; whatever the call imports, and its worker threads, included). The "
         "peer is timed around the whole shell pipeline. Both read warm page cache. "
         "`create` fsyncs the archive and its directory; the peer ends with `sync OUT`. "
         f"Each figure is the best of {repeat} run(s), the two sides alternating which goes "
         "first. CPU s = user + system seconds of all "
-        "processes involved (znippy: the child and its pool workers, sampled from `/proc`; "
+        "processes involved (znippy: the child and any processes it starts — none since session 2 —, sampled from `/proc`; "
         "peer: `sh` and its pipeline, from `RUSAGE_CHILDREN`) — less sensitive to the shared "
         "machine's load than wall time.",
         "",
@@ -450,8 +450,8 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "`main` = the writer/extractor process's own high-water RSS (`VmHWM`, includes the "
         "interpreter and its imports); `all` = the highest sum, over samples every 50 ms, of "
         "the anonymous memory (`RssAnon`: heap, buffers — not file pages such as a memory-"
-        "mapped archive, which the kernel can drop) of that process, its fork server and "
-        f"workers. Block size 10 MiB, workers = {workers}.",
+        "mapped archive, which the kernel can drop) of that process and any it starts "
+        f"(workers are threads). Block size 10 MiB, workers = {workers}.",
         "",
         "| corpus | scale | input MB | create main MB | create all (anon) MB | extract main MB | "
         "extract all (anon) MB |",
