@@ -45,7 +45,8 @@ def is_skipped(path: str) -> bool:
 
 
 class Encoder:
-    """Compresses chunks; holds one OpenZL context (not thread-safe; one per process)."""
+    """Compresses chunks; holds one OpenZL context (not thread-safe: one per thread,
+    :func:`encoder`)."""
 
     def __init__(self, level: int = DEFAULT_LEVEL) -> None:
         self.level = level

@@ -3,11 +3,13 @@
 The frames are written by ``zstandard`` (:mod:`~znippy_sql.zlframe`: the same bytes as the
 OpenZL binding, which holds the GIL), which releases the GIL while it compresses; so do reads
 and BLAKE3 of large inputs. Batches of chunks therefore go to ``workers`` threads of this
-process: no pickling, no pipes, no worker start-up. Small files are batched (up to
-``BATCH_BYTES`` or ``BATCH_JOBS``) so per-file scheduling cost does not dominate. A thread
-reads the file chunks itself and returns, per batch, the BLAKE3 digests, each chunk's stored
-size and one buffer with the stored blobs back to back, so the caller writes a batch with one
-``pwrite``.
+process: no pickling, no pipes, no worker start-up. Files are batched (up to
+``BATCH_BYTES`` or ``BATCH_JOBS``) so per-file scheduling cost does not dominate. A batch of
+small chunks is read and hashed by the caller (:func:`read_small`) and compressed by a thread
+in one GIL-free call (:func:`compress_small`); a batch with a big chunk is read, hashed,
+probed and compressed by the thread (:func:`run_batch`). Either way the result holds the
+BLAKE3 digests, each chunk's stored size and one buffer with the stored blobs back to back,
+so the caller writes a batch with one ``pwrite``.
 
 Chunks of at least ``PROBE_MIN`` bytes are probed first: three ``PROBE_BYTES`` samples are
 compressed, and when none of them shrinks by ``PROBE_GAIN`` the chunk is stored raw without
@@ -51,7 +53,7 @@ class BatchResult(NamedTuple):
     """Per job: 32-byte digest, compressed flag, stored size; one buffer with the blobs.
 
     ``error`` is ``(file, problem)`` when a source file could not be read (the jobs after it
-    were not run); the parent raises it as a :class:`ZnippyError` naming the file.
+    were not run); the caller raises it as a :class:`ZnippyError` naming the file.
     """
 
     digests: bytes
@@ -114,7 +116,8 @@ def compress_small(jobs: list[Job], chunks: list[bytes], digests: bytes,
             stored.append(sum(len(p) for p in frame))  # type: ignore[arg-type]
         compressed.append(frame is not None)
     encoded = sum(len(chunks[i]) for i in todo)
-    return BatchResult(digests, compressed, stored, b"".join(parts), encoded)  # type: ignore[arg-type]
+    buffer = b"".join(parts)  # type: ignore[arg-type]
+    return BatchResult(digests, compressed, stored, buffer, encoded)
 
 
 def incompressible(enc: codec.Encoder, chunk: bytes) -> bool:

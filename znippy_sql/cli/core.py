@@ -392,7 +392,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--level", type=int, default=DEFAULT_LEVEL, metavar="L",
                    help=f"OpenZL compression level (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="compression processes (default: CPU count)")
+                   help="compression threads (default: CPU count)")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE, metavar="BYTES",
                    help="chunk size, e.g. 10M (default: 10 MiB)")
     if prov is not None:

@@ -157,7 +157,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--repo", default="", help="repo of the new files")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
                    help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
-    p.add_argument("--workers", type=int, help="compression processes")
+    p.add_argument("--workers", type=int, help="compression threads")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     _add_provenance_options(p)
     p.set_defaults(func=cmd_append)
@@ -172,7 +172,7 @@ def register(subparsers: Any) -> None:
     add.add_argument("--repo", default="", help="repo of the new files")
     add.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
                      help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
-    add.add_argument("--workers", type=int, help="compression processes")
+    add.add_argument("--workers", type=int, help="compression threads")
     add.add_argument("--level", type=positive_int,
                      help="OpenZL level (fixed when the store is created; default 3)")
     add.add_argument("--block-size", type=size_arg, metavar="SIZE",
