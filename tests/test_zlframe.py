@@ -178,3 +178,19 @@ def test_the_fast_reader_accepts_nothing_the_binding_refuses() -> None:
         except CodecError:
             raise AssertionError(f"accepted a frame the binding refuses: {bytes(bad).hex()}")
         assert mine == theirs
+
+
+def test_chunk_views_touch_each_blob_once(tmp_path) -> None:
+    """The batch path reads each compressed blob once (the bytes-read counter that proves
+    pruning elsewhere must not count it twice)."""
+    from znippy_sql import Entry, open_archive, write_archive
+
+    files = {f"f{i}.txt": text_bytes(4000 + i, i) for i in range(10)}
+    out = tmp_path / "a.znippy"
+    write_archive(out, [Entry(p, data=d) for p, d in files.items()], workers=1, fsync=False)
+    with open_archive(out) as a:
+        items = [(p, a.find(p).chunks[0]) for p in sorted(files)]  # type: ignore[union-attr]
+        before = a.source.bytes_read
+        views = a.chunk_views(items)
+        assert [bytes(v) for v in views] == [files[p] for p in sorted(files)]  # type: ignore
+        assert a.source.bytes_read - before == sum(c.blob_size for _, c in items)

@@ -388,18 +388,21 @@ class Archive:
             raise FormatError(f"{where()}blob [{chunk.blob_offset}, "
                               f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
                               f"at {self.tail_offset}", path=self.path)
-        blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
         data: bytes | memoryview
         if chunk.compressed:
             if chunk.uncompressed_size > MAX_CHUNK_BYTES:
                 raise FormatError(f"{where()}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
-            try:
-                data = (decoded if decoded is not None else
-                        codec.decoder().decode_view(memoryview(blob), chunk.uncompressed_size))
-            except CodecError as exc:
-                raise CodecError(where() + exc.problem, path=self.path) from None
+            if decoded is not None:  # chunk_views read and decoded the blob already
+                data = decoded
+            else:
+                blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
+                try:
+                    data = codec.decoder().decode_view(memoryview(blob), chunk.uncompressed_size)
+                except CodecError as exc:
+                    raise CodecError(where() + exc.problem, path=self.path) from None
         else:
+            blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
             if chunk.blob_size != chunk.uncompressed_size:
                 raise FormatError(f"{where()}raw blob is {chunk.blob_size} bytes, index says "
                                   f"{chunk.uncompressed_size}", path=self.path)
