@@ -188,14 +188,23 @@ def test_append_to_an_empty_archive(tmp_path: Path) -> None:
     assert grown.read_bytes() == one.read_bytes()
 
 
+def _journal_of(arc_path: Path) -> bytes:
+    """The rollback journal an append of ``arc_path`` writes first (its old tail, bound to the
+    file's device and inode)."""
+    data = arc_path.read_bytes()
+    with open_archive(arc_path) as arc:
+        blob_end = arc.blob_end
+    st = os.stat(arc_path)
+    return ap._encode_journal(len(data), blob_end, data[blob_end:], (st.st_dev, st.st_ino))
+
+
 def test_torn_journal_is_discarded_and_hot_journal_rolled_back(tmp_path: Path) -> None:
     arc_path = tmp_path / "j.znippy"
     write_archive(arc_path, batch("a", 3, 12), block_size=BLOCK)
     before = arc_path.read_bytes()
     with open_archive(arc_path) as arc:
         blob_end = arc.blob_end
-    st = os.stat(arc_path)
-    journal = ap._encode_journal(len(before), blob_end, before[blob_end:], (st.st_dev, st.st_ino))
+    journal = _journal_of(arc_path)
     # torn: the archive was not touched, the journal goes away
     Path(ap.journal_path(arc_path)).write_bytes(journal[:-5])
     assert ap.recover(arc_path) is False
@@ -372,12 +381,7 @@ def test_journal_of_a_replaced_file_is_stale(tmp_path: Path) -> None:
     the journal belongs to the old file (another inode) and must not touch the new one."""
     arc_path = tmp_path / "x.znippy"
     write_archive(arc_path, batch("a", 3, 18), block_size=BLOCK)
-    old = arc_path.read_bytes()
-    with open_archive(arc_path) as arc:
-        blob_end = arc.blob_end
-    st = os.stat(arc_path)
-    Path(ap.journal_path(arc_path)).write_bytes(
-        ap._encode_journal(len(old), blob_end, old[blob_end:], (st.st_dev, st.st_ino)))
+    Path(ap.journal_path(arc_path)).write_bytes(_journal_of(arc_path))
     write_archive(arc_path, batch("b", 5, 19), block_size=BLOCK)  # staging + rename: new inode
     fresh = arc_path.read_bytes()
     assert ap.recover(arc_path) is False

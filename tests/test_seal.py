@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import text_bytes
+from conftest import self_signed_signer, text_bytes
 from znippy_sql import Entry, StoreError, open_archive, write_archive
 from znippy_sql.source import walk_directory
 from znippy_sql.store import open_store, seal
@@ -164,31 +164,17 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_seal_signs_when_given_a_signer(tmp_path: Path) -> None:
-    import datetime
+    from znippy_sql.sign import verify_signatures
 
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    from znippy_sql.sign import Signer, verify_signatures
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "seal test")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(7)
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .sign(key, hashes.SHA256()))
+    signer = self_signed_signer("seal test")
     sidecar, wh = tmp_path / "blobs.znippy", tmp_path / "wh"
     with open_store(sidecar, wh, "lc", block_size=BLOCK) as store:
         store.add([Entry("a.txt", data=text(5000, 1)), Entry("b.txt", data=b"b")])
     out = tmp_path / "signed.znippy"
-    seal(sidecar, wh, "lc", out, signer=Signer(key, cert))
+    seal(sidecar, wh, "lc", out, signer=signer)
     with open_archive(out) as arc:
         assert arc.has_section("__sign_artifacts__") and arc.has_section("__sign_archive__")
-        assert verify_signatures(arc, [cert]) == []
+        assert verify_signatures(arc, [signer.cert]) == []
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
