@@ -43,7 +43,7 @@ from .ipc import read_stream
 from .reader import open_archive
 from .schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE,
                      SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
-from .source import Entry, as_entries
+from .source import Entry, as_entries, as_entry
 from .tail import ReservedSection, TailInfo, write_tail
 from .writer import fsync_dir, optional_sections
 
@@ -388,9 +388,7 @@ class Appender:
         """Add one file: an :class:`Entry`, or a path with ``data=`` or ``file=``."""
         if self._ingest is None:
             raise RuntimeError("Appender.add outside its 'with' block")
-        if not isinstance(entry, Entry):
-            entry = Entry(entry, data=data, file=file, repo=repo, pkg_type=pkg_type)
-        self._ingest.add(entry)
+        self._ingest.add(as_entry(entry, data, file=file, repo=repo, pkg_type=pkg_type))
 
     def add_all(self, source: str | os.PathLike[str] | Iterable[Entry]) -> None:
         for entry in as_entries(source):

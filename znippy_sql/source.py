@@ -109,6 +109,16 @@ def _first(item: tuple[bytes, str, int | None]) -> bytes:
     return item[0]
 
 
+def as_entry(entry: Entry | str, data: bytes | None = None, *,
+             file: str | os.PathLike[str] | None = None, repo: str | None = None,
+             pkg_type: int | str | None = None) -> Entry:
+    """What the writers' ``add`` takes: an :class:`Entry`, or a path with ``data=`` or
+    ``file=`` (and optionally ``repo=``/``pkg_type=``)."""
+    if isinstance(entry, Entry):
+        return entry
+    return Entry(entry, data=data, file=file, repo=repo, pkg_type=pkg_type)
+
+
 def as_entries(source: str | os.PathLike[str] | Iterable[Entry]) -> Iterable[Entry]:
     if isinstance(source, (str, os.PathLike)):
         return walk_directory(source)

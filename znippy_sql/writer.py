@@ -15,7 +15,7 @@ from typing import Any
 
 from . import codec
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from .source import Entry, as_entries
+from .source import Entry, as_entries, as_entry
 from .tail import ReservedSection, SectionBuilder, TailInfo, check_sections, write_tail
 
 
@@ -119,9 +119,7 @@ class ArchiveWriter:
         """Add one file: an :class:`Entry`, or a path with ``data=`` or ``file=``."""
         if self._ingest is None:
             raise RuntimeError("ArchiveWriter.add outside its 'with' block")
-        if not isinstance(entry, Entry):
-            entry = Entry(entry, data=data, file=file, repo=repo, pkg_type=pkg_type)
-        self._ingest.add(entry)
+        self._ingest.add(as_entry(entry, data, file=file, repo=repo, pkg_type=pkg_type))
         if self.progress is not None:
             self.progress(self._ingest.files, self._ingest.bytes_in)
 
