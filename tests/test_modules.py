@@ -237,16 +237,24 @@ def test_builtin_registry_order_and_columns():
     assert modules.claim("README") is None
 
 
-class _Widget:
-    name = "widget"
-    pkg_type = 9
-    fields = (pa.field("widget_size", pa.int64()),)
+#: a third-party module; the entry-point test installs this very source as a file
+WIDGET_SOURCE = textwrap.dedent("""
+    import pyarrow as pa
 
-    def claims(self, relative_path):
-        return relative_path.endswith(".widget")
+    class Widget:
+        name = "widget"
+        pkg_type = 9
+        fields = (pa.field("widget_size", pa.int64()),)
 
-    def columns(self, relative_path, read):
-        return {"widget_size": len(read())}
+        def claims(self, relative_path):
+            return relative_path.endswith(".widget")
+
+        def columns(self, relative_path, read):
+            return {"widget_size": len(read())}
+""")
+_namespace: dict = {}
+exec(WIDGET_SOURCE, _namespace)
+_Widget = _namespace["Widget"]
 
 
 def test_register_validates(monkeypatch):
@@ -275,20 +283,7 @@ def test_register_validates(monkeypatch):
 
 def test_entry_point_module_is_loaded(tmp_path, monkeypatch):
     """A third-party module announced in the ``znippy_sql.modules`` entry-point group."""
-    (tmp_path / "widget_mod.py").write_text(textwrap.dedent("""
-        import pyarrow as pa
-
-        class Widget:
-            name = "widget"
-            pkg_type = 9
-            fields = (pa.field("widget_size", pa.int64()),)
-
-            def claims(self, relative_path):
-                return relative_path.endswith(".widget")
-
-            def columns(self, relative_path, read):
-                return {"widget_size": len(read())}
-    """))
+    (tmp_path / "widget_mod.py").write_text(WIDGET_SOURCE)
     dist = tmp_path / "widget_mod-1.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: widget-mod\nVersion: 1.0\n")
