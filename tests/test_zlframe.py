@@ -138,8 +138,8 @@ def test_batch_decode_reports_the_one_bad_frame_and_keeps_the_rest(
     out.write_bytes(bytes(data))
     monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     with open_archive(out) as a:
-        views = a.chunk_views([(p, a.find(p).chunks[0]) for p in sorted(files)])  # type: ignore
-        bad = [i for i, v in enumerate(views) if isinstance(v, Exception)]
+        views = a.one_chunk_views([(p, a.find(p).lookup_row) for p in sorted(files)])  # type: ignore
+        bad = [i for i, v in enumerate(views) if v is None]  # left to chunk_view, which raises
         assert bad == [7]
         assert [bytes(v) for i, v in enumerate(views) if i != 7] == [
             files[p] for p in sorted(files) if p != "d/07.txt"]
@@ -180,7 +180,7 @@ def test_the_fast_reader_accepts_nothing_the_binding_refuses() -> None:
         assert mine == theirs
 
 
-def test_chunk_views_touch_each_blob_once(tmp_path) -> None:
+def test_one_chunk_views_touch_each_blob_once(tmp_path) -> None:
     """The batch path reads each compressed blob once (the bytes-read counter that proves
     pruning elsewhere must not count it twice)."""
     from znippy_sql import Entry, open_archive, write_archive
@@ -189,8 +189,8 @@ def test_chunk_views_touch_each_blob_once(tmp_path) -> None:
     out = tmp_path / "a.znippy"
     write_archive(out, [Entry(p, data=d) for p, d in files.items()], workers=1, fsync=False)
     with open_archive(out) as a:
-        items = [(p, a.find(p).chunks[0]) for p in sorted(files)]  # type: ignore[union-attr]
+        infos = [a.find(p) for p in sorted(files)]
         before = a.source.bytes_read
-        views = a.chunk_views(items)
+        views = a.one_chunk_views([(i.relative_path, i.lookup_row) for i in infos])  # type: ignore
         assert [bytes(v) for v in views] == [files[p] for p in sorted(files)]  # type: ignore
-        assert a.source.bytes_read - before == sum(c.blob_size for _, c in items)
+        assert a.source.bytes_read - before == sum(i.stored_size for i in infos)  # type: ignore

@@ -116,62 +116,50 @@ def _extract(archive: "Archive", dest: str, selected: list[str], sizes: dict[str
             todo.append((path, target, size))
     os.makedirs(dest, exist_ok=True)
     parts, split = _parts(archive, targets, todo, rows, split=pool is not None, report=report)
-    outcome: dict[str, list[Outcome]] = {}
+    runs: dict[str, list[Outcome]] = {}  # results so far of the files written in runs
     done_files = done_bytes = 0
-    settled = 0  # todo[:settled] are in the report (results come in todo order)
-
-    def complete(path: str) -> bool:
-        if path in report.failed:
-            return True
-        got = outcome.get(path)
-        return got is not None and (path not in split or len(got) == split[path][1])
-
     try:
-        for unit_result in _run(archive, parts, pool, n_workers):
+        for unit_result in _run(archive, parts, pool, n_workers):  # in todo order
             for path, result in unit_result:
-                outcome.setdefault(path, []).append(result)
-                done_bytes += result if isinstance(result, int) else 0
-                if path not in split or len(outcome[path]) == split[path][1]:
-                    done_files += 1
-                    if progress is not None:
-                        progress(done_files, done_bytes)
-            while settled < len(todo) and complete(todo[settled][0]):  # while workers work
-                _settle(report, todo[settled], outcome, split)
-                settled += 1
+                if isinstance(result, int):
+                    done_bytes += result
+                if path in split:
+                    got = runs.setdefault(path, [])
+                    got.append(result)
+                    if len(got) < split[path][2]:
+                        continue
+                    result = _finish_split(split[path], runs.pop(path))
+                if isinstance(result, str):
+                    report.failed[path] = result
+                else:
+                    report.files += 1
+                    report.bytes_written += result
+                    report.written.append(path)
+                done_files += 1
+                if progress is not None:
+                    progress(done_files, done_bytes)
     except BaseException:
-        for written, _ in split.values():
-            _remove(written)
+        for path in split.keys() - set(report.written) - report.failed.keys():
+            _remove(split[path][0])
         raise
-    for item in todo[settled:]:
-        _settle(report, item, outcome, split)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _settle(report: ExtractReport, item: tuple[str, str, int],
-            outcome: dict[str, list[Outcome]], split: dict[str, tuple[str, int]]) -> None:
-    """Put one file's outcome in the report (a split file is renamed into place first)."""
-    path, target, _ = item
-    if path in report.failed:
-        return
-    results = outcome.get(path, ["not extracted"])
+def _finish_split(split: tuple[str, str, int], results: list[Outcome]) -> Outcome:
+    """A file written in runs: renamed into place when every run wrote its part."""
+    written, target, _ = split
     problems = [r for r in results if isinstance(r, str)]
-    if path in split:
-        written = split[path][0]
-        if problems:
-            _remove(written)
-        elif written != target:
-            try:
-                os.replace(written, target)
-            except OSError as exc:
-                _remove(written)
-                problems = [f"cannot write: {exc.strerror or exc}"]
     if problems:
-        report.failed[path] = problems[0]
-        return
-    report.files += 1
-    report.bytes_written += sum(r for r in results if isinstance(r, int))
-    report.written.append(path)
+        _remove(written)
+        return problems[0]
+    if written != target:
+        try:
+            os.replace(written, target)
+        except OSError as exc:
+            _remove(written)
+            return f"cannot write: {exc.strerror or exc}"
+    return sum(results)  # type: ignore[arg-type]
 
 
 def _file_sizes(archive: "Archive"
@@ -197,13 +185,13 @@ def _file_sizes(archive: "Archive"
 
 def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]],
            rows: dict[str, tuple[int, int]], *, split: bool, report: ExtractReport
-           ) -> tuple[list[list[_Part]], dict[str, tuple[str, int]]]:
+           ) -> tuple[list[list[_Part]], dict[str, tuple[str, str, int]]]:
     """Units of work. A large file (when ``split``) is pre-created here and cut into runs of
-    chunks; ``split`` maps its path → (the file its runs write, how many runs)."""
+    chunks; ``split`` maps its path → (the file its runs write, its target, how many runs)."""
     units: list[list[_Part]] = []
     unit: list[_Part] = []
     size = 0
-    pre: dict[str, tuple[str, int]] = {}
+    pre: dict[str, tuple[str, str, int]] = {}
     for path, target, nbytes in todo:
         if split and nbytes > UNIT_BYTES:
             try:
@@ -214,7 +202,7 @@ def _parts(archive: "Archive", targets: Targets, todo: list[tuple[str, str, int]
                     targets.make_parent(path)
                     written = _precreate(target)
                     runs = _runs(info.chunks)
-                    pre[path] = (written, len(runs))
+                    pre[path] = (written, target, len(runs))
                     units.extend([[_Part(path, written, run,
                                          nbytes=sum(c.uncompressed_size for c in run))]
                                   for run in runs])
@@ -281,15 +269,16 @@ def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor 
 def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
-    single = _single_chunks(archive, unit)
-    # the one-chunk files' bytes, decoded together (one GIL-free call) and checked
-    order = list(single)
-    ready = dict(zip(order, archive.chunk_views([(unit[i].path, single[i][0]) for i in order],
-                                                verify=True)))
-    for i, part in enumerate(unit):
+    # the one-chunk files' bytes, checked and decoded together (one GIL-free call)
+    ready = archive.one_chunk_views(
+        [(p.path, p.row if p.chunks is None and p.end == p.row + 1 else -1) for p in unit],
+        verify=True)
+    for part, data in zip(unit, ready):
         try:
-            if part.chunks is None:
-                n = _write_file(archive, part, made, single.get(i), ready.get(i))
+            if data is not None and (n := _create(part.target, data, made)) >= 0:
+                pass
+            elif part.chunks is None:
+                n = _write_file(archive, part, made)
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))
@@ -297,17 +286,39 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
             out.append((part.path, exc.problem))
         except OSError as exc:  # e.g. "a" and "a/b" both in the archive
             out.append((part.path, f"cannot write: {exc.strerror or exc}"))
-    if single:  # the small files' blobs: one release for the span they cover
-        chunks = [c[0] for c in single.values()]
-        start = min(c.blob_offset for c in chunks)
-        archive.source.release(start, max(c.blob_offset + c.blob_size for c in chunks) - start)
+    rows = [p.row for p, d in zip(unit, ready) if d is not None]
+    if rows:  # the small files' blobs: one release for the span they cover
+        c = archive._cols
+        start = int(c.blob_offset[rows].min())
+        archive.source.release(start, int((c.blob_offset[rows] + c.blob_size[rows]).max()) - start)
     return out
 
 
-def _single_chunks(archive: "Archive", unit: list[_Part]) -> dict[int, tuple["Chunk", ...]]:
-    """The one-chunk files of a unit (by position), checked together by the reader."""
-    items = [(p.path, p.row if p.chunks is None and p.end == p.row + 1 else -1) for p in unit]
-    return dict(archive.one_chunk_files(items))
+def _create(target: str, data: memoryview, made: set[str]) -> int:
+    """Write a new file of checked bytes in one go: its size, or -1 when it exists already
+    (then the general path replaces it)."""
+    try:
+        fd = os.open(target, _CREATE, 0o644)
+    except FileNotFoundError:
+        parent = target.rpartition(os.sep)[0]
+        if parent in made:
+            raise
+        os.makedirs(parent, exist_ok=True)  # every path was checked: no symlink on the way
+        made.add(parent)
+        fd = os.open(target, _CREATE, 0o644)
+    except FileExistsError:
+        return -1
+    try:
+        try:
+            n = os.write(fd, data)
+            if n < data.nbytes:
+                _write_all(fd, data[n:], None)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _remove(target)
+        raise
+    return data.nbytes
 
 
 def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
@@ -320,14 +331,9 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
     return archive.file_at(part.path, part.row).chunks
 
 
-def _write_file(archive: "Archive", part: _Part, made: set[str],
-                chunks: tuple["Chunk", ...] | None = None,
-                ready: "bytes | memoryview | ZnippyError | None" = None) -> int:
-    """One whole file; ``ready``: its one chunk's checked bytes (or why they are bad)."""
-    if isinstance(ready, ZnippyError):
-        raise ready  # nothing is created for a chunk that failed its checks
-    if chunks is None:
-        chunks = _file_chunks(archive, part)
+def _write_file(archive: "Archive", part: _Part, made: set[str]) -> int:
+    """One whole file, chunk by chunk."""
+    chunks = _file_chunks(archive, part)
     target = part.target
     parent = target.rpartition(os.sep)[0]
     if parent not in made:
@@ -345,8 +351,7 @@ def _write_file(archive: "Archive", part: _Part, made: set[str],
         n = 0
         try:
             for chunk in chunks:
-                data = (ready if ready is not None
-                        else archive.chunk_view(part.path, chunk, verify=True))
+                data = archive.chunk_view(part.path, chunk, verify=True)
                 _write_all(fd, data, None)
                 n += len(data)
                 if chunk.blob_size >= RELEASE_BYTES:

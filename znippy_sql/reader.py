@@ -317,33 +317,69 @@ class Archive:
         checks what the trie gives it (for callers that already hold the rows)."""
         return self._file_at(path, path.encode("utf-8"), row)
 
-    def one_chunk_files(self, items: Sequence[tuple[str, int]]) -> dict[int, tuple[Chunk]]:
-        """Of ``(path, first lookup row)`` items, those whose file is exactly that one row,
-        checked together (vectorised) by the rule of :meth:`file_at`; keyed by position.
-        Items left out may still be valid: ask :meth:`file_at` for them."""
+    def one_chunk_views(self, items: Sequence[tuple[str, int]], *,
+                        verify: bool | None = None) -> list[memoryview | None]:
+        """The checked bytes of many small files at once: for each ``(path, first lookup
+        row)``, the file's bytes when it is exactly that one row and every check of
+        :meth:`file_at` and :meth:`chunk_view` holds; None where the caller must ask those
+        (another layout, or something wrong: they say what). The row checks are vectorised
+        and the compressed chunks decoded in one call without the GIL, so a small file costs
+        one hash and a few slices of Python."""
         c = self._cols
-        picks = [i for i, (_, r) in enumerate(items) if 0 <= r < c.n]
-        if not picks:
-            return {}
-        rows = np.array([items[i][1] for i in picks], dtype=np.int64)
+        out: list[memoryview | None] = [None] * len(items)
+        rows = np.fromiter((r for _, r in items), dtype=np.int64, count=len(items))
+        ok = (rows >= 0) & (rows < c.n)
+        if not bool(ok.any()):
+            return out
+        picks = np.flatnonzero(ok)
+        rows = rows[picks]
         nxt = np.minimum(rows + 1, c.n - 1)
+        tail = self.tail_offset
+        size, blob, stored = c.uncompressed_size[rows], c.blob_offset[rows], c.blob_size[rows]
+        packed = c.compressed[rows]
         good = ((c.chunk_seq[rows] == 0) & (c.fdata_offset[rows] == 0)
-                & ((rows + 1 == c.n) | (c.chunk_seq[nxt] == 0))).tolist()
-        offs = c.path_offsets
+                & ((rows + 1 == c.n) | (c.chunk_seq[nxt] == 0))
+                & (stored <= tail) & (blob <= tail - np.minimum(stored, tail))
+                & np.where(packed, size <= MAX_CHUNK_BYTES, stored == size))
+        offs, names, sums = c.path_offsets, c.path_data, c.checksum
         starts, ends = offs[rows].tolist(), offs[rows + 1].tolist()
         nexts = offs[np.minimum(rows + 2, c.n)].tolist()
-        cols = [col[rows].tolist() for col in (c.compressed, c.uncompressed_size,
-                                                c.blob_offset, c.blob_size)]
-        names, sums = c.path_data, c.checksum
-        found: dict[int, tuple[Chunk]] = {}
-        for k, i in enumerate(picks):
-            row = items[i][1]
+        whole = self._bytes
+        frames: list[tuple[memoryview, int]] = []
+        at: list[int] = []  # item of each frame
+        raw: list[int] = []
+        n = c.n
+        for k, (i, row, g, p, b, s, u) in enumerate(zip(
+                picks.tolist(), rows.tolist(), good.tolist(), packed.tolist(), blob.tolist(),
+                stored.tolist(), size.tolist())):
+            if not g:
+                continue
             key = items[i][0].encode("utf-8")
-            if (good[k] and names[starts[k]:ends[k]] == key
-                    and (row + 1 == c.n or names[ends[k]:nexts[k]] != key)):
-                found[i] = (Chunk(0, 0, bool(cols[0][k]), cols[1][k], cols[2][k], cols[3][k],
-                                  bytes(sums[row * 32 : row * 32 + 32])),)
-        return found
+            if names[starts[k]:ends[k]] != key or (row + 1 < n and names[ends[k]:nexts[k]] == key):
+                continue
+            view = whole[b : b + s]
+            if p:
+                frames.append((view, u))
+                at.append(i)
+            else:
+                out[i] = view
+                raw.append(i)
+        self.source.bytes_read += sum(v[0].nbytes for v in frames) + sum(
+            out[i].nbytes for i in raw)  # type: ignore[union-attr]
+        for i, view in zip(at, codec.decoder().decode_views(frames)):
+            out[i] = view
+        if self.verify_checksums if verify is None else verify:
+            for i, view in enumerate(out):
+                if view is not None:
+                    row = items[i][1] * 32
+                    if blake3.blake3(view).digest() != sums[row : row + 32]:
+                        out[i] = None  # chunk_view says what is wrong
+        return out
+
+    @cached_property
+    def _bytes(self) -> memoryview:
+        """The whole file as unsigned bytes (slices are bounded by the checked rows)."""
+        return memoryview(self.source.buffer).cast("B")
 
     def _need(self, path: str) -> FileInfo:
         info = self.find(path)
@@ -356,30 +392,9 @@ class Archive:
         data = self.chunk_view(path, chunk, verify=verify)
         return data if isinstance(data, bytes) else data.tobytes()
 
-    def chunk_views(self, items: Sequence[tuple[str, Chunk]], *, verify: bool | None = None
-                    ) -> list[bytes | memoryview | ZnippyError]:
-        """:meth:`chunk_view` of many ``(path, chunk)``, each item's bytes or its error; the
-        compressed chunks are decoded together, in one call without the GIL where the frames
-        allow it (small files: one GIL hand-over instead of one per file)."""
-        tail = self.tail_offset
-        picks = [i for i, (_, c) in enumerate(items)
-                 if c.compressed and c.blob_offset + c.blob_size <= tail
-                 and c.uncompressed_size <= MAX_CHUNK_BYTES]
-        frames = [(self.source.read(items[i][1].blob_offset, items[i][1].blob_size, "blob"),
-                   items[i][1].uncompressed_size) for i in picks]
-        decoded = dict(zip(picks, codec.decoder().decode_views(frames)))
-        out: list[bytes | memoryview | ZnippyError] = []
-        for i, (path, chunk) in enumerate(items):
-            try:
-                out.append(self.chunk_view(path, chunk, verify=verify, decoded=decoded.get(i)))
-            except ZnippyError as exc:
-                out.append(exc)
-        return out
-
-    def chunk_view(self, path: str, chunk: Chunk, *, verify: bool | None = None,
-                   decoded: memoryview | None = None) -> bytes | memoryview:
-        """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy).
-        ``decoded``: the chunk's frame already decoded (by :meth:`chunk_views`)."""
+    def chunk_view(self, path: str, chunk: Chunk, *, verify: bool | None = None
+                   ) -> bytes | memoryview:
+        """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy)."""
         # error texts are built only when something is wrong: this runs once per chunk
         def where() -> str:
             return f"{path!r} chunk {chunk.chunk_seq}: "
@@ -393,14 +408,11 @@ class Archive:
             if chunk.uncompressed_size > MAX_CHUNK_BYTES:
                 raise FormatError(f"{where()}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
-            if decoded is not None:  # chunk_views read and decoded the blob already
-                data = decoded
-            else:
-                blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
-                try:
-                    data = codec.decoder().decode_view(memoryview(blob), chunk.uncompressed_size)
-                except CodecError as exc:
-                    raise CodecError(where() + exc.problem, path=self.path) from None
+            blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
+            try:
+                data = codec.decoder().decode_view(memoryview(blob), chunk.uncompressed_size)
+            except CodecError as exc:
+                raise CodecError(where() + exc.problem, path=self.path) from None
         else:
             blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
             if chunk.blob_size != chunk.uncompressed_size:
@@ -462,7 +474,7 @@ class Archive:
         return read_meta(self)
 
     def close(self) -> None:
-        for name in ("lookup", "trie", "_cols"):
+        for name in ("lookup", "trie", "_cols", "_bytes"):
             self.__dict__.pop(name, None)
         self.source.close()
 
