@@ -23,20 +23,15 @@ class GroupRows:
     base: list[tuple[Any, ...]] = field(default_factory=list)
     extra: list[dict[str, Any] | None] = field(default_factory=list)
 
-    @property
-    def has_extra(self) -> bool:
-        return self.module is not None and bool(self.module.fields)
+    def __post_init__(self) -> None:
+        #: whether rows carry module columns (asked once per row: computed once)
+        self.has_extra = self.module is not None and bool(self.module.fields)
 
     def schema(self) -> pa.Schema:
         fields = list(BASE_FIELDS)
         if self.has_extra:
             fields += [PKG_TYPE_FIELD, *self.module.fields]  # type: ignore[union-attr]
         return pa.schema(fields)
-
-    def add(self, base: tuple[Any, ...], extra: dict[str, Any] | None) -> None:
-        self.base.append(base)
-        if self.has_extra:
-            self.extra.append(extra)
 
     def table(self) -> pa.Table:
         cols: dict[str, list[Any]] = {f.name: [] for f in BASE_FIELDS}
@@ -88,16 +83,17 @@ class BlobSink:
         to back) and record their rows."""
         digests = result.digests
         start = self.cursor
-        for i, (tag, job) in enumerate(zip(tags, jobs)):
-            size = result.stored[i]
-            compressed = result.compressed[i]
-            if compressed:
-                self.compressed_chunks += 1
-            else:
-                self.raw_chunks += 1
-            tag.rows.add((tag.path, tag.chunk_seq, job.offset, compressed, job.length, start,
-                          size, digests[32 * i : 32 * i + 32]), tag.extra)
+        for i, (tag, job, size, compressed) in enumerate(zip(tags, jobs, result.stored,
+                                                             result.compressed)):
+            rows = tag.rows
+            rows.base.append((tag.path, tag.chunk_seq, job.offset, compressed, job.length,
+                              start, size, digests[32 * i : 32 * i + 32]))
+            if rows.has_extra:
+                rows.extra.append(tag.extra)
             start += size
+        packed = sum(result.compressed)
+        self.compressed_chunks += packed
+        self.raw_chunks += len(result.stored) - packed
         self._pwrite(result.buffer)
 
     def tables(self) -> dict[GroupKey, pa.Table]:

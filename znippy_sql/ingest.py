@@ -40,7 +40,8 @@ class WriteOptions:
 
 class Ingest:
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
-                 pkg_type: int | str | None = 0, known_paths: dict[str, str] | None = None) -> None:
+                 pkg_type: int | str | None = 0,
+                 known_paths: dict[str, Entry | str] | None = None) -> None:
         if options.block_size <= 0:
             raise ValueError("block_size must be positive")
         self.options = options
@@ -48,7 +49,8 @@ class Ingest:
         self.default_pkg_type = pkg_type
         self.sink = BlobSink(fd, start)
         self.compressor = Compressor(level=options.level, workers=options.workers)
-        self.seen: dict[str, str] = known_paths if known_paths is not None else {}
+        #: path → where it came from (an Entry, or a description), for the duplicate error
+        self.seen: dict[str, Entry | str] = known_paths if known_paths is not None else {}
         self.files = 0
         self.bytes_in = 0
         self._batch: list[Job] = []
@@ -82,12 +84,14 @@ class Ingest:
     # -- adding ---------------------------------------------------------------------------
     def add(self, entry: Entry) -> None:
         path = check_relative_path(entry.relative_path)
-        if path in self.seen:
+        first = self.seen.get(path)
+        if first is not None:
+            where = first.origin if isinstance(first, Entry) else first
             raise DuplicatePathError(
-                f"duplicate relative_path {path!r}: from {self.seen[path]} and {entry.origin}",
+                f"duplicate relative_path {path!r}: from {where} and {entry.origin}",
                 path=entry.origin,
             )
-        self.seen[path] = entry.origin
+        self.seen[path] = entry
         rows = self._group(entry)
         size = entry.size()
         extra = None

@@ -39,6 +39,9 @@ PROBE_BYTES = 64 << 10
 PROBE_GAIN = 0.97  # a sample must shrink below this fraction to count as compressible
 
 
+_READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
 class Job(NamedTuple):
     """One chunk: its bytes (``data``) or where to read them (``file``, ``offset``)."""
 
@@ -70,7 +73,7 @@ def read_chunk(job: Job) -> bytes:
     assert job.file is not None
     if not job.length:
         return b""
-    fd = os.open(job.file, os.O_RDONLY)
+    fd = os.open(job.file, _READ)
     try:
         data = os.pread(fd, job.length, job.offset)
     finally:
@@ -87,11 +90,13 @@ def read_small(jobs: list[Job]) -> tuple[list[bytes], bytes] | BatchResult:
     chunks = []
     digests = bytearray()
     for job in jobs:
-        try:
-            chunk = read_chunk(job)
-        except OSError as exc:
-            return BatchResult(bytes(digests), [], [], b"", 0,
-                               (str(job.file), f"cannot read source file: {exc.strerror or exc}"))
+        chunk = job.data
+        if chunk is None:
+            try:
+                chunk = read_chunk(job)
+            except OSError as exc:
+                return BatchResult(bytes(digests), [], [], b"", 0, (
+                    str(job.file), f"cannot read source file: {exc.strerror or exc}"))
         chunks.append(chunk)
         digests += blake3.blake3(chunk).digest()
     return chunks, bytes(digests)

@@ -7,7 +7,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .errors import ZnippyError
-from .paths import check_relative_path
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
         if size is _DIR:
             stack += _listing(rel + "/", base + rel)
         else:
-            yield Entry(check_relative_path(rel), file=base + rel, known_size=size)
+            yield Entry(rel, file=base + rel, known_size=size)  # the writer checks the path
 
 
 _DIR = -1  # the size slot of a subdirectory in a listing

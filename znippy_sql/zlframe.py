@@ -34,10 +34,13 @@ _ZSTD_SHAPE = b"\x01\x01\x00\x00\x16\x00\x00\x00"
 _STORE_SHAPE = b"\x00\x01\x00"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _U32 = struct.Struct("<I")
+_ZSTD_HEAD = struct.Struct("<4sI8s")
 MAX_FAST = (1 << 32) - 1  # the shape's size field is a u32
 
 
 def leb128(value: int) -> bytes:
+    if value < 0x4000:  # the lengths of small frames: one or two bytes, no loop
+        return bytes((value,)) if value < 0x80 else bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -49,7 +52,7 @@ def leb128(value: int) -> bytes:
 def zstd_header(n: int, zstd_len: int) -> bytes:
     """The OpenZL bytes in front of a zstd frame of ``zstd_len`` bytes for an ``n``-byte
     chunk."""
-    return MAGIC_V8 + _U32.pack(n) + _ZSTD_SHAPE + leb128(zstd_len + 1) + b"\x01"
+    return _ZSTD_HEAD.pack(MAGIC_V8, n, _ZSTD_SHAPE) + leb128(zstd_len + 1) + b"\x01"
 
 
 class FastEncoder:
