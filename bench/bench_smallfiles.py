@@ -37,10 +37,10 @@ WORK = os.path.join(HERE, "out", "work-smallfiles")
 
 
 def measure_variant(name: str, pkg: str, corpus: str, ops: list[str],
-                    xroot: str) -> dict[str, tuple]:
+                    xroot: str, rnd: int) -> dict[str, tuple]:
     src = os.path.join(CORPORA, f"{corpus}@1")
     archive = os.path.join(WORK, f"{corpus}.{name}.znippy")
-    dest = os.path.join(xroot, f"{corpus}.{name}.x")
+    dest = os.path.join(xroot, f"{corpus}.{name}.x{rnd}")
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.path.abspath(pkg) + (os.pathsep + old if old else "")
     out = {}
@@ -51,12 +51,12 @@ def measure_variant(name: str, pkg: str, corpus: str, ops: list[str],
             if "create" in ops:
                 out["create"] = (r.wall, r.cpu, r.result["seconds"])
         if "extract" in ops:
-            run.rm(dest)
+            run.fresh(dest)  # deleted when all rounds are over (bench/run.py says why)
             os.sync()
             r = run.run_child(["extract", archive, dest])
             assert r.result["failed"] == 0, r.result
             out["extract"] = (r.wall, r.cpu, r.result["seconds"])
-            run.rm(dest)
+            os.sync()  # not timed: the next measurement starts without dirty pages
     finally:
         if old is None:
             del os.environ["PYTHONPATH"]
@@ -65,10 +65,10 @@ def measure_variant(name: str, pkg: str, corpus: str, ops: list[str],
     return out
 
 
-def measure_peer(corpus: str, ops: list[str], xroot: str) -> dict[str, tuple]:
+def measure_peer(corpus: str, ops: list[str], xroot: str, rnd: int) -> dict[str, tuple]:
     src = os.path.join(CORPORA, f"{corpus}@1")
     tz = os.path.join(WORK, f"{corpus}.tar.zst")
-    tx = os.path.join(xroot, f"{corpus}.tx")
+    tx = os.path.join(xroot, f"{corpus}.tx{rnd}")
     out = {}
     if "create" in ops or not os.path.exists(tz):
         run.rm(tz)
@@ -76,13 +76,30 @@ def measure_peer(corpus: str, ops: list[str], xroot: str) -> dict[str, tuple]:
         if "create" in ops:
             out["create"] = (wall, cpu, wall)
     if "extract" in ops:
-        run.rm(tx)
-        os.makedirs(tx)
+        os.makedirs(run.fresh(tx))
         os.sync()
         wall, cpu = run.shell(f"zstd -d -q -c {tz} | tar -xf - -C {tx}")
         out["extract"] = (wall, cpu, wall)
-        run.rm(tx)
+        os.sync()
     return out
+
+
+def measure_rounds(args: argparse.Namespace, variants: list[tuple[str, str]],
+                   samples: dict[tuple[str, str, str], list[tuple]]) -> None:
+    for rnd in range(args.repeat):
+        for corpus in args.corpus:
+            order = variants if rnd % 2 == 0 else variants[::-1]  # alternate who goes first
+            for name, pkg in order:
+                for op, v in measure_variant(name, pkg, corpus, args.op, args.extract_to,
+                                             rnd).items():
+                    samples.setdefault((corpus, op, name), []).append(v)
+                    print(f"round {rnd} {corpus:10} {op:7} {name:6} wall {v[0]:.2f} s "
+                          f"CPU {v[1]:.2f} s (in-call {v[2]:.2f} s)", flush=True)
+            if args.peer:
+                for op, v in measure_peer(corpus, args.op, args.extract_to, rnd).items():
+                    samples.setdefault((corpus, op, "peer"), []).append(v)
+                    print(f"round {rnd} {corpus:10} {op:7} peer   wall {v[0]:.2f} s "
+                          f"CPU {v[1]:.2f} s", flush=True)
 
 
 def main() -> None:
@@ -103,19 +120,10 @@ def main() -> None:
     # from the work tree it would import the work tree's package whatever PYTHONPATH says.
     os.chdir(WORK)
     samples: dict[tuple[str, str, str], list[tuple]] = {}
-    for rnd in range(args.repeat):
-        for corpus in args.corpus:
-            order = variants if rnd % 2 == 0 else variants[::-1]  # alternate who goes first
-            for name, pkg in order:
-                for op, v in measure_variant(name, pkg, corpus, args.op, args.extract_to).items():
-                    samples.setdefault((corpus, op, name), []).append(v)
-                    print(f"round {rnd} {corpus:10} {op:7} {name:6} wall {v[0]:.2f} s "
-                          f"CPU {v[1]:.2f} s (in-call {v[2]:.2f} s)", flush=True)
-            if args.peer:
-                for op, v in measure_peer(corpus, args.op, args.extract_to).items():
-                    samples.setdefault((corpus, op, "peer"), []).append(v)
-                    print(f"round {rnd} {corpus:10} {op:7} peer   wall {v[0]:.2f} s "
-                          f"CPU {v[1]:.2f} s", flush=True)
+    try:
+        measure_rounds(args, variants, samples)
+    finally:
+        run.clean_up()
     print(f"\nmedians of {args.repeat} alternating rounds (wall s / CPU s / in-call s):")
     print("| corpus | op | variant | wall s | CPU s | in-call s |")
     print("|---|---|---|---:|---:|---:|")
