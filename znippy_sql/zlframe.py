@@ -97,12 +97,16 @@ def parse(frame: bytes | memoryview, expected_size: int
     if view.format != "B":  # e.g. a pyarrow Buffer of the memory map exports signed bytes
         view = view.cast("B")
     head = bytes(view[:32])  # both headers fit (4 + 4 + 8 + a LEB128 of at most 10 + 1)
-    if len(head) < 12 or head[:4] != MAGIC_V8 or expected_size > MAX_FAST:
+    if expected_size > MAX_FAST or len(head) < 12:
         return None
-    if _U32.unpack_from(head, 4)[0] != expected_size:
-        return None
-    if head[8:16] == _ZSTD_SHAPE:
-        length, pos = _read_leb128(head, 16)
+    if head[:16] == _ZSTD_HEAD.pack(MAGIC_V8, expected_size, _ZSTD_SHAPE):
+        first = head[16] if len(head) > 17 else 0x80
+        if first < 0x80:  # the LEB128 length of a small frame: one or two bytes
+            length, pos = first, 17
+        elif head[17] < 0x80:
+            length, pos = (first & 0x7F) | (head[17] << 7), 18
+        else:
+            length, pos = _read_leb128(head, 16)
         if length is None or length < 1 or pos + length != len(view):
             return None
         if head[pos : pos + 5] != b"\x01" + _ZSTD_MAGIC:
@@ -114,6 +118,8 @@ def parse(frame: bytes | memoryview, expected_size: int
         except zstandard.ZstdError:
             return None
         return "zstd", payload
+    if head[:4] != MAGIC_V8 or _U32.unpack_from(head, 4)[0] != expected_size:
+        return None
     if head[8:11] == _STORE_SHAPE:
         length, pos = _read_leb128(head, 11)
         if length != expected_size or pos + length != len(view):
