@@ -15,12 +15,15 @@ page cache (the corpora were just generated or read). ``create`` fsyncs the arch
 directory; the peer pipeline ends with ``sync OUT`` so both pay for durability. Extract does
 not sync on either side.
 
-Every extraction (ours and the peer's, every repeat) goes into a directory of its own, and all
-of them are deleted only when the whole run is over. Deleting the previous extraction's
-20,000 files just before the next one is created made ext4 slow down file creation by 10-20×
-(``perf``: ``ext4_create`` → ``recently_deleted``, which skips inodes freed in the last minutes
-and reads their inode-table blocks one by one); whichever side came after a deletion paid it,
-so ``src_tree`` extract swung between 0.4 s and 9 s for the same command.
+Every extraction (ours and the peer's, every repeat) goes into a directory of its own, synced
+(untimed) before the next measurement, and all of them are deleted only when the whole run is
+over. Deleting the previous extraction's 20,000 files just before the next one is created made
+this disk's ext4 (mounted without a journal) create files 10-20× slower (``perf``:
+``ext4_create`` → ``recently_deleted``: the inode allocator skips inodes freed less than 60 s
+ago, 360 s while their inode-table blocks are dirty, reading those blocks one by one); whichever
+side came after a deletion paid it, so ``src_tree`` extract swung between 0.4 s and 9 s for the
+same command. For the same reason, start a run at least a minute after the last one ended (its
+clean-up deletes and syncs), or after anything else deleted many files on this disk.
 """
 
 from __future__ import annotations
@@ -351,6 +354,7 @@ def fresh(path: str) -> str:
 def clean_up() -> None:
     while LEFT:
         rm(LEFT.pop())
+    os.sync()  # the freed inodes' blocks clean: ext4 skips them for 60 s, not 360 s
 
 
 def check_same(src: str, dest: str) -> None:
