@@ -444,8 +444,12 @@ def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Pat
     dest = tmp_path / "out"
     (dest / "a").mkdir(parents=True)
     (dest / "a" / "raw.bin").write_bytes(b"old")
+    split = []
+    precreate = ex._precreate
+    monkeypatch.setattr(ex, "_precreate", lambda t: split.append(t) or precreate(t))
     with open_archive(_write(tmp_path, data)) as a:
-        report = a.extract(dest, workers=2)
+        report = a.extract(dest, workers=3)  # two big files, three workers: both are split
+    assert len(split) == 2
     assert list(report.failed) == ["a/text.txt"]
     assert not (dest / "a" / "text.txt").exists()
     assert (dest / "a" / "raw.bin").read_bytes() == FILES["a/raw.bin"]

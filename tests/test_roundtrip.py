@@ -394,6 +394,30 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
         assert sum(v is not None for v in views) > 50
 
 
+@pytest.mark.parametrize("big_files, split", [(1, True), (2, False), (4, False)])
+def test_big_files_are_split_only_when_too_few_for_the_workers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big_files: int, split: bool) -> None:
+    """Two threads writing runs of one file wait for its inode lock: with at least as many big
+    files as workers, each file is one unit; a lone big file is still cut for both workers."""
+    import znippy_sql.extract as ex
+
+    monkeypatch.setattr(ex, "THREAD_BYTES", 0)
+    monkeypatch.setattr(ex, "UNIT_BYTES", 3 * BLOCK)
+    files = {f"big{i}.txt": text_bytes(7 * BLOCK + i, i) for i in range(big_files)}
+    files["small.txt"] = b"tiny"
+    out = tmp_path / "a.znippy"
+    write_archive(out, [Entry(p, data=d) for p, d in files.items()], block_size=BLOCK, workers=1)
+    made: list[str] = []
+    precreate = ex._precreate
+    monkeypatch.setattr(ex, "_precreate", lambda t: made.append(t) or precreate(t))
+    with open_archive(out) as a:
+        report = a.extract(tmp_path / "d", workers=2)
+    assert report.ok and sorted(report.written) == sorted(files)
+    for p, d in files.items():
+        assert (tmp_path / "d" / p).read_bytes() == d
+    assert len(made) == (big_files if split else 0)
+
+
 def test_directory_walk_is_lazy_and_in_whole_path_byte_order(tmp_path: Path) -> None:
     """Depth first with each directory sorted by name (``/`` appended to directories) is the
     byte order of the whole paths: "a.txt" and "a-b/c" come before "a/b". Directories are
