@@ -15,9 +15,9 @@ page cache (the corpora were just generated or read). ``create`` fsyncs the arch
 directory; the peer pipeline ends with ``sync OUT`` so both pay for durability. Extract does
 not sync on either side.
 
-Every extraction (ours and the peer's, every repeat) goes into a directory of its own, synced
-(untimed) before the next measurement, and all of them are deleted only when the whole run is
-over. Deleting the previous extraction's 20,000 files just before the next one is created made
+Every archive and every extraction (ours and the peer's, every repeat) gets a name of its own;
+extractions are synced (untimed) before the next measurement, and all of them are deleted only
+when the whole run is over. Deleting the previous extraction's 20,000 files just before the next one is created made
 this disk's ext4 (mounted without a journal) create files 10-20× slower (``perf``:
 ``ext4_create`` → ``recently_deleted``: the inode allocator skips inodes freed less than 60 s
 ago, 360 s while their inode-table blocks are dirty, reading those blocks one by one); whichever
@@ -221,8 +221,11 @@ class ChildRun:
 
 def run_child(args: list[str]) -> ChildRun:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", *args]
+    # as the CLI does (znippy_sql/cli): numpy's OpenBLAS threads would spin for ~0.1 s after
+    # the import, inside the timed call; nothing in znippy uses BLAS
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env)
     peak = [0]  # highest sum of the descendants' resident memory seen at one sample
     cpus: dict[int, float] = {}
     stop = threading.Event()
@@ -290,29 +293,29 @@ class CorpusResult:
     tar_extract_cpu: float
     access: dict[str, Any] | None = None
     commands: dict[str, str] = field(default_factory=dict)
+    runs: dict[str, list[float]] = field(default_factory=dict)  # every run's seconds, by side
 
 
 def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> CorpusResult:
-    archive = os.path.join(work, f"{name}.znippy")
-    tarzst = os.path.join(work, f"{name}.tar.zst")
-    for p in (archive, tarzst):
-        rm(p)
     warm(src)
-    tar_cmd = (f"tar -cf - -C {shlex.quote(src)} . | zstd -3 -T2 -q -o {shlex.quote(tarzst)}"
-               f" && sync {shlex.quote(tarzst)}")
     create = tar = extract = untar = None
-    dest = tdest = untar_cmd = ""
+    archive = tarzst = dest = tdest = tar_cmd = untar_cmd = ""
+    runs: dict[str, list[float]] = {"create": [], "tar": [], "extract": [], "untar": []}
     for rep in range(repeat):  # best of ``repeat``: the machine is shared
         # alternate which side goes first, so neither always meets the same page cache / load
         for side in (("ours", "peer") if rep % 2 == 0 else ("peer", "ours")):
             if side == "ours":
-                rm(archive)
+                archive = fresh(os.path.join(work, f"{name}.{rep}.znippy"))
                 c = run_child(["create", src, archive, workers])
+                runs["create"].append(c.result["seconds"])
                 if create is None or c.result["seconds"] < create.result["seconds"]:
                     create = c
             else:
-                rm(tarzst)
+                tarzst = fresh(os.path.join(work, f"{name}.{rep}.tar.zst"))
+                tar_cmd = (f"tar -cf - -C {shlex.quote(src)} . | zstd -3 -T2 -q -o "
+                           f"{shlex.quote(tarzst)} && sync {shlex.quote(tarzst)}")
                 t = shell(tar_cmd)
+                runs["tar"].append(t[0])
                 tar = t if tar is None or t[0] < tar[0] else tar
         for side in (("peer", "ours") if rep % 2 == 0 else ("ours", "peer")):
             if side == "peer":
@@ -321,11 +324,13 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
                 untar_cmd = (f"zstd -d -q -c {shlex.quote(tarzst)} | "
                              f"tar -xf - -C {shlex.quote(tdest)}")
                 u = shell(untar_cmd)
+                runs["untar"].append(u[0])
                 os.sync()  # not timed: the next measurement starts without dirty pages
                 untar = u if untar is None or u[0] < untar[0] else untar
             else:
                 dest = fresh(os.path.join(work, f"{name}.x{rep}"))
                 x = run_child(["extract", archive, dest])
+                runs["extract"].append(x.result["seconds"])
                 os.sync()
                 if extract is None or x.result["seconds"] < extract.result["seconds"]:
                     extract = x
@@ -338,14 +343,14 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
         tar_extract_cpu=untar[1],
         commands={"create": f"python bench/run.py --child create {src} {archive} {workers}",
                   "tar": tar_cmd, "extract": f"python bench/run.py --child extract {archive} "
-                  f"{dest}", "untar": untar_cmd})
+                  f"{dest}", "untar": untar_cmd}, runs=runs)
     if name == "src_tree":
         res.access = run_child(["access", archive]).result
     return res
 
 
 def fresh(path: str) -> str:
-    """A directory name to extract into, left in place until :func:`clean_up`."""
+    """A name to write an archive or an extraction to, left in place until :func:`clean_up`."""
     rm(path)  # only a crashed earlier run leaves one behind
     LEFT.append(path)
     return path
@@ -445,6 +450,17 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
                      f"{r.tar_extract_s:.2f} | {mbps(r.bytes_in, r.tar_extract_s):.0f} | "
                      f"**{x:.2f}×** {ok(x >= 1.0)} | {r.extract.cpu:.2f} / "
                      f"{r.tar_extract_cpu:.2f} |")
+    lines += [
+        "",
+        "Every run, in order (seconds; the tables above take the best of each side):",
+        "",
+        "| corpus | create znippy | tar+zstd | extract znippy | zstd -d \\| tar -x |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        cells = [", ".join(f"{v:.2f}" for v in r.runs.get(k, []))
+                 for k in ("create", "tar", "extract", "untar")]
+        lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
     acc = next((r.access for r in results if r.access), None)
     if acc:
         lines += [

@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+
+# This process is the CLI's own. Nothing in znippy uses BLAS, and numpy's OpenBLAS starts one
+# thread per core that spins for ~0.1 s after import (measured: ~0.15 s of CPU per process),
+# which on a small machine is taken from the work; one thread means none are started.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from ..errors import ZnippyError
 
