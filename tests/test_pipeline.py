@@ -189,6 +189,25 @@ def test_incompressible_chunks_are_probed_not_compressed_by_the_threads() -> Non
     assert all(res.compressed == [False] and res.encoded == 0 for _, res in got)
 
 
+def test_window_is_bounded_in_bytes_and_batches() -> None:
+    """However the batches finish, what waits in the window stays under the byte budget
+    (WINDOW_BLOCKS × workers × block size) and the batch cap; results come back in order."""
+    comp = Compressor(level=codec.DEFAULT_LEVEL, workers=2, block_size=MiB)
+    budget = pipeline.WINDOW_BLOCKS * 2 * MiB
+    big = text_bytes(MiB, 7)
+    got = []
+    for i in range(40):
+        batch = ([Job(big, None, 0, MiB, False)] if i % 4 == 0 else
+                 [Job(big[:1000 + i], None, 0, 1000 + i, False)])
+        got += comp.submit(batch, i)
+        assert comp._in_flight <= budget
+        assert len(comp._window) <= pipeline.WINDOW_BATCHES * 2
+    got += comp.drain()
+    comp.close()
+    assert [t for t, _ in got] == list(range(40))
+    assert comp._in_flight == 0
+
+
 def test_unguarded_script_still_writes_the_same_archive(tmp_path: Path) -> None:
     """A script that calls write_archive at top level (no ``__main__`` guard) works: the
     writer starts no processes that would re-import it — same bytes as one worker."""

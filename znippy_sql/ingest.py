@@ -48,7 +48,8 @@ class Ingest:
         self.default_repo = repo
         self.default_pkg_type = pkg_type
         self.sink = BlobSink(fd, start)
-        self.compressor = Compressor(level=options.level, workers=options.workers)
+        self.compressor = Compressor(level=options.level, workers=options.workers,
+                                     block_size=options.block_size)
         #: path → where it came from (an Entry, or a description), for the duplicate error
         self.seen: dict[str, Entry | str] = known_paths if known_paths is not None else {}
         self.files = 0

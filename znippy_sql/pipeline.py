@@ -16,8 +16,9 @@ compressed, and when none of them shrinks by ``PROBE_GAIN`` the chunk is stored 
 compressing it whole (random or already-compressed data costs a few percent of a full pass).
 The probe depends only on the chunk's bytes, so output stays deterministic.
 
-At most ``2 × workers + 1`` batches are in flight. Memory is bounded by the window:
-``2 × workers + 1`` batch results of at most ``BATCH_BYTES + block_size`` each.
+The window of batches in flight is bounded in input bytes (``WINDOW_BLOCKS × workers ×
+block_size``, plus the one batch that crosses it) and in batches (``WINDOW_BATCHES ×
+workers``); memory is bounded by it: a batch's result is never larger than its input.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ SMALL_CHUNK = 256 << 10  # a batch of chunks no bigger is read and hashed by the
 PROBE_MIN = 1 << 20  # chunks at least this big are probed before a full compression
 PROBE_BYTES = 64 << 10
 PROBE_GAIN = 0.97  # a sample must shrink below this fraction to count as compressible
+#: In flight at once (submitted, running, or done and waiting for the ones before them): at
+#: most ``WINDOW_BLOCKS × workers × block_size`` bytes of input and ``WINDOW_BATCHES ×
+#: workers`` batches. A byte budget rather than a batch count lets small batches keep a
+#: worker busy while the other compresses a big chunk that results wait behind.
+WINDOW_BLOCKS = 2
+WINDOW_BATCHES = 8
 
 
 _READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
@@ -173,11 +180,13 @@ class Compressor:
     worker everything runs in the caller's thread.
     """
 
-    def __init__(self, *, level: int, workers: int | None) -> None:
+    def __init__(self, *, level: int, workers: int | None, block_size: int = 10 << 20) -> None:
         self.level = level
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self._pool: ThreadPoolExecutor | None = None
-        self._window: deque[tuple[object, Future[BatchResult]]] = deque()
+        self._window: deque[tuple[object, Future[BatchResult], int]] = deque()
+        self._budget = WINDOW_BLOCKS * self.workers * max(block_size, BATCH_BYTES)
+        self._in_flight = 0  # input bytes of the batches in the window
 
     def submit(self, batch: list[Job], tag: object) -> list[tuple[object, BatchResult]]:
         if self.workers == 1:
@@ -185,19 +194,22 @@ class Compressor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="znippy-compress")
         window = self._window
+        nbytes = sum(job.length for job in batch)
+        future: Future[BatchResult]
         if all(job.length <= SMALL_CHUNK for job in batch):
             prepared = read_small(batch)
             if isinstance(prepared, BatchResult):  # a file could not be read
-                failed: Future[BatchResult] = Future()
-                failed.set_result(prepared)
-                window.append((tag, failed))
+                future = Future()
+                future.set_result(prepared)
             else:
-                window.append((tag, self._pool.submit(compress_small, batch, *prepared,
-                                                      self.level)))
+                future = self._pool.submit(compress_small, batch, *prepared, self.level)
         else:  # a big chunk: the worker reads, hashes and probes it (GIL released)
-            window.append((tag, self._pool.submit(run_batch, batch, self.level)))
+            future = self._pool.submit(run_batch, batch, self.level)
+        window.append((tag, future, nbytes))
+        self._in_flight += nbytes
         done = []
-        while window and (len(window) > 2 * self.workers or window[0][1].done()):
+        while window and (len(window) > WINDOW_BATCHES * self.workers
+                          or self._in_flight > self._budget or window[0][1].done()):
             done.append(self._pop())
         return done
 
@@ -208,11 +220,13 @@ class Compressor:
         return done
 
     def _pop(self) -> tuple[object, BatchResult]:
-        tag, future = self._window.popleft()
+        tag, future, nbytes = self._window.popleft()
+        self._in_flight -= nbytes
         return tag, future.result()
 
     def close(self) -> None:
         self._window.clear()
+        self._in_flight = 0
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
