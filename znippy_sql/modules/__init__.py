@@ -87,6 +87,8 @@ def all_modules() -> list[Module]:
 
 def for_pkg_type(pkg_type: int) -> Module | None:
     """The module that owns ``pkg_type`` (first by name when several do), if any."""
+    if not 1 <= pkg_type <= 127:
+        return None  # no module may own it (register): the untyped group loads no plugins
     return next((m for m in all_modules() if m.pkg_type == pkg_type), None)
 
 
