@@ -260,8 +260,12 @@ def test_extract_with_workers_and_split_files(tmp_path: Path,
     (dest / "big").mkdir(parents=True)
     (dest / "big" / "a.log").write_bytes(b"old content")
     seen: list[tuple[int, int]] = []
-    with open_archive(out) as a:
-        report = a.extract(dest, workers=2, progress=lambda f, b: seen.append((f, b)))
+    split: list[str] = []
+    precreate = ex._precreate
+    monkeypatch.setattr(ex, "_precreate", lambda t: split.append(t) or precreate(t))
+    with open_archive(out) as a:  # two big files, three workers: both are cut into runs
+        report = a.extract(dest, workers=3, progress=lambda f, b: seen.append((f, b)))
+    assert len(split) == 2
     assert report.ok and report.files == len(files)
     assert report.written == sorted(files, key=lambda p: p.encode())
     assert report.bytes_written == sum(map(len, files.values()))

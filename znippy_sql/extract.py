@@ -280,12 +280,10 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
         verify=True)
     for part, data in zip(unit, ready):
         try:
-            if data is not None and (n := _create(part.target, data, made)) >= 0:
-                pass
-            elif part.chunks is None:
-                n = _write_file(archive, part, made)
-            else:
-                n = _write_run(archive, part)
+            n = -1 if data is None else _create(part.target, data, made)
+            if n < 0:  # not a checked one-chunk file, or one that exists already
+                n = (_write_file(archive, part, made) if part.chunks is None
+                     else _write_run(archive, part))
             out.append((part.path, n))
         except ZnippyError as exc:
             out.append((part.path, exc.problem))
