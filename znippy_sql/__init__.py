@@ -33,8 +33,8 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
 
 __version__ = "0.1.0"
 
-# Everything but the errors is imported on first use: a compression worker process imports
-# this package too, and should not pay for pyarrow, duckdb or pyiceberg it never touches.
+# Everything but the errors is imported on first use: `import znippy_sql` stays cheap, and
+# pyarrow, duckdb or pyiceberg are imported by the parts that use them.
 _LAZY = {
     "Archive": ("znippy_sql.reader", "Archive"),
     "open_archive": ("znippy_sql.reader", "open_archive"),
