@@ -319,6 +319,7 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
                 t = shell(tar_cmd)
                 runs["tar"].append(t[0])
                 tar = t if tar is None or t[0] < tar[0] else tar
+        runs.setdefault("probe", []).append(probe_creation(work, f"{name}.probe{rep}"))
         for side in (("peer", "ours") if rep % 2 == 0 else ("ours", "peer")):
             if side == "peer":
                 tdest = fresh(os.path.join(work, f"{name}.tx{rep}"))
@@ -349,6 +350,17 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
     if name == "src_tree":
         res.access = run_child(["access", archive]).result
     return res
+
+
+def probe_creation(work: str, name: str, files: int = 1000) -> float:
+    """Microseconds to create one empty file here, now (the disk's state before an extract
+    round; the files stay until the clean-up, so the probe deletes nothing)."""
+    root = fresh(os.path.join(work, name))
+    os.makedirs(root)
+    t = time.perf_counter()
+    for i in range(files):
+        os.close(os.open(os.path.join(root, f"f{i}"), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    return (time.perf_counter() - t) / files * 1e6
 
 
 def fresh(path: str) -> str:
@@ -403,12 +415,14 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "znippy is measured **in process through the Python API** (`write_archive(out, src, "
         f"workers={workers})`, `open_archive(a).extract(dest)`) inside a fresh child "
         "interpreter per measurement (`bench/run.py --child ...`), timed by the child around "
-        "the call (interpreter start-up and the package import excluded; whatever the call imports, and its worker threads, included). The "
-        "peer is timed around the whole shell pipeline. Both read warm page cache. "
+        "the call (interpreter start-up and the package import excluded; whatever the call "
+        "imports, and its worker threads, included), with `OPENBLAS_NUM_THREADS=1` as the CLI "
+        "sets it. The peer is timed around the whole shell pipeline. Both read warm page cache. "
         "`create` fsyncs the archive and its directory; the peer ends with `sync OUT`. "
         f"Each figure is the best of {repeat} run(s), the two sides alternating which goes "
         "first. CPU s = user + system seconds of all "
-        "processes involved (znippy: the child and any processes it starts — none since session 2 —, sampled from `/proc`; "
+        "processes involved (znippy: the child and any processes it starts — none since "
+        "session 2 —, sampled from `/proc`; "
         "peer: `sh` and its pipeline, from `RUSAGE_CHILDREN`) — less sensitive to the shared "
         "machine's load than wall time.",
         "",
@@ -454,14 +468,17 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
                      f"{r.tar_extract_cpu:.2f} |")
     lines += [
         "",
-        "Every run, in order (seconds; the tables above take the best of each side):",
+        "Every run, in order (seconds; the tables above take the best of each side). Probe: "
+        "µs to create one empty file on this disk just before each extract round (1,000 "
+        "files; ~10-20 µs is the disk's normal state, far more means it is skipping recently "
+        "freed inodes, see the module docstring):",
         "",
-        "| corpus | create znippy | tar+zstd | extract znippy | zstd -d \\| tar -x |",
-        "|---|---|---|---|---|",
+        "| corpus | create znippy | tar+zstd | extract znippy | zstd -d \\| tar -x | probe µs |",
+        "|---|---|---|---|---|---|",
     ]
     for r in results:
-        cells = [", ".join(f"{v:.2f}" for v in r.runs.get(k, []))
-                 for k in ("create", "tar", "extract", "untar")]
+        cells = [", ".join(f"{v:.2f}" if k != "probe" else f"{v:.0f}" for v in r.runs.get(k, []))
+                 for k in ("create", "tar", "extract", "untar", "probe")]
         lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
     acc = next((r.access for r in results if r.access), None)
     if acc:
