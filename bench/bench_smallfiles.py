@@ -11,9 +11,10 @@ compared by alternating runs and medians:
 runs every variant (``NAME=DIR``: a directory holding a ``znippy_sql`` package, put first on
 ``PYTHONPATH`` of the child; ``.`` is the work tree) once per round, rounds ``--repeat`` times,
 and prints the median wall and CPU seconds per (corpus, operation, variant). ``--peer`` adds
-``tar | zstd -3 -T2`` and ``zstd -d | tar -x`` in the same rounds. ``--extract-to /dev/shm`` extracts into tmpfs: file
-creation on this machine's shared ext4 disk (mounted with ``discard``) costs 40-500 us a file
-depending on what else runs, which swamps every other per-file cost.
+``tar | zstd -3 -T2`` and ``zstd -d | tar -x`` in the same rounds. ``--extract-to /dev/shm``
+extracts into tmpfs, without the disk. Every extraction gets a directory of its own, deleted
+when all rounds are over: on this disk, creating files within minutes of deleting many others
+is 10-20× slower (``bench/run.py`` says why), so wait six minutes after a run before the next.
 
 A baseline snapshot for ``base`` is made with e.g.
 ``git archive HEAD znippy_sql | tar -x -C /tmp/znippy-base``.
