@@ -339,6 +339,17 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
                     extract = x
     assert create is not None and tar is not None and extract is not None and untar is not None
     check_same(src, dest)
+    # the same through the CLI, end to end (interpreter start and imports included)
+    cli = shlex.quote(os.path.join(os.path.dirname(sys.executable), "znippy-sql"))
+    runs["cli_create"], runs["cli_extract"] = [], []
+    for rep in range(repeat):
+        out = fresh(os.path.join(work, f"{name}.cli{rep}.znippy"))
+        runs["cli_create"].append(shell(f"{cli} create {shlex.quote(src)} -o "
+                                        f"{shlex.quote(out)} > /dev/null")[0])
+        cdest = fresh(os.path.join(work, f"{name}.cli{rep}.x"))
+        runs["cli_extract"].append(shell(f"{cli} extract {shlex.quote(out)} -o "
+                                         f"{shlex.quote(cdest)} > /dev/null")[0])
+        os.sync()
     res = CorpusResult(
         name=name, src=src, files=create.result["files"], bytes_in=create.result["bytes_in"],
         create=create, tar_create_s=tar[0], tar_create_cpu=tar[1],
@@ -480,6 +491,22 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         cells = [", ".join(f"{v:.2f}" if k != "probe" else f"{v:.0f}" for v in r.runs.get(k, []))
                  for k in ("create", "tar", "extract", "untar", "probe")]
         lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The same through the CLI, end to end (`znippy-sql create SRC -o OUT`, `znippy-sql "
+        "extract OUT -o DIR`, after the rounds above; interpreter start and imports included): "
+        "best of the runs (all of them in brackets) against the peer's best:",
+        "",
+        "| corpus | `znippy-sql create` s | × tar+zstd | `znippy-sql extract` s "
+        "| × zstd -d \\| tar -x |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        cc, cx = r.runs.get("cli_create", []), r.runs.get("cli_extract", [])
+        if cc and cx:
+            every = [" [" + ", ".join(f"{v:.2f}" for v in x) + "]" for x in (cc, cx)]
+            lines.append(f"| {r.name} | {min(cc):.2f}{every[0]} | {r.tar_create_s / min(cc):.2f}× "
+                         f"| {min(cx):.2f}{every[1]} | {r.tar_extract_s / min(cx):.2f}× |")
     acc = next((r.access for r in results if r.access), None)
     if acc:
         lines += [
