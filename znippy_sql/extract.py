@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -245,14 +245,9 @@ def _runs(chunks: Sequence["Chunk"]) -> list[tuple["Chunk", ...]]:
 
 def _precreate(target: str) -> str:
     """Create the file a split extraction fills (or its temporary sibling if it exists)."""
-    try:
-        os.close(os.open(target, _CREATE, 0o644))
-        return target
-    except FileExistsError:
-        tmp = _tmp_name(target)
-        _remove(tmp)
-        os.close(os.open(tmp, _CREATE, 0o644))
-        return tmp
+    fd, written = _open_new(target)
+    os.close(fd)
+    return written
 
 
 def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
@@ -280,10 +275,12 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
         verify=True)
     for part, data in zip(unit, ready):
         try:
-            n = -1 if data is None else _create(part.target, data, made)
-            if n < 0:  # not a checked one-chunk file, or one that exists already
-                n = (_write_file(archive, part, made) if part.chunks is None
-                     else _write_run(archive, part))
+            if data is not None:  # a one-chunk file, its bytes checked already
+                n = _write_new(part.target, made, (data,))
+            elif part.chunks is None:
+                n = _write_file(archive, part, made)
+            else:
+                n = _write_run(archive, part)
             out.append((part.path, n))
         except ZnippyError as exc:
             out.append((part.path, exc.problem))
@@ -297,31 +294,44 @@ def _write_unit(archive: "Archive", unit: list[_Part]) -> list[tuple[str, Outcom
     return out
 
 
-def _create(target: str, data: memoryview, made: set[str]) -> int:
-    """Write a new file of checked bytes in one go: its size, or -1 when it exists already
-    (then the general path replaces it)."""
+def _open_new(target: str, made: set[str] | None = None) -> tuple[int, str]:
+    """A descriptor of a new file for ``target``, and its name: ``target`` itself, or a hidden
+    temporary sibling when a file is there already (renamed over it once written, so a failure
+    leaves the old file as it was). With ``made``, a missing parent directory is made, once per
+    set (every path was checked: no symlink on the way)."""
     try:
-        fd = os.open(target, _CREATE, 0o644)
+        return os.open(target, _CREATE, 0o644), target
     except FileNotFoundError:
         parent = target.rpartition(os.sep)[0]
-        if parent in made:
+        if made is None or parent in made:
             raise
-        os.makedirs(parent, exist_ok=True)  # every path was checked: no symlink on the way
+        os.makedirs(parent, exist_ok=True)
         made.add(parent)
-        fd = os.open(target, _CREATE, 0o644)
+        return _open_new(target, made)
     except FileExistsError:
-        return -1
+        tmp = _tmp_name(target)
+        _remove(tmp)
+        return os.open(tmp, _CREATE, 0o644), tmp
+
+
+def _write_new(target: str, made: set[str], pieces: Iterable[bytes | memoryview]) -> int:
+    """Write ``target`` from ``pieces`` in order (see :func:`_open_new`); its size. On any
+    failure nothing is left under either name."""
+    fd, written = _open_new(target, made)
     try:
+        n = 0
         try:
-            n = os.write(fd, data)
-            if n < data.nbytes:
-                _write_all(fd, data[n:], None)
+            for data in pieces:
+                _write_all(fd, data, None)
+                n += len(data)
         finally:
             os.close(fd)
+        if written != target:
+            os.replace(written, target)
     except BaseException:
-        _remove(target)
+        _remove(written)
         raise
-    return data.nbytes
+    return n
 
 
 def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
@@ -335,50 +345,29 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
 
 
 def _write_file(archive: "Archive", part: _Part, made: set[str]) -> int:
-    """One whole file, chunk by chunk."""
+    """A whole file, chunk by chunk (its chunks are checked before anything is created)."""
     chunks = _file_chunks(archive, part)
-    target = part.target
-    parent = target.rpartition(os.sep)[0]
-    if parent not in made:
-        os.makedirs(parent, exist_ok=True)  # every path was checked: no symlink on the way
-        made.add(parent)
-    try:
-        fd = os.open(target, _CREATE, 0o644)
-        tmp = None
-    except FileExistsError:  # replace an existing file through a temporary sibling
-        tmp = _tmp_name(target)
-        _remove(tmp)
-        fd = os.open(tmp, _CREATE, 0o644)
-    written = tmp if tmp is not None else target
-    try:
-        n = 0
-        try:
-            for chunk in chunks:
-                data = archive.chunk_view(part.path, chunk, verify=True)
-                _write_all(fd, data, None)
-                n += len(data)
-                if chunk.blob_size >= RELEASE_BYTES:
-                    archive.source.release(chunk.blob_offset, chunk.blob_size)
-        finally:
-            os.close(fd)
-        if tmp is not None:
-            os.replace(tmp, target)
-    except BaseException:
-        _remove(written)
-        raise
-    return n
+    return _write_new(part.target, made, (data for _, data in _decoded(archive, part.path, chunks)))
+
+
+def _decoded(archive: "Archive", path: str, chunks: Iterable["Chunk"]
+             ) -> Iterator[tuple["Chunk", bytes | memoryview]]:
+    """Each chunk and its checked bytes; a big blob's mapped pages are dropped once the caller
+    has written it (when it asks for the next)."""
+    for chunk in chunks:
+        yield chunk, archive.chunk_view(path, chunk, verify=True)
+        if chunk.blob_size >= RELEASE_BYTES:
+            archive.source.release(chunk.blob_offset, chunk.blob_size)
 
 
 def _write_run(archive: "Archive", part: _Part) -> int:
+    """A run of chunks of a pre-created file, each at its offset."""
     fd = os.open(part.target, _OPEN)
     try:
         n = 0
-        for chunk in part.chunks:
-            data = archive.chunk_view(part.path, chunk, verify=True)
+        for chunk, data in _decoded(archive, part.path, part.chunks or ()):
             _write_all(fd, data, chunk.fdata_offset)
             n += len(data)
-            if chunk.blob_size >= RELEASE_BYTES:
-                archive.source.release(chunk.blob_offset, chunk.blob_size)
         return n
     finally:
         os.close(fd)
