@@ -431,7 +431,8 @@ def test_random_flips_only_znippy_errors(good: bytes, tmp_path: Path,
 
 
 def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     split_files: list[str]) -> None:
     import znippy_sql.extract as ex
 
     monkeypatch.setattr(ex, "UNIT_BYTES", 4096)
@@ -444,12 +445,9 @@ def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Pat
     dest = tmp_path / "out"
     (dest / "a").mkdir(parents=True)
     (dest / "a" / "raw.bin").write_bytes(b"old")
-    split = []
-    precreate = ex._precreate
-    monkeypatch.setattr(ex, "_precreate", lambda t: split.append(t) or precreate(t))
     with open_archive(_write(tmp_path, data)) as a:
         report = a.extract(dest, workers=3)  # two big files, three workers: both are split
-    assert len(split) == 2
+    assert len(split_files) == 2
     assert list(report.failed) == ["a/text.txt"]
     assert not (dest / "a" / "text.txt").exists()
     assert (dest / "a" / "raw.bin").read_bytes() == FILES["a/raw.bin"]

@@ -97,13 +97,11 @@ def read_small(jobs: list[Job]) -> tuple[list[bytes], bytes] | BatchResult:
     chunks = []
     digests = bytearray()
     for job in jobs:
-        chunk = job.data
-        if chunk is None:
-            try:
-                chunk = read_chunk(job)
-            except OSError as exc:
-                return BatchResult(bytes(digests), [], [], b"", 0, (
-                    str(job.file), f"cannot read source file: {exc.strerror or exc}"))
+        try:
+            chunk = read_chunk(job)
+        except OSError as exc:
+            return BatchResult(bytes(digests), [], [], b"", 0,
+                               (str(job.file), f"cannot read source file: {exc.strerror or exc}"))
         chunks.append(chunk)
         digests += blake3.blake3(chunk).digest()
     return chunks, bytes(digests)
