@@ -302,7 +302,8 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
     warm(src)
     create = tar = extract = untar = None
     archive = tarzst = dest = tdest = tar_cmd = untar_cmd = ""
-    runs: dict[str, list[float]] = {"create": [], "tar": [], "extract": [], "untar": []}
+    runs: dict[str, list[float]] = {k: [] for k in ("create", "tar", "probe", "extract", "untar",
+                                                    "cli_create", "cli_extract")}
     for rep in range(repeat):  # best of ``repeat``: the machine is shared
         # alternate which side goes first, so neither always meets the same page cache / load
         for side in (("ours", "peer") if rep % 2 == 0 else ("peer", "ours")):
@@ -319,7 +320,7 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
                 t = shell(tar_cmd)
                 runs["tar"].append(t[0])
                 tar = t if tar is None or t[0] < tar[0] else tar
-        runs.setdefault("probe", []).append(probe_creation(work, f"{name}.probe{rep}"))
+        runs["probe"].append(probe_creation(work, f"{name}.probe{rep}"))
         for side in (("peer", "ours") if rep % 2 == 0 else ("ours", "peer")):
             if side == "peer":
                 tdest = fresh(os.path.join(work, f"{name}.tx{rep}"))
@@ -341,7 +342,6 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
     check_same(src, dest)
     # the same through the CLI, end to end (interpreter start and imports included)
     cli = shlex.quote(os.path.join(os.path.dirname(sys.executable), "znippy-sql"))
-    runs["cli_create"], runs["cli_extract"] = [], []
     for rep in range(repeat):
         out = fresh(os.path.join(work, f"{name}.cli{rep}.znippy"))
         runs["cli_create"].append(shell(f"{cli} create {shlex.quote(src)} -o "
