@@ -15,10 +15,8 @@ from .blobs import BlobSink, ChunkTag, GroupRows
 from .errors import DuplicatePathError, ZnippyError
 from .paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, BatchResult, Compressor, Job
-from .schema import GroupKey, is_reserved, resolve_pkg_type
+from .schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
 from .source import Entry
-
-DEFAULT_BLOCK_SIZE = 10 * 1024 * 1024
 
 
 @dataclass(frozen=True)

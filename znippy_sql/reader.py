@@ -22,12 +22,12 @@ import ducer
 import google_crc32c
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import codec
 from .errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
 from .footer import FOOTER_LEN, decode_footer
 from .ipc import describe, read_stream
+from .kernels import filter_by, take
 from .manifest import ManifestRow, decode_manifest
 from .rangeio import RangeSource
 from .schema import (
@@ -251,6 +251,11 @@ class Archive:
         return _Columns(self.lookup)
 
     @cached_property
+    def first_paths(self) -> list[str]:
+        """The path of each lookup row with ``chunk_seq = 0``, in lookup order."""
+        return take(self.lookup.column("relative_path"), self._cols.first_rows).to_pylist()
+
+    @cached_property
     def trie(self) -> ducer.Map:
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", TRIE))
         buf = self.source.read(row.index_offset, row.index_len, TRIE)
@@ -441,10 +446,16 @@ class Archive:
 
     def select(self, *, repo: str | None = None, pkg_type: int | str | None = None,
                glob: str | None = None) -> list[str]:
-        """Paths of the files that match every given filter, in path order."""
-        idx = self.index(pkg_type=pkg_type, repo=repo)
-        first = idx.filter(pc.equal(idx.column("chunk_seq"), 0)).column("relative_path")
-        paths = sorted(first.to_pylist(), key=lambda p: p.encode("utf-8"))
+        """Paths of the files that match every given filter, in path order (UTF-8 byte order,
+        which is code point order). Without ``repo``/``pkg_type`` they come from the lookup
+        (the union of every group's rows), otherwise from the matching data sub-indexes."""
+        if repo is None and pkg_type is None:
+            paths = sorted(self.first_paths)  # already in order unless the lookup is damaged
+        else:
+            idx = self.index(pkg_type=pkg_type, repo=repo)
+            seq = idx.column("chunk_seq").to_numpy()
+            first = filter_by(idx.column("relative_path"), pa.array(seq == 0))
+            paths = sorted(first.to_pylist())
         if glob is not None:
             rx = re.compile(fnmatch.translate(glob))
             paths = [p for p in paths if rx.match(p)]
@@ -504,9 +515,9 @@ def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
         n = t.num_rows
         if "pkg_type" in t.schema.names:
             t = t.drop_columns(["pkg_type"])
-        t = t.append_column("repo", pa.repeat(key.repo, n).cast(pa.utf8()))
+        t = t.append_column("repo", pa.repeat(pa.scalar(key.repo, pa.utf8()), n))
         t = t.append_column("pkg_type", pa.repeat(pa.scalar(key.pkg_type, pa.int8()), n))
-        t = t.append_column("module_name", pa.repeat(key.module_name, n).cast(pa.utf8()))
+        t = t.append_column("module_name", pa.repeat(pa.scalar(key.module_name, pa.utf8()), n))
         parts.append(t)
     if not parts:
         extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),

@@ -66,6 +66,8 @@ PKG_TYPE_NAMES: dict[int, str] = {
 }
 
 RESERVED_PKG_TYPE = -1
+#: FORMAT §3: files are cut into chunks of this many bytes unless told otherwise
+DEFAULT_BLOCK_SIZE = 10 * 1024 * 1024
 LOOKUP = "__lookup__"
 TRIE = "__trie__"
 META = "__meta__"

@@ -15,14 +15,10 @@ from typing import BinaryIO, Union
 import ducer
 import pyarrow as pa
 
-try:  # the kernels without the pyarrow.compute wrappers, which take ~35 ms to import
-    from pyarrow._compute import SortOptions, call_function
-except ImportError:  # pragma: no cover
-    from pyarrow.compute import SortOptions, call_function
-
 from .errors import FormatError
 from .footer import align_up, encode_footer
 from .ipc import stream_bytes
+from .kernels import SortOptions, call_function
 from .manifest import ManifestRow, encode_manifest
 from .schema import (
     ARROW_SECTIONS,

@@ -24,8 +24,7 @@ import pyarrow as pa
 
 from ..codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
-from ..ingest import DEFAULT_BLOCK_SIZE
-from ..schema import BASE_NAMES, pkg_type_name, resolve_pkg_type
+from ..schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
