@@ -454,3 +454,17 @@ def test_released_pages_read_back_the_same(tmp_path: Path) -> None:
     assert keep == copy
     assert bytes(view) == data[1000:251_000] and bytes(src.read(0, 300_000)) == data
     src.close()
+
+
+def test_select_is_in_utf8_byte_order_from_lookup_or_sub_indexes(tmp_path: Path) -> None:
+    """Without a filter select() reads the lookup, with one the sub-indexes; both give the
+    paths in UTF-8 byte order (= code point order: no encode per path is needed)."""
+    names = ["z", "é/a", "€", "\U0001d11e.txt", "a/b", "a.txt", "ÿ", "a"]
+    write_archive(tmp_path / "u.znippy",
+                  [Entry(n, data=n.encode(), repo="r" if i % 2 else "") for i, n in enumerate(names)],
+                  workers=1)
+    with open_archive(tmp_path / "u.znippy") as a:
+        by_bytes = sorted(names, key=lambda p: p.encode("utf-8"))
+        assert a.select() == by_bytes
+        assert sorted(a.select(repo="r") + a.select(repo=""), key=str.encode) == by_bytes
+        assert a.select(repo="r") == [n for n in by_bytes if names.index(n) % 2]
