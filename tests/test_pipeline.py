@@ -13,7 +13,8 @@ import pyarrow.compute as pc
 import pytest
 from conftest import random_bytes, text_bytes
 
-from znippy_sql import CodecError, Entry, codec, open_archive, pipeline, write_archive
+from znippy_sql import (ArchiveWriter, CodecError, DuplicatePathError, Entry, codec, open_archive,
+                        pipeline, write_archive)
 from znippy_sql.pipeline import Compressor, Job, run_batch
 
 MiB = 1 << 20
@@ -206,6 +207,26 @@ def test_window_is_bounded_in_bytes_and_batches() -> None:
     comp.close()
     assert [t for t, _ in got] == list(range(40))
     assert comp._in_flight == 0
+
+
+def test_written_data_entries_are_not_kept(tmp_path: Path) -> None:
+    """The bytes of a ``data=`` entry are let go once written, not kept to the end of the
+    write (memory of a generator of in-memory entries stays bounded by the window; the
+    duplicate check keeps a description, not the Entry)."""
+    import sys
+
+    datas = [text_bytes(200_000, i) for i in range(40)]
+    with ArchiveWriter(tmp_path / "m.znippy", block_size=MiB, workers=2, fsync=False) as w:
+        for i, data in enumerate(datas):
+            w.add(f"d/{i:02d}.txt", data=data)
+        with pytest.raises(DuplicatePathError, match=r"from <data d/03.txt> and <data d/03.txt>"):
+            w.add("d/03.txt", data=b"again")
+    assert w.report is not None and w.report.files == 40
+    del data
+    # held by the list alone, like bytes the writer never saw: neither the writer nor its
+    # duplicate check holds an entry (the writer object is still alive here)
+    controls = [text_bytes(10, i) for i in range(40)]
+    assert [sys.getrefcount(d) for d in datas] == [sys.getrefcount(c) for c in controls]
 
 
 def test_unguarded_script_still_writes_the_same_archive(tmp_path: Path) -> None:

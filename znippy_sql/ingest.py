@@ -19,6 +19,10 @@ from .schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
 from .source import Entry
 
 
+#: the ``seen`` value of a path whose bytes came as ``data=``
+IN_MEMORY = "<data>"
+
+
 @dataclass(frozen=True)
 class WriteOptions:
     level: int = codec.DEFAULT_LEVEL
@@ -39,7 +43,7 @@ class WriteOptions:
 class Ingest:
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
                  pkg_type: int | str | None = 0,
-                 known_paths: dict[str, Entry | str] | None = None) -> None:
+                 known_paths: dict[str, str] | None = None) -> None:
         if options.block_size <= 0:
             raise ValueError("block_size must be positive")
         self.options = options
@@ -48,8 +52,10 @@ class Ingest:
         self.sink = BlobSink(fd, start)
         self.compressor = Compressor(level=options.level, workers=options.workers,
                                      block_size=options.block_size)
-        #: path → where it came from (an Entry, or a description), for the duplicate error
-        self.seen: dict[str, Entry | str] = known_paths if known_paths is not None else {}
+        #: path → where it came from (a source file, a description, or ``IN_MEMORY``), for the
+        #: duplicate error. Never the Entry: that would keep every ``data=`` entry's bytes (and
+        #: every Entry, which the cyclic GC then walks again and again) alive to the end.
+        self.seen: dict[str, str] = known_paths if known_paths is not None else {}
         self.files = 0
         self.bytes_in = 0
         self._batch: list[Job] = []
@@ -85,12 +91,12 @@ class Ingest:
         path = check_relative_path(entry.relative_path)
         first = self.seen.get(path)
         if first is not None:
-            where = first.origin if isinstance(first, Entry) else first
+            where = f"<data {path}>" if first is IN_MEMORY else first
             raise DuplicatePathError(
                 f"duplicate relative_path {path!r}: from {where} and {entry.origin}",
                 path=entry.origin,
             )
-        self.seen[path] = entry
+        self.seen[path] = IN_MEMORY if entry.file is None else os.fspath(entry.file)
         rows = self._group(entry)
         size = entry.size()
         extra = None
