@@ -182,7 +182,7 @@ def _file_sizes(archive: "Archive"
     raw = c.uncompressed_size == c.blob_size
     packed = c.compressed & (c.uncompressed_size <= MAX_CHUNK_BYTES)
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
-    paths = archive.first_paths
+    paths = archive.first_paths()
     firsts = c.first_rows.tolist()
     return (dict(zip(paths, np.add.reduceat(usable, c.first_rows).tolist())),
             dict(zip(paths, zip(firsts, [*firsts[1:], c.n]))))

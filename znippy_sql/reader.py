@@ -250,9 +250,9 @@ class Archive:
     def _cols(self) -> _Columns:
         return _Columns(self.lookup)
 
-    @cached_property
     def first_paths(self) -> list[str]:
-        """The path of each lookup row with ``chunk_seq = 0``, in lookup order."""
+        """The path of each lookup row with ``chunk_seq = 0``, in lookup order (made anew
+        each call: a million paths are ~70 MB of ``str`` an open archive should not keep)."""
         return take(self.lookup.column("relative_path"), self._cols.first_rows).to_pylist()
 
     @cached_property
@@ -450,7 +450,7 @@ class Archive:
         which is code point order). Without ``repo``/``pkg_type`` they come from the lookup
         (the union of every group's rows), otherwise from the matching data sub-indexes."""
         if repo is None and pkg_type is None:
-            paths = sorted(self.first_paths)  # already in order unless the lookup is damaged
+            paths = sorted(self.first_paths())  # in order already unless the lookup is damaged
         else:
             idx = self.index(pkg_type=pkg_type, repo=repo)
             seq = idx.column("chunk_seq").to_numpy()
