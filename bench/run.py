@@ -303,8 +303,9 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
     create = tar = extract = untar = None
     archive = tarzst = dest = tdest = tar_cmd = untar_cmd = ""
     runs: dict[str, list[float]] = {k: [] for k in ("create", "tar", "probe", "extract", "untar",
-                                                    "cli_create", "cli_extract")}
+                                                    "cli_create", "cli_extract", "cpu")}
     for rep in range(repeat):  # best of ``repeat``: the machine is shared
+        runs["cpu"].append(probe_cpu())
         # alternate which side goes first, so neither always meets the same page cache / load
         for side in (("ours", "peer") if rep % 2 == 0 else ("peer", "ours")):
             if side == "ours":
@@ -361,6 +362,21 @@ def bench_corpus(name: str, src: str, work: str, workers: str, repeat: int) -> C
     if name == "src_tree":
         res.access = run_child(["access", archive]).result
     return res
+
+
+_CPU_PROBE_INPUT = b"".join(b"%d: def f_%x(self, x): return x * %d\n" % (i, i * 2654435761 % 99991, i)
+                            for i in range(200_000))
+
+
+def probe_cpu() -> float:
+    """Milliseconds for a fixed piece of work (zstd level 3 of the same ~9 MB of text, one
+    thread, in this process): how fast the shared host is right now. The same code's timings
+    swing 2-3x within minutes here, and both sides of a round swing together."""
+    import zstandard
+
+    t = time.perf_counter()
+    zstandard.ZstdCompressor(level=3).compress(_CPU_PROBE_INPUT)
+    return (time.perf_counter() - t) * 1e3
 
 
 def probe_creation(work: str, name: str, files: int = 1000) -> float:
@@ -482,14 +498,17 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "Every run, in order (seconds; the tables above take the best of each side). Probe: "
         "µs to create one empty file on this disk just before each extract round (1,000 "
         "files; ~10-20 µs is the disk's normal state, far more means it is skipping recently "
-        "freed inodes, see the module docstring):",
+        "freed inodes, see the module docstring). CPU probe: ms for a fixed zstd job at the "
+        "start of each round (the host's speed then; `probe_cpu`):",
         "",
-        "| corpus | create znippy | tar+zstd | extract znippy | zstd -d \\| tar -x | probe µs |",
-        "|---|---|---|---|---|---|",
+        "| corpus | create znippy | tar+zstd | extract znippy | zstd -d \\| tar -x | probe µs "
+        "| CPU probe ms |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        cells = [", ".join(f"{v:.2f}" if k != "probe" else f"{v:.0f}" for v in r.runs.get(k, []))
-                 for k in ("create", "tar", "extract", "untar", "probe")]
+        cells = [", ".join(f"{v:.2f}" if k not in ("probe", "cpu") else f"{v:.0f}"
+                           for v in r.runs.get(k, []))
+                 for k in ("create", "tar", "extract", "untar", "probe", "cpu")]
         lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
     lines += [
         "",
