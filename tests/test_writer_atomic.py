@@ -136,3 +136,8 @@ def test_add_outside_with_block(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError):
         w.add("a", data=b"a")
     assert listing(tmp_path) == []
+    with w:
+        w.add("a", data=b"a")
+    with pytest.raises(RuntimeError, match="outside its 'with' block"):
+        w.add("b", data=b"b")  # after the tail is written, too (the writer let go of its rows)
+    assert listing(tmp_path) == ["a.znippy"]

@@ -408,6 +408,7 @@ class Appender:
                 _rollback(fd, self.path, old.size, old.blob_end, old.tail)
             raise
         finally:
+            self._ingest = None  # its rows and path set are the tail's now: not kept with us
             self._fh.close()  # releases the lock
 
     def _commit(self, old: _Old) -> None:

@@ -152,6 +152,7 @@ class ArchiveWriter:
                 seconds=time.perf_counter() - self._started,
             )
         finally:
+            self._ingest = None  # its rows and path set are the tail's now: not kept with us
             if not self._fh.closed:
                 self._fh.close()
             if os.path.exists(self.staging):
