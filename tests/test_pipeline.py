@@ -4,6 +4,7 @@ hand-back from the worker threads, and byte-identical output whatever the worker
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -227,6 +228,26 @@ def test_written_data_entries_are_not_kept(tmp_path: Path) -> None:
     # duplicate check holds an entry (the writer object is still alive here)
     controls = [text_bytes(10, i) for i in range(40)]
     assert [sys.getrefcount(d) for d in datas] == [sys.getrefcount(c) for c in controls]
+
+
+def test_walked_files_share_one_origin_prefix(tmp_path: Path) -> None:
+    """What the duplicate check keeps of a walked directory's files is one shared string
+    (the directory) per tree, not a full path per file."""
+    from znippy_sql.ingest import Ingest, WriteOptions
+    from znippy_sql.source import walk_directory
+
+    for i in range(30):
+        (tmp_path / "src" / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / f"d{i % 3}" / f"f{i}.txt").write_bytes(b"x" * i)
+    fd = os.open(tmp_path / "out.bin", os.O_RDWR | os.O_CREAT)
+    try:
+        ingest = Ingest(fd, 0, WriteOptions(workers=1))
+        for entry in walk_directory(tmp_path / "src"):
+            ingest.add(entry)
+        ingest.finish()
+    finally:
+        os.close(fd)
+    assert len(ingest.seen) == 30 and len({id(v) for v in ingest.seen.values()}) == 1
 
 
 def test_unguarded_script_still_writes_the_same_archive(tmp_path: Path) -> None:

@@ -65,6 +65,17 @@ def test_duplicate_paths_name_both_sources(tmp_path: Path) -> None:
                       [Entry("same.txt", data=b"one"), Entry("same.txt", file=src)], workers=1)
     msg = str(info.value)
     assert "same.txt" in msg and "<data same.txt>" in msg and str(src) in msg
+    # two files: each named whole, whether or not its name ends with the archive path
+    other = tmp_path / "sub" / "same.txt"
+    other.parent.mkdir()
+    other.write_bytes(b"another")
+    for first, second in ((other, src), (src, other)):
+        with pytest.raises(DuplicatePathError) as info:
+            write_archive(tmp_path / "c.znippy", [Entry("same.txt", file=first),
+                                                  Entry("same.txt", file=second)], workers=1)
+        assert f"from {first} and {second}" in str(info.value)
+    tmp_path.joinpath("sub/same.txt").unlink()
+    tmp_path.joinpath("sub").rmdir()
     # a duplicate across groups is still a duplicate: relative_path is archive-unique
     with pytest.raises(DuplicatePathError):
         write_archive(tmp_path / "b.znippy", [Entry("p", data=b"1", repo="r1"),

@@ -376,7 +376,7 @@ class Appender:
             self.options = options
             _write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
-                                  pkg_type=self._pkg_type, known_paths={})
+                                  pkg_type=self._pkg_type)
         except BaseException:
             self._fh.close()
             raise

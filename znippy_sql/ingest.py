@@ -42,8 +42,7 @@ class WriteOptions:
 
 class Ingest:
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
-                 pkg_type: int | str | None = 0,
-                 known_paths: dict[str, str] | None = None) -> None:
+                 pkg_type: int | str | None = 0) -> None:
         if options.block_size <= 0:
             raise ValueError("block_size must be positive")
         self.options = options
@@ -52,10 +51,11 @@ class Ingest:
         self.sink = BlobSink(fd, start)
         self.compressor = Compressor(level=options.level, workers=options.workers,
                                      block_size=options.block_size)
-        #: path → where it came from (a source file, a description, or ``IN_MEMORY``), for the
-        #: duplicate error. Never the Entry: that would keep every ``data=`` entry's bytes (and
-        #: every Entry, which the cyclic GC then walks again and again) alive to the end.
-        self.seen: dict[str, str] = known_paths if known_paths is not None else {}
+        #: path → where it came from, for the duplicate error (:meth:`_origin`): never the
+        #: Entry, which would keep every ``data=`` entry's bytes alive to the end (and give
+        #: the cyclic GC every Entry to walk again and again)
+        self.seen: dict[str, object] = {}
+        self._prefixes: dict[str, str] = {}  # one shared string per source directory
         self.files = 0
         self.bytes_in = 0
         self._batch: list[Job] = []
@@ -91,12 +91,10 @@ class Ingest:
         path = check_relative_path(entry.relative_path)
         first = self.seen.get(path)
         if first is not None:
-            where = f"<data {path}>" if first is IN_MEMORY else first
             raise DuplicatePathError(
-                f"duplicate relative_path {path!r}: from {where} and {entry.origin}",
-                path=entry.origin,
-            )
-        self.seen[path] = IN_MEMORY if entry.file is None else os.fspath(entry.file)
+                f"duplicate relative_path {path!r}: from {_origin(first, path)} and "
+                f"{entry.origin}", path=entry.origin)
+        self.seen[path] = self._where(entry.file, path)
         rows = self._group(entry)
         size = entry.size()
         extra = None
@@ -116,6 +114,19 @@ class Ingest:
             part = data[off : off + length] if data is not None else None
             self._queue(Job(part, file, off, length, skip),
                         ChunkTag(rows, path, seq, extra if seq == 0 else None))
+
+    def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:
+        """What ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with
+        the archive path (a walked directory: all of them), the part before it, one string
+        shared by every file of that directory tree (a million full paths would be ~120 MB);
+        else ``(file name,)``."""
+        if file is None:
+            return IN_MEMORY
+        name = os.fspath(file)
+        if not name.endswith(path):
+            return (name,)
+        prefix = name[: len(name) - len(path)]
+        return self._prefixes.setdefault(prefix, prefix)
 
     def _queue(self, job: Job, tag: ChunkTag) -> None:
         self._batch.append(job)
@@ -146,6 +157,15 @@ class Ingest:
 
     def abort(self) -> None:
         self.compressor.close()
+
+
+def _origin(where: object, path: str) -> str:
+    """The source ``Ingest._where`` recorded for ``path``, as the duplicate error names it."""
+    if where is IN_MEMORY:
+        return f"<data {path}>"
+    if isinstance(where, tuple):
+        return str(where[0])
+    return f"{where}{path}"
 
 
 def _read_all(entry: Entry) -> bytes:

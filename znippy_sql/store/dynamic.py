@@ -240,7 +240,7 @@ class Store:
             os.ftruncate(fd, start)  # orphans of a crashed add: never referenced
         options = WriteOptions(level=self.options.level, block_size=self.options.block_size,
                                workers=workers)
-        ingest = Ingest(fd, start, options, repo=repo, pkg_type=pkg_type, known_paths={})
+        ingest = Ingest(fd, start, options, repo=repo, pkg_type=pkg_type)
         try:
             for entry in as_entries(source):
                 ingest.add(entry)
