@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
+from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 
 from .modules import Module
@@ -14,18 +17,33 @@ from .pipeline import BatchResult, Job
 from .schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
 
 
-@dataclass
 class GroupRows:
-    """One group's rows, in production (= canonical) order: base tuples, module extras."""
+    """One group's rows, in production (= canonical) order, kept by column: a path list,
+    packed integers, one byte per compressed flag and the BLAKE3 digests back to back (~85
+    bytes a row besides the path, against ~170 as a tuple of Python objects; a million files
+    are many, and the tail needs every row). Module columns, when the group has them, are a
+    dict (or None) per row."""
 
-    key: GroupKey
-    module: Module | None
-    base: list[tuple[Any, ...]] = field(default_factory=list)
-    extra: list[dict[str, Any] | None] = field(default_factory=list)
+    __slots__ = ("key", "module", "has_extra", "paths", "seqs", "offsets", "compressed",
+                 "sizes", "blob_offsets", "blob_sizes", "digests", "extra")
 
-    def __post_init__(self) -> None:
+    def __init__(self, key: GroupKey, module: Module | None) -> None:
+        self.key = key
+        self.module = module
         #: whether rows carry module columns (asked once per row: computed once)
-        self.has_extra = self.module is not None and bool(self.module.fields)
+        self.has_extra = module is not None and bool(module.fields)
+        self.paths: list[str] = []
+        self.seqs = array("I")
+        self.offsets = array("Q")
+        self.compressed = bytearray()
+        self.sizes = array("Q")
+        self.blob_offsets = array("Q")
+        self.blob_sizes = array("Q")
+        self.digests = bytearray()
+        self.extra: list[dict[str, Any] | None] = []
+
+    def __len__(self) -> int:
+        return len(self.paths)
 
     def schema(self) -> pa.Schema:
         fields = list(BASE_FIELDS)
@@ -34,15 +52,40 @@ class GroupRows:
         return pa.schema(fields)
 
     def table(self) -> pa.Table:
-        cols: dict[str, list[Any]] = {f.name: [] for f in BASE_FIELDS}
-        if self.base:
-            for f, values in zip(BASE_FIELDS, zip(*self.base)):
-                cols[f.name] = list(values)
+        n = len(self.paths)
+        cols: list[pa.Array] = [
+            pa.array(self.paths, pa.utf8()),
+            _ints(self.seqs, pa.uint32(), n),
+            _ints(self.offsets, pa.uint64(), n),
+            _flags(self.compressed, n),
+            _ints(self.sizes, pa.uint64(), n),
+            _ints(self.blob_offsets, pa.uint64(), n),
+            _ints(self.blob_sizes, pa.uint64(), n),
+            pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), n,
+                                                  [None, pa.py_buffer(bytes(self.digests))]),
+        ]
         if self.has_extra:
-            cols["pkg_type"] = [None if e is None else self.key.pkg_type for e in self.extra]
+            cols.append(pa.array([None if e is None else self.key.pkg_type for e in self.extra],
+                                 pa.int8()))
             for f in self.module.fields:  # type: ignore[union-attr]
-                cols[f.name] = [None if e is None else e.get(f.name) for e in self.extra]
-        return pa.table(cols, schema=self.schema())
+                cols.append(pa.array([None if e is None else e.get(f.name) for e in self.extra],
+                                     f.type))
+        return pa.Table.from_arrays(cols, schema=self.schema())
+
+
+def _ints(values: array, kind: pa.DataType, n: int) -> pa.Array:
+    """An Arrow integer array with a copy of ``values``' bytes (the array may grow later;
+    Arrow buffers are little-endian)."""
+    if sys.byteorder != "little":  # pragma: no cover
+        values = array(values.typecode, values)
+        values.byteswap()
+    return pa.Array.from_buffers(kind, n, [None, pa.py_buffer(values.tobytes())])
+
+
+def _flags(flags: bytearray, n: int) -> pa.Array:
+    """An Arrow boolean array from one 0/1 byte per row (Arrow packs them LSB first)."""
+    bits = np.packbits(np.frombuffer(flags, dtype=np.uint8), bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits.tobytes())])
 
 
 class ChunkTag(NamedTuple):
@@ -81,16 +124,19 @@ class BlobSink:
                   result: BatchResult) -> None:
         """Write a batch's blobs in order (one ``pwrite``, ``result.buffer`` holds them back
         to back) and record their rows."""
-        digests = result.digests
-        start = self.cursor
-        for i, (tag, job, size, compressed) in enumerate(zip(tags, jobs, result.stored,
-                                                             result.compressed)):
-            rows = tag.rows
-            rows.base.append((tag.path, tag.chunk_seq, job.offset, compressed, job.length,
-                              start, size, digests[32 * i : 32 * i + 32]))
-            if rows.has_extra:
-                rows.extra.append(tag.extra)
-            start += size
+        stored = result.stored
+        starts = list(accumulate(stored[:-1], initial=self.cursor))
+        rows = tags[0].rows if tags else None
+        if rows is not None and all(tag.rows is rows for tag in tags):
+            _extend(rows, tags, jobs, result, starts, 0, len(tags))  # the usual case
+        else:  # a batch that spans groups: runs of rows of the same group
+            i = 0
+            while i < len(tags):
+                rows, j = tags[i].rows, i + 1
+                while j < len(tags) and tags[j].rows is rows:
+                    j += 1
+                _extend(rows, tags, jobs, result, starts, i, j)
+                i = j
         packed = sum(result.compressed)
         self.compressed_chunks += packed
         self.raw_chunks += len(result.stored) - packed
@@ -98,3 +144,21 @@ class BlobSink:
 
     def tables(self) -> dict[GroupKey, pa.Table]:
         return {k: g.table() for k, g in self.groups.items()}
+
+
+def _extend(rows: GroupRows, tags: Sequence[ChunkTag], jobs: Sequence[Job], result: BatchResult,
+            starts: list[int], i: int, j: int) -> None:
+    """Append the rows of batch items ``i:j`` (all of ``rows``' group), column by column."""
+    whole = i == 0 and j == len(tags)
+    part_tags = tags if whole else tags[i:j]
+    part_jobs = jobs if whole else jobs[i:j]
+    rows.paths.extend([t.path for t in part_tags])
+    rows.seqs.extend([t.chunk_seq for t in part_tags])
+    rows.offsets.extend([job.offset for job in part_jobs])
+    rows.compressed.extend(result.compressed if whole else result.compressed[i:j])
+    rows.sizes.extend([job.length for job in part_jobs])
+    rows.blob_offsets.extend(starts if whole else starts[i:j])
+    rows.blob_sizes.extend(result.stored if whole else result.stored[i:j])
+    rows.digests += result.digests if whole else result.digests[32 * i : 32 * j]
+    if rows.has_extra:
+        rows.extra.extend([t.extra for t in part_tags])
