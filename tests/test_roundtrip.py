@@ -379,13 +379,14 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
         assert report.ok and report.written == sorted(files, key=lambda p: p.encode())
         for p, d in files.items():
             assert (dest / p).read_bytes() == d
-        part = ex._Part("top.bin", str(tmp_path / "x"), None, *ex._file_sizes(a)[1]["top.bin"])
+        lookup = ex._files(a)
+        top = lookup.where["top.bin"]
+        part = ex._Part("top.bin", "", None, lookup.firsts[top], lookup.end(top))
         assert [c.chunk_seq for c in ex._file_chunks(a, part)] == [0, 1, 2]
         wrong = part._replace(row=part.row - 1, end=part.row)  # another file's row
         with pytest.raises(ZnippyError):
             ex._file_chunks(a, wrong)
-        rows = ex._file_sizes(a)[1]
-        items = [(p, rows[p][0]) for p in sorted(files)]
+        items = [(p, lookup.firsts[lookup.where[p]]) for p in sorted(files)]
         views = a.one_chunk_views([*items, ("top.bin", wrong.row), ("nope", -1), ("x", 10**6)])
         assert views[len(items):] == [None, None, None]  # left to file_at, which raises
         for (p, _), view in zip(items, views):
