@@ -83,9 +83,13 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             paths: list[str] | None = None, workers: int | None = None,
             progress: Callable[[int, int], None] | None = None) -> ExtractReport:
     started = time.perf_counter()
-    selected = (list(dict.fromkeys(paths)) if paths is not None
-                else archive.select(repo=repo, pkg_type=pkg_type, glob=glob))
     files = _files(archive)
+    if paths is not None:
+        selected = list(dict.fromkeys(paths))
+    elif repo is None and pkg_type is None and glob is None:
+        selected = sorted(files.where)  # every file of the lookup: what select() would list
+    else:
+        selected = archive.select(repo=repo, pkg_type=pkg_type, glob=glob)
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")

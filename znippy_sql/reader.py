@@ -105,12 +105,18 @@ _FST_CRC = struct.Struct("<I")
 _FST_MIN = 16 + 8 + 8 + 4  # header; footer: length, root address, checksum
 
 
+def _one_array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its only chunk as it is (``combine_chunks`` copies even one
+    chunk: the whole lookup, out of the memory map, for every archive opened)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 class _Columns:
     """The lookup's columns as numpy arrays (zero-copy where Arrow allows), made once."""
 
     def __init__(self, lookup: pa.Table) -> None:
         n = self.n = lookup.num_rows
-        cols = {name: lookup.column(name).combine_chunks() for name in lookup.column_names}
+        cols = {name: _one_array(lookup.column(name)) for name in lookup.column_names}
         paths = cols["relative_path"]
         _, offs, data = paths.buffers()
         self.path_offsets = (np.frombuffer(offs, dtype=np.int32, count=n + 1,
@@ -253,7 +259,9 @@ class Archive:
     def first_paths(self) -> list[str]:
         """The path of each lookup row with ``chunk_seq = 0``, in lookup order (made anew
         each call: a million paths are ~70 MB of ``str`` an open archive should not keep)."""
-        return take(self.lookup.column("relative_path"), self._cols.first_rows).to_pylist()
+        paths = self.lookup.column("relative_path")
+        first = self._cols.first_rows
+        return (paths if len(first) == len(paths) else take(paths, first)).to_pylist()
 
     @cached_property
     def trie(self) -> ducer.Map:

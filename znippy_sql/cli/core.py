@@ -259,10 +259,15 @@ def cmd_cat(args: argparse.Namespace) -> int:
 # -- extract ----------------------------------------------------------------------------------
 def cmd_extract(args: argparse.Namespace) -> int:
     with _open(args.archive) as archive:
-        paths = archive.select(repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
-        progress = progress_for("extract", total=len(paths))
+        which = dict(repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
+        progress = progress_for("extract")
         try:
-            report = archive.extract(args.out, paths=paths, progress=progress)
+            if progress is not None:  # a terminal: the bar wants the total first
+                paths = archive.select(**which)
+                progress.total = len(paths)
+                report = archive.extract(args.out, paths=paths, progress=progress)
+            else:
+                report = archive.extract(args.out, **which)
         finally:
             _done(progress)
     for path, why in sorted(report.failed.items()):
