@@ -346,6 +346,50 @@ def test_path_fast_path_agrees_with_every_rule() -> None:
         assert fast == slow, path
 
 
+def test_plain_paths_marks_only_paths_the_rules_accept_unchanged() -> None:
+    """paths.plain_paths (extract's check of many lookup paths at once) marks a path only if
+    check_relative_path would take its fast path; packed back to back like Arrow's utf8 data,
+    so a pattern across two neighbours (``a/`` then ``.b``, ``x/`` then ``/y``) marks nothing."""
+    import random
+
+    import numpy as np
+
+    from znippy_sql.errors import UnsafePathError
+    from znippy_sql.paths import _check_slow, plain_paths
+
+    pieces = ["a", "b.txt", ".", "..", ".git", "", "/", "\\", "C:", "c:x", "x\x00", "\x7f", "é",
+              " ", "a" * 120, "..a", "a..", "~", "\n"]
+    candidates = {"a" * 255, "a" * 256, "a/" * 130 + "b", "/a", "a/", "a//b", ":a", "a:/b", "x",
+                  "ab"}
+    for p in pieces:
+        for q in pieces:
+            candidates.update({p + q, f"{p}/{q}", f"{p}/{q}/{p}"})
+    paths = sorted(candidates)
+    random.Random(7).shuffle(paths)
+    raw = [p.encode("utf-8") for p in paths]
+    ends = np.cumsum([len(r) for r in raw])
+    starts = ends - [len(r) for r in raw]
+    marks = plain_paths(np.frombuffer(b"".join(raw), dtype=np.uint8), starts, ends)
+    for path, plain in zip(paths, marks.tolist()):
+        fast = (len(path) <= 255 and path.isascii() and path.isprintable() and "\\" not in path
+                and path != "" and path[0] not in "/." and path[-1] != "/" and "//" not in path
+                and "/." not in path and path[1:2] != ":")
+        assert plain == fast, path
+        if plain:  # and then the full rules accept it as it is
+            assert _check_slow(path, None) == path
+    assert sum(marks.tolist()) > 50
+    with pytest.raises(UnsafePathError):
+        _check_slow("a//b", None)
+    from znippy_sql import paths as paths_module  # the same in blocks of 7 paths
+
+    block, paths_module._PLAIN_BLOCK = paths_module._PLAIN_BLOCK, 7
+    try:
+        small = plain_paths(np.frombuffer(b"".join(raw), dtype=np.uint8), starts, ends)
+    finally:
+        paths_module._PLAIN_BLOCK = block
+    assert small.tolist() == marks.tolist()
+
+
 def test_directory_walk_carries_sizes(tmp_path: Path) -> None:
     from znippy_sql.source import walk_directory
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple, Union
 import numpy as np
 
 from .errors import FormatError, NotFoundError, ZnippyError
-from .paths import Targets
+from .paths import Targets, plain_paths
 
 if TYPE_CHECKING:
     from .reader import Archive, Chunk
@@ -112,8 +112,9 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
              files: "_Files", pool: ThreadPoolExecutor | None, n_workers: int,
              progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
     targets = Targets(dest, archive=archive.path)
-    for path in selected:  # every path checked before any write
-        targets.target(path)  # (a whole file's target is the root joined with its path)
+    plain = files.plain
+    for path, i in zip(selected, found):  # every path checked before any write (a whole
+        targets.target(path, checked=i >= 0 and plain[i])  # file's target: root + path)
     report = ExtractReport(dest=dest)
     for path, i in zip(selected, found):
         if i < 0:
@@ -182,6 +183,7 @@ class _Files(NamedTuple):
     sizes: list[int]
     firsts: list[int]
     n: int  # lookup rows
+    plain: list[bool]  # the path passes check_relative_path's fast path (paths.plain_paths)
 
     def end(self, i: int) -> int:
         return self.firsts[i + 1] if i + 1 < len(self.firsts) else self.n
@@ -192,7 +194,7 @@ def _files(archive: "Archive") -> _Files:
 
     c = archive._cols
     if c.n == 0 or len(c.first_rows) == 0:
-        return _Files({}, [], [], c.n)
+        return _Files({}, [], [], c.n, [])
     tail = archive.tail_offset
     inside = (c.blob_size <= tail) & (c.blob_offset <= tail - np.minimum(c.blob_size, tail))
     raw = c.uncompressed_size == c.blob_size
@@ -200,8 +202,11 @@ def _files(archive: "Archive") -> _Files:
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
     paths = archive.first_paths()
     where = dict(zip(paths, range(len(paths))))  # (a path twice in a damaged lookup: its last)
+    offsets = c.path_offsets
+    plain = plain_paths(np.frombuffer(c.path_data, dtype=np.uint8),
+                        offsets[c.first_rows], offsets[c.first_rows + 1])
     return _Files(where, np.add.reduceat(usable, c.first_rows).tolist(),
-                  c.first_rows.tolist(), c.n)
+                  c.first_rows.tolist(), c.n, plain.tolist())
 
 
 def _parts(archive: "Archive", targets: Targets, selected: list[str], found: list[int],

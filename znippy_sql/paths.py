@@ -6,6 +6,8 @@ import os
 import re
 import stat
 
+import numpy as np
+
 from .errors import UnsafePathError
 
 MAX_PATH_BYTES = 4096
@@ -24,6 +26,44 @@ def check_relative_path(path: str, *, archive: str | None = None) -> str:
             and "/." not in path and path[1:2] != ":"):
         return path  # the common case, ~0.3 us: every rule below holds (tested against it)
     return _check_slow(path, archive)
+
+
+def plain_paths(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which of the UTF-8 paths ``data[starts[i]:ends[i]]`` pass :func:`check_relative_path`'s
+    fast path, for all of them at once (~1 µs a path less for extract's plan; a path marked
+    False is simply checked one by one). The same rules: 1-255 bytes, each printable ASCII
+    but the backslash (so bytes are characters), no ``/`` first or last, no ``.`` first, no
+    ``//`` or ``/.``, no ``:`` second. Works through the paths in blocks, so its temporary
+    arrays stay small whatever the number of paths."""
+    out = np.zeros(len(starts), dtype=bool)
+    for b in range(0, len(starts), _PLAIN_BLOCK):
+        s, e = starts[b : b + _PLAIN_BLOCK], ends[b : b + _PLAIN_BLOCK]
+        lo, hi = int(s.min()), int(e.max())
+        if hi > lo:
+            out[b : b + len(s)] = _plain_block(data[lo:hi], s - lo, e - lo)
+    return out
+
+
+_PLAIN_BLOCK = 1 << 16
+
+
+def _plain_block(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    lens = ends - starts
+    bad = (data < 0x20) | (data > 0x7E) | (data == 0x5C)
+    slash = data == 0x2F
+    pair = np.zeros(len(data), dtype=bool)  # "//" or "/." starting at each byte
+    pair[:-1] = slash[:-1] & (slash[1:] | (data[1:] == 0x2E))
+    bad_before = np.concatenate(([0], np.cumsum(bad, dtype=np.int32)))
+    pair_before = np.concatenate(([0], np.cumsum(pair, dtype=np.int32)))
+    ok = (lens >= 1) & (lens <= MAX_NAME_BYTES)
+    s, e = np.where(ok, starts, 0), np.where(ok, ends, 1)  # safe indexes for empty paths
+    ok &= bad_before[e] == bad_before[s]
+    ok &= pair_before[e - 1] == pair_before[s]  # a pair must start before the last byte
+    first, last = data[s], data[e - 1]
+    ok &= (first != 0x2F) & (first != 0x2E) & (last != 0x2F)
+    second = data[np.minimum(s + 1, len(data) - 1)]
+    ok &= (lens < 2) | (second != 0x3A)
+    return ok
 
 
 def _check_slow(path: str, archive: str | None) -> str:
@@ -69,8 +109,10 @@ class Targets:
         self._dirs: dict[str, bool] = {"": True}  # relative dir → exists as a real directory
         self._parents: dict[str, tuple[str, bool]] = {}  # relative dir → (absolute/, exists)
 
-    def target(self, path: str) -> str:
-        check_relative_path(path, archive=self.archive)
+    def target(self, path: str, *, checked: bool = False) -> str:
+        """Where ``path`` goes; ``checked``: it passed :func:`plain_paths` already."""
+        if not checked:
+            check_relative_path(path, archive=self.archive)
         rel, _, name = path.rpartition("/")
         parent = self._parents.get(rel)
         if parent is None:  # once per directory: its components are probed
