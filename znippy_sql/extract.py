@@ -301,12 +301,13 @@ def _write_unit(archive: "Archive", unit: list[_Part], root: str) -> list[tuple[
     ready = archive.one_chunk_views(
         [(p.path, p.row if p.chunks is None and p.end == p.row + 1 else -1) for p in unit],
         verify=True)
+    base = root if root.endswith(os.sep) else root + os.sep  # + a checked relative path
     for part, data in zip(unit, ready):
         try:
             if data is not None:  # a one-chunk file, its bytes checked already
-                n = _write_new(os.path.join(root, part.path), made, (data,))
+                n = _write_small(base + part.path, made, data)
             elif part.chunks is None:
-                n = _write_file(archive, part, os.path.join(root, part.path), made)
+                n = _write_file(archive, part, base + part.path, made)
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))
@@ -320,6 +321,26 @@ def _write_unit(archive: "Archive", unit: list[_Part], root: str) -> list[tuple[
         start = int(c.blob_offset[rows].min())
         archive.source.release(start, int((c.blob_offset[rows] + c.blob_size[rows]).max()) - start)
     return out
+
+
+def _write_small(target: str, made: set[str], data: memoryview) -> int:
+    """:func:`_write_new` of one buffer, with the usual case (a new file in a directory that
+    is there) in a few lines: it is most files of a source tree."""
+    try:
+        fd = os.open(target, _CREATE, 0o644)
+    except OSError:  # no parent yet, or a file there already: the general way
+        return _write_new(target, made, (data,))
+    try:
+        try:
+            n = os.write(fd, data)
+            if n < len(data):
+                _write_all(fd, data[n:], None)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _remove(target)
+        raise
+    return len(data)
 
 
 def _open_new(target: str, made: set[str] | None = None) -> tuple[int, str]:
