@@ -42,9 +42,6 @@ class GroupRows:
         self.digests = bytearray()
         self.extra: list[dict[str, Any] | None] = []
 
-    def __len__(self) -> int:
-        return len(self.paths)
-
     def schema(self) -> pa.Schema:
         fields = list(BASE_FIELDS)
         if self.has_extra:
