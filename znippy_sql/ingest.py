@@ -51,7 +51,7 @@ class Ingest:
         self.sink = BlobSink(fd, start)
         self.compressor = Compressor(level=options.level, workers=options.workers,
                                      block_size=options.block_size)
-        #: path → where it came from, for the duplicate error (:meth:`_origin`): never the
+        #: path → where it came from, for the duplicate error (see :func:`_origin`): never the
         #: Entry, which would keep every ``data=`` entry's bytes alive to the end (and give
         #: the cyclic GC every Entry to walk again and again)
         self.seen: dict[str, object] = {}
@@ -118,7 +118,7 @@ class Ingest:
     def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:
         """What ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with
         the archive path (a walked directory: all of them), the part before it, one string
-        shared by every file of that directory tree (a million full paths would be ~120 MB);
+        shared by every file of that directory tree (a million full paths would be ~110 MB);
         else ``(file name,)``."""
         if file is None:
             return IN_MEMORY
