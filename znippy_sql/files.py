@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .kernels import one_array
 from .schema import BASE_NAMES, GroupKey, pkg_type_name
 
 #: FORMAT §4: the file digest starts with this domain-separation prefix.
@@ -84,7 +85,7 @@ def _contiguous(table: pa.Table) -> pa.Table:
 
 
 def _numpy(col: pa.ChunkedArray) -> np.ndarray:
-    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    arr = one_array(col)
     return arr.to_numpy(zero_copy_only=False)
 
 

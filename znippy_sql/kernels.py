@@ -14,7 +14,7 @@ try:
 except ImportError:  # pragma: no cover  (a pyarrow that moved its private module)
     from pyarrow.compute import SortOptions, call_function
 
-__all__ = ["SortOptions", "call_function", "filter_by", "take"]
+__all__ = ["SortOptions", "call_function", "filter_by", "one_array", "take"]
 
 
 def take(values: Any, indices: Any) -> Any:
@@ -25,3 +25,9 @@ def take(values: Any, indices: Any) -> Any:
 def filter_by(values: Any, mask: Any) -> Any:
     """``values.filter(mask)``."""
     return call_function("filter", [values, mask])
+
+
+def one_array(col: Any) -> Any:
+    """A ChunkedArray as one Array: its only chunk as it is (``combine_chunks`` copies even
+    one chunk: a whole lookup out of the memory map, or a whole table just built)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()

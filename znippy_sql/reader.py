@@ -27,7 +27,7 @@ from . import codec
 from .errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
 from .footer import FOOTER_LEN, decode_footer
 from .ipc import describe, read_stream
-from .kernels import filter_by, take
+from .kernels import filter_by, one_array, take
 from .manifest import ManifestRow, decode_manifest
 from .rangeio import RangeSource
 from .schema import (
@@ -105,18 +105,12 @@ _FST_CRC = struct.Struct("<I")
 _FST_MIN = 16 + 8 + 8 + 4  # header; footer: length, root address, checksum
 
 
-def _one_array(col: pa.ChunkedArray) -> pa.Array:
-    """The column as one array: its only chunk as it is (``combine_chunks`` copies even one
-    chunk: the whole lookup, out of the memory map, for every archive opened)."""
-    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-
-
 class _Columns:
     """The lookup's columns as numpy arrays (zero-copy where Arrow allows), made once."""
 
     def __init__(self, lookup: pa.Table) -> None:
         n = self.n = lookup.num_rows
-        cols = {name: _one_array(lookup.column(name)) for name in lookup.column_names}
+        cols = {name: one_array(lookup.column(name)) for name in lookup.column_names}
         paths = cols["relative_path"]
         _, offs, data = paths.buffers()
         self.path_offsets = (np.frombuffer(offs, dtype=np.int32, count=n + 1,
