@@ -185,9 +185,6 @@ class _Files(NamedTuple):
     n: int  # lookup rows
     plain: list[bool]  # the path passes check_relative_path's fast path (paths.plain_paths)
 
-    def end(self, i: int) -> int:
-        return self.firsts[i + 1] if i + 1 < len(self.firsts) else self.n
-
 
 def _files(archive: "Archive") -> _Files:
     from .reader import MAX_CHUNK_BYTES
