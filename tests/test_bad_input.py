@@ -359,6 +359,10 @@ def test_lookup_not_sorted_or_not_the_union(tmp_path: Path) -> None:
     with open_archive(path) as a:
         assert a.read("a.txt") == b"hello"
         assert any("sorted union" in p for p in a.verify().problems)
+        # extract does not trust the order either: every file once, in path order
+        report = a.extract(tmp_path / "out")
+        assert report.written == ["a.txt", "b.txt"] and not report.failed
+        assert (tmp_path / "out" / "b.txt").read_bytes() == b"world"
 
 
 def test_chunk_layout_lies(tmp_path: Path) -> None:

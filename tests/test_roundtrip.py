@@ -424,14 +424,15 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
         for p, d in files.items():
             assert (dest / p).read_bytes() == d
         lookup = ex._files(a)
-        top = lookup.where["top.bin"]
+        where = {p: i for i, p in enumerate(lookup.paths)}
+        top = where["top.bin"]
         end = lookup.firsts[top + 1] if top + 1 < len(lookup.firsts) else lookup.n
         part = ex._Part("top.bin", "", None, lookup.firsts[top], end)
         assert [c.chunk_seq for c in ex._file_chunks(a, part)] == [0, 1, 2]
         wrong = part._replace(row=part.row - 1, end=part.row)  # another file's row
         with pytest.raises(ZnippyError):
             ex._file_chunks(a, wrong)
-        items = [(p, lookup.firsts[lookup.where[p]]) for p in sorted(files)]
+        items = [(p, lookup.firsts[where[p]]) for p in sorted(files)]
         views = a.one_chunk_views([*items, ("top.bin", wrong.row), ("nope", -1), ("x", 10**6)])
         assert views[len(items):] == [None, None, None]  # left to file_at, which raises
         for (p, _), view in zip(items, views):

@@ -18,12 +18,14 @@ the old file as it was. No symlink is ever created; modes are plain files (0o644
 
 from __future__ import annotations
 
+import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, NamedTuple, Union
 
 import numpy as np
@@ -84,17 +86,21 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             progress: Callable[[int, int], None] | None = None) -> ExtractReport:
     started = time.perf_counter()
     files = _files(archive)
-    if paths is not None:
-        selected = list(dict.fromkeys(paths))
-    elif repo is None and pkg_type is None and glob is None:
-        selected = sorted(files.where)  # every file of the lookup: what select() would list
+    everything = paths is None and repo is None and pkg_type is None and glob is None
+    if everything and _strictly_increasing(files.paths):  # a sound lookup: paths in order
+        selected, found = files.paths, list(range(len(files.paths)))
     else:
-        selected = archive.select(repo=repo, pkg_type=pkg_type, glob=glob)
+        if paths is not None:
+            selected = list(dict.fromkeys(paths))
+        elif everything:  # what select() would list, each path once
+            selected = sorted(set(files.paths))
+        else:
+            selected = archive.select(repo=repo, pkg_type=pkg_type, glob=glob)
+        where = dict(zip(files.paths, range(len(files.paths))))  # (twice in a damaged lookup:
+        found = [where.get(p, -1) for p in selected]  # its last place), or -1: not there
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")
-    where = files.where
-    found = [where.get(p, -1) for p in selected]  # each path's place in ``files``, or -1
     sizes = files.sizes
     work = sum(max(sizes[i], PER_FILE_BYTES) if i >= 0 else PER_FILE_BYTES for i in found)
     pool: ThreadPoolExecutor | None = None
@@ -174,12 +180,12 @@ def _finish_split(split: tuple[str, str, int], results: list[Outcome]) -> Outcom
 
 
 class _Files(NamedTuple):
-    """The lookup's files by place: ``where`` maps a path to its place; ``sizes`` counts only
-    chunks whose sizes can be true (a corrupt index must not pre-create huge files);
-    ``firsts[i]`` is the first lookup row of file ``i`` and its rows end where the next file's
-    begin (workers need no trie search; the rows are checked again where they are used)."""
+    """The lookup's files by place: ``paths`` in lookup order; ``sizes`` counts only chunks
+    whose sizes can be true (a corrupt index must not pre-create huge files); ``firsts[i]`` is
+    the first lookup row of file ``i`` and its rows end where the next file's begin (workers
+    need no trie search; the rows are checked again where they are used)."""
 
-    where: dict[str, int]
+    paths: list[str]
     sizes: list[int]
     firsts: list[int]
     n: int  # lookup rows
@@ -198,12 +204,17 @@ def _files(archive: "Archive") -> _Files:
     packed = c.compressed & (c.uncompressed_size <= MAX_CHUNK_BYTES)
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
     paths = archive.first_paths()
-    where = dict(zip(paths, range(len(paths))))  # (a path twice in a damaged lookup: its last)
     offsets = c.path_offsets
     plain = plain_paths(np.frombuffer(c.path_data, dtype=np.uint8),
                         offsets[c.first_rows], offsets[c.first_rows + 1])
-    return _Files(where, np.add.reduceat(usable, c.first_rows).tolist(),
+    return _Files(paths, np.add.reduceat(usable, c.first_rows).tolist(),
                   c.first_rows.tolist(), c.n, plain.tolist())
+
+
+def _strictly_increasing(paths: list[str]) -> bool:
+    """Each path after the one before (code point order = UTF-8 byte order): sorted, no path
+    twice."""
+    return all(map(operator.lt, paths, islice(paths, 1, None)))
 
 
 def _parts(archive: "Archive", targets: Targets, selected: list[str], found: list[int],
