@@ -70,7 +70,7 @@ class _Part(NamedTuple):
 
     path: str
     target: str       # where a run's bytes go (its pre-created file); "" for a whole file:
-    #                   the root joined with the path (one string less per file to keep)
+    #                   Targets.prefix + path (one string less per file to keep)
     chunks: tuple["Chunk", ...] | None
     row: int = -1     # the file's first lookup row (-1: ask the trie)
     end: int = -1     # the lookup row after its last chunk
@@ -118,11 +118,10 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
              files: "_Files", pool: ThreadPoolExecutor | None, n_workers: int,
              progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
     targets = Targets(dest, archive=archive.path)
-    plain = files.plain
-    for path, i in zip(selected, found):  # every path checked before any write (a whole
-        targets.target(path, checked=i >= 0 and plain[i])  # file's target: root + path)
     report = ExtractReport(dest=dest)
-    for path, i in zip(selected, found):
+    plain = files.plain
+    for path, i in zip(selected, found):  # every path checked before any write
+        targets.target(path, checked=i >= 0 and plain[i])
         if i < 0:
             report.failed[path] = "not in the archive"
     os.makedirs(dest, exist_ok=True)
@@ -136,7 +135,7 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
     runs: dict[str, list[Outcome]] = {}  # results so far of the files written in runs
     done_files = done_bytes = 0
     try:
-        for unit_result in _run(archive, parts, pool, n_workers, targets.root):  # in order
+        for unit_result in _run(archive, parts, pool, n_workers, targets.prefix):  # in order
             for path, result in unit_result:
                 if isinstance(result, int):
                     done_bytes += result
@@ -197,7 +196,7 @@ def _files(archive: "Archive") -> _Files:
 
     c = archive._cols
     if c.n == 0 or len(c.first_rows) == 0:
-        return _Files({}, [], [], c.n, [])
+        return _Files([], [], [], c.n, [])
     tail = archive.tail_offset
     inside = (c.blob_size <= tail) & (c.blob_offset <= tail - np.minimum(c.blob_size, tail))
     raw = c.uncompressed_size == c.blob_size
@@ -239,7 +238,7 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
                     raise FormatError(f"{path!r} is in the lookup but not in the trie")
                 if len(info.chunks) > 1:
                     targets.make_parent(path)
-                    target = os.path.join(targets.root, path)
+                    target = targets.prefix + path
                     written = _precreate(target)
                     runs = _runs(info.chunks)
                     pre[path] = (written, target, len(runs))
@@ -287,35 +286,35 @@ def _precreate(target: str) -> str:
 
 
 def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
-         n_workers: int, root: str):  # type: ignore[no-untyped-def]
+         n_workers: int, prefix: str):  # type: ignore[no-untyped-def]
     """Results of each unit, in unit order; at most ``2 × workers`` units in flight."""
     if pool is None or len(units) < 2:
         for unit in units:
-            yield _write_unit(archive, unit, root)
+            yield _write_unit(archive, unit, prefix)
         return
     window: deque[Future[list[tuple[str, Outcome]]]] = deque()
     for unit in units:
-        window.append(pool.submit(_write_unit, archive, unit, root))
+        window.append(pool.submit(_write_unit, archive, unit, prefix))
         while window and (len(window) > 2 * n_workers or window[0].done()):
             yield window.popleft().result()
     while window:
         yield window.popleft().result()
 
 
-def _write_unit(archive: "Archive", unit: list[_Part], root: str) -> list[tuple[str, Outcome]]:
+def _write_unit(archive: "Archive", unit: list[_Part], prefix: str
+                ) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
     # the one-chunk files' bytes, checked and decoded together (one GIL-free call)
     ready = archive.one_chunk_views(
         [(p.path, p.row if p.chunks is None and p.end == p.row + 1 else -1) for p in unit],
         verify=True)
-    base = root if root.endswith(os.sep) else root + os.sep  # + a checked relative path
     for part, data in zip(unit, ready):
         try:
             if data is not None:  # a one-chunk file, its bytes checked already
-                n = _write_small(base + part.path, made, data)
+                n = _write_small(prefix + part.path, made, data)
             elif part.chunks is None:
-                n = _write_file(archive, part, base + part.path, made)
+                n = _write_file(archive, part, prefix + part.path, made)
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))

@@ -105,6 +105,9 @@ class Targets:
     def __init__(self, dest: str, *, archive: str | None = None) -> None:
         self.dest = dest
         self.root = os.path.realpath(dest)
+        #: the root with a separator: + a checked path = where that file goes (what
+        #: :meth:`target` returns for it, without its checks)
+        self.prefix = os.path.join(self.root, "")
         self.archive = archive
         self._dirs: dict[str, bool] = {"": True}  # relative dir → exists as a real directory
         self._parents: dict[str, tuple[str, bool]] = {}  # relative dir → (absolute/, exists)
