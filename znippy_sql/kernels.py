@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 try:
     from pyarrow._compute import SortOptions, call_function
 except ImportError:  # pragma: no cover  (a pyarrow that moved its private module)
     from pyarrow.compute import SortOptions, call_function
 
-__all__ = ["SortOptions", "call_function", "filter_by", "one_array", "take"]
+__all__ = ["SortOptions", "call_function", "filter_by", "one_array", "take", "utf8_parts"]
 
 
 def take(values: Any, indices: Any) -> Any:
@@ -31,3 +33,13 @@ def one_array(col: Any) -> Any:
     """A ChunkedArray as one Array: its only chunk as it is (``combine_chunks`` copies even
     one chunk: a whole lookup out of the memory map, or a whole table just built)."""
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
+def utf8_parts(arr: Any) -> tuple[np.ndarray, memoryview]:
+    """A utf8 Array's value offsets (int32, one more than its length, zero-copy) and its data
+    buffer as unsigned bytes: value ``i`` is ``data[offsets[i]:offsets[i + 1]]``."""
+    n = len(arr)
+    _, offsets, data = arr.buffers()
+    starts = (np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+              if n else np.zeros(1, dtype=np.int32))
+    return starts, memoryview(data if data is not None else b"").cast("B")

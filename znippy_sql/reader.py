@@ -27,7 +27,7 @@ from . import codec
 from .errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
 from .footer import FOOTER_LEN, decode_footer
 from .ipc import describe, read_stream
-from .kernels import filter_by, one_array, take
+from .kernels import filter_by, one_array, take, utf8_parts
 from .manifest import ManifestRow, decode_manifest
 from .rangeio import RangeSource
 from .schema import (
@@ -111,12 +111,7 @@ class _Columns:
     def __init__(self, lookup: pa.Table) -> None:
         n = self.n = lookup.num_rows
         cols = {name: one_array(lookup.column(name)) for name in lookup.column_names}
-        paths = cols["relative_path"]
-        _, offs, data = paths.buffers()
-        self.path_offsets = (np.frombuffer(offs, dtype=np.int32, count=n + 1,
-                                           offset=paths.offset * 4)
-                             if n else np.zeros(1, dtype=np.int32))
-        self.path_data = memoryview(data if data is not None else b"").cast("B")
+        self.path_offsets, self.path_data = utf8_parts(cols["relative_path"])
         self.chunk_seq = cols["chunk_seq"].to_numpy()
         self.fdata_offset = cols["fdata_offset"].to_numpy()
         self.compressed = cols["compressed"].to_numpy(zero_copy_only=False)

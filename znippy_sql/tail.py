@@ -19,7 +19,7 @@ import pyarrow as pa
 from .errors import FormatError
 from .footer import align_up, encode_footer
 from .ipc import stream_bytes
-from .kernels import SortOptions, call_function, one_array
+from .kernels import SortOptions, call_function, one_array, utf8_parts
 from .manifest import ManifestRow, encode_manifest
 from .schema import (
     ARROW_SECTIONS,
@@ -73,16 +73,10 @@ def build_lookup(groups: Mapping[GroupKey, pa.Table]) -> pa.Table:
 def build_trie(lookup: pa.Table) -> bytes:
     """fst Map: relative_path → lookup row of its chunk_seq 0. The keys are sliced from the
     lookup's UTF-8 buffer as the builder takes them (no list of a million keys first)."""
-    if lookup.num_rows == 0:
-        return bytes(ducer.Map.build(":memory:", []))
-    paths = one_array(lookup.column("relative_path"))
-    _, offsets_buf, data_buf = paths.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=len(paths) + 1,
-                            offset=paths.offset * 4).tolist()
-    data = b"" if data_buf is None else data_buf.to_pybytes()
-    seqs = lookup.column("chunk_seq").to_numpy()
-    rows = np.flatnonzero(seqs == 0).tolist()
-    return bytes(ducer.Map.build(":memory:", ((data[offsets[r]:offsets[r + 1]], r)
+    offsets, view = utf8_parts(one_array(lookup.column("relative_path")))
+    starts, data = offsets.tolist(), view.tobytes()  # bytes slices: the keys ducer takes
+    rows = np.flatnonzero(lookup.column("chunk_seq").to_numpy() == 0).tolist()
+    return bytes(ducer.Map.build(":memory:", ((data[starts[r]:starts[r + 1]], r)
                                               for r in rows)))
 
 
