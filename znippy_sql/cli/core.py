@@ -187,7 +187,7 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
                glob: str | None = None) -> pa.Table:
     """One row per file in path (UTF-8 byte) order: path, group, size, stored size, chunks,
     whether any chunk is compressed, then the package-type modules' columns (if any)."""
-    import pyarrow.compute as pc  # ~35 ms of import that create and extract do not need
+    import pyarrow.compute as pc  # ~25 ms of import that create and extract do not need
 
     idx = archive.index(pkg_type=pkg_type, repo=repo)
     grouped = idx.group_by(["relative_path", "repo", "pkg_type", "module_name"]).aggregate(
