@@ -16,7 +16,7 @@ from .errors import DuplicatePathError, ZnippyError
 from .paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, BatchResult, Compressor, Job
 from .schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
-from .source import Entry
+from .source import Entry, data_origin
 
 
 #: the ``seen`` value of a path whose bytes came as ``data=``
@@ -162,7 +162,7 @@ class Ingest:
 def _origin(where: object, path: str) -> str:
     """The source ``Ingest._where`` recorded for ``path``, as the duplicate error names it."""
     if where is IN_MEMORY:
-        return f"<data {path}>"
+        return data_origin(path)
     if isinstance(where, tuple):
         return str(where[0])
     return f"{where}{path}"

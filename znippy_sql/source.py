@@ -30,7 +30,7 @@ class Entry:
 
     @property
     def origin(self) -> str:
-        return os.fspath(self.file) if self.file is not None else f"<data {self.relative_path}>"
+        return os.fspath(self.file) if self.file is not None else data_origin(self.relative_path)
 
     def size(self) -> int:
         if self.data is not None:
@@ -41,6 +41,11 @@ class Entry:
             return os.stat(self.file).st_size  # type: ignore[arg-type]
         except OSError as exc:
             raise ZnippyError(f"cannot read source file: {exc.strerror}", path=self.origin) from None
+
+
+def data_origin(path: str) -> str:
+    """How errors name an entry whose bytes came as ``data=``."""
+    return f"<data {path}>"
 
 
 def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
