@@ -56,7 +56,7 @@ def test_create_prints_a_summary(tmp_path: Path, capsys) -> None:
     out = tmp_path / "c.znippy"
     assert main(["create", str(tmp_path / "src"), "-o", str(out), "--pkg-type", "pypi"]) == 0
     captured = capsys.readouterr()
-    assert f"{len(files)} files in 1 groups" in captured.out and "ratio" in captured.out
+    assert f"{len(files)} files in 1 group," in captured.out and "ratio" in captured.out
     assert captured.err == ""  # not a terminal: no progress bar
     with open_archive(out) as archive:
         assert [g[:2] for g in archive.groups] == [(4, "")]
@@ -255,13 +255,16 @@ def test_create_level_and_auto(tmp_path: Path, capsys) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "notes.txt").write_bytes(b"plain notes " * 500)
+    (src / POM).parent.mkdir(parents=True)
+    (src / POM).write_bytes(b"<project><groupId>org.acme</groupId></project>")
     out = tmp_path / "lvl.znippy"
     assert main(["create", str(src), "-o", str(out), "--level", "9", "--pkg-type", "auto"]) == 0
-    capsys.readouterr()
+    assert "2 files in 2 groups," in capsys.readouterr().out
     info = _json(capsys, ["info", str(out), "--json"])
     assert info["codec"]["znippy.openzl.level"] == "9"
     assert info["codec"]["znippy.block_size"] == str(10 * 1024 * 1024)
-    assert [g["pkg_type"] for g in info["groups"]] == [0]  # no module claims notes.txt
+    # auto: the maven module claims the pom by its path, none claims notes.txt
+    assert [g["pkg_type"] for g in info["groups"]] == [0, 1]
 
 
 def test_size_arg() -> None:

@@ -175,7 +175,8 @@ def cmd_create(args: argparse.Namespace) -> int:
         )
     finally:
         _done(progress)
-    print(f"{report.path}: {report.files} files in {report.groups} groups, "
+    groups = f"{report.groups} group" + ("" if report.groups == 1 else "s")
+    print(f"{report.path}: {report.files} files in {groups}, "
           f"{report.chunks} chunks ({report.compressed_chunks} compressed, "
           f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
           f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
