@@ -63,6 +63,21 @@ def test_create_prints_a_summary(tmp_path: Path, capsys) -> None:
         assert {p: archive.read(p) for p in archive.select()} == files
 
 
+def test_summaries_say_one_file_not_one_files(tmp_path: Path, capsys) -> None:
+    src = tmp_path / "one"
+    src.mkdir()
+    (src / "only.txt").write_bytes(b"just one line\n")
+    out = tmp_path / "one.znippy"
+    assert main(["create", str(src), "-o", str(out)]) == 0
+    assert ": 1 file in 1 group, 1 chunk (" in capsys.readouterr().out
+    assert main(["extract", str(out), "-o", str(tmp_path / "x")]) == 0
+    assert ": 1 file, 14 B extracted" in capsys.readouterr().out
+    assert main(["verify", str(out)]) == 0
+    assert ": OK: 1 file, 1 chunk, " in capsys.readouterr().out
+    assert main(["info", str(out)]) == 0
+    assert "content   1 file, 1 chunk, 14 B" in capsys.readouterr().out
+
+
 def test_create_then_ls(made, capsys) -> None:
     out, files = made
     assert main(["ls", str(out)]) == 0

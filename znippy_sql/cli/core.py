@@ -81,6 +81,11 @@ _TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
 
 
 # -- output helpers ---------------------------------------------------------------------------
+def counted(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``: a count and its noun for a summary line."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
@@ -175,9 +180,8 @@ def cmd_create(args: argparse.Namespace) -> int:
         )
     finally:
         _done(progress)
-    groups = f"{report.groups} group" + ("" if report.groups == 1 else "s")
-    print(f"{report.path}: {report.files} files in {groups}, "
-          f"{report.chunks} chunks ({report.compressed_chunks} compressed, "
+    print(f"{report.path}: {counted(report.files, 'file')} in {counted(report.groups, 'group')}, "
+          f"{counted(report.chunks, 'chunk')} ({report.compressed_chunks} compressed, "
           f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
           f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
     return 0
@@ -273,7 +277,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
             _done(progress)
     for path, why in sorted(report.failed.items()):
         print(f"znippy-sql: extract: {path}: {why}", file=sys.stderr)
-    print(f"{report.dest}: {report.files} files, {human(report.bytes_written)} extracted"
+    print(f"{report.dest}: {counted(report.files, 'file')}, {human(report.bytes_written)} extracted"
           + (f", {len(report.failed)} failed" if report.failed else "")
           + f" in {report.seconds:.2f} s")
     return 0 if report.ok else 1
@@ -304,8 +308,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     else:
         for problem in problems:
             print(f"PROBLEM: {problem}")
-        state = "OK" if not problems else f"{len(problems)} problem(s)"
-        print(f"{report.path}: {state}: {report.files} files, {report.chunks} chunks, "
+        state = "OK" if not problems else counted(len(problems), "problem")
+        print(f"{report.path}: {state}: {counted(report.files, 'file')}, "
+              f"{counted(report.chunks, 'chunk')}, "
               f"{human(report.bytes_checked)} checked in {report.seconds:.2f} s")
     return 0 if not problems else 1
 
@@ -363,7 +368,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         return 0
     codec = info["codec"]
     print(f"archive   {info['path']}  ({human(info['archive_bytes'])})")
-    print(f"content   {info['files']} files, {info['chunks']} chunks, {human(info['bytes'])}"
+    print(f"content   {counted(info['files'], 'file')}, {counted(info['chunks'], 'chunk')}, "
+          f"{human(info['bytes'])}"
           f" -> blobs {human(info['blob_bytes'])}, tail {human(info['tail_bytes'])},"
           f" ratio {info['ratio']:.2f}")
     if codec:

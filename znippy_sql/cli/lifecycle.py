@@ -17,7 +17,7 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from .core import create_pkg_type_arg, human, positive_int, size_arg
+from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 
 
 def _provenance() -> ModuleType | None:
@@ -74,7 +74,8 @@ def cmd_append(args: argparse.Namespace) -> int:
 
     r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
                        workers=args.workers, **_writer_kwargs(args, only_if_asked=True))
-    _emit(r, args, f"{r.path}: +{r.files_added} files ({human(r.blob_bytes_written)} of blobs), "
+    _emit(r, args, f"{r.path}: +{counted(r.files_added, 'file')} "
+                   f"({human(r.blob_bytes_written)} of blobs), "
                    f"{r.files_replaced} replaced ({human(r.dead_bytes)} dead), "
                    f"{human(r.archive_bytes)} in {r.seconds:.2f}s"
                    + (" [rolled back an interrupted append first]" if r.recovered else ""))
@@ -96,8 +97,9 @@ def cmd_store_add(args: argparse.Namespace) -> int:
         r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers)
     finally:
         store.close()
-    _emit(r, args, f"{args.sidecar}: +{r.files_added} files, {r.rows_replaced} rows replaced, "
-                   f"{len(r.tables)} table commit(s), sidecar at {human(r.sidecar_end)} "
+    _emit(r, args, f"{args.sidecar}: +{counted(r.files_added, 'file')}, "
+                   f"{counted(r.rows_replaced, 'row')} replaced, "
+                   f"{counted(len(r.tables), 'table commit')}, sidecar at {human(r.sidecar_end)} "
                    f"in {r.seconds:.2f}s")
     return 0
 
@@ -133,7 +135,8 @@ def cmd_store_seal(args: argparse.Namespace) -> int:
 
     r = seal(args.sidecar, args.warehouse, args.namespace, args.output,
              catalog=_catalog(args), **_writer_kwargs(args, only_if_asked=False))
-    _emit(r, args, f"{r.path}: {r.rows_sealed} rows, {human(r.blob_bytes_reused)} of blobs "
+    _emit(r, args, f"{r.path}: {counted(r.rows_sealed, 'row')}, "
+                   f"{human(r.blob_bytes_reused)} of blobs "
                    f"reused, {human(r.orphan_bytes_skipped)} orphan bytes skipped, "
                    f"{human(r.bytes_written)} written in {r.seconds:.2f}s")
     return 0
