@@ -5,9 +5,10 @@ Usage::
     .venv/bin/python bench/bench_callerio.py [--corpus bench/out/corpora/src_tree@1]
                                              [--contended-files 200]
 
-Over every file of the corpus (sorted, warm page cache), per file: ``open`` + ``close`` by
-absolute path and relative to a directory descriptor (``dir_fd=``); ``open`` + ``pread`` of the
-exact size + ``close`` (what ``pipeline.read_small`` does); the same with BLAKE3 of the bytes.
+Over every file of the corpus (as ``walk_directory`` lists them for the writer; warm page
+cache), per file: ``open`` + ``close`` by absolute path and relative to a directory descriptor
+(``dir_fd=``); ``open`` + ``pread`` of the exact size + ``close`` (what
+``pipeline.read_small`` does); the same with BLAKE3 of the bytes.
 Then the read loop over the first ``--contended-files`` files while another thread runs pure
 Python: each system call releases the GIL, and getting it back can wait for the busy thread's
 switch interval (5 ms), which is why the writer keeps Python work off its worker threads. The
@@ -24,19 +25,16 @@ import time
 
 import blake3
 
+from znippy_sql.source import walk_directory
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _R = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _D = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 def corpus_files(root: str) -> list[tuple[str, int]]:
-    found = []
-    for dirpath, _dirs, names in os.walk(root):
-        for name in names:
-            path = os.path.join(dirpath, name)
-            found.append((path, os.lstat(path).st_size))
-    found.sort()
-    return found
+    """Each file and its size, in the order and by the names the writer reads them."""
+    return [(str(e.file), e.size()) for e in walk_directory(root)]
 
 
 def open_close(files: list[tuple[str, int]]) -> None:
@@ -57,23 +55,22 @@ def open_close_dir_fd(files: list[tuple[str, int]]) -> None:
         os.close(dfd)
 
 
+def _read(path: str, size: int) -> bytes:
+    fd = os.open(path, _R)
+    try:
+        return os.pread(fd, size, 0)
+    finally:
+        os.close(fd)
+
+
 def read_exact(files: list[tuple[str, int]]) -> None:
     for path, size in files:
-        fd = os.open(path, _R)
-        try:
-            os.pread(fd, size, 0)
-        finally:
-            os.close(fd)
+        _read(path, size)
 
 
 def read_and_hash(files: list[tuple[str, int]]) -> None:
     for path, size in files:
-        fd = os.open(path, _R)
-        try:
-            data = os.pread(fd, size, 0)
-        finally:
-            os.close(fd)
-        blake3.blake3(data).digest()
+        blake3.blake3(_read(path, size)).digest()
 
 
 def timed(fn, files: list[tuple[str, int]]) -> tuple[float, float]:  # type: ignore[no-untyped-def]

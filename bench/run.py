@@ -497,9 +497,9 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "",
         "Every run, in order (seconds; the tables above take the best of each side). Probe: "
         "µs to create one empty file on this disk just before each extract round (1,000 "
-        "files; ~10-40 µs is the disk's normal state (11-20 in session 4, 21-37 on session "
-        "5's machine), far more means it is skipping recently freed inodes, see the module "
-        "docstring). CPU probe: ms for a fixed zstd job at the "
+        "files; ~10-40 µs is the disk's normal state on the machines measured so far, far more "
+        "means it is skipping recently freed inodes, see the module docstring). CPU probe: "
+        "ms for a fixed zstd job at the "
         "start of each round (the host's speed then; `probe_cpu`):",
         "",
         "| corpus | create znippy | tar+zstd | extract znippy | zstd -d \\| tar -x | probe µs "
