@@ -25,7 +25,7 @@ import time
 
 import blake3
 
-from znippy_sql.source import walk_directory
+from znippy_sql.write.source import walk_directory
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 _R = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)

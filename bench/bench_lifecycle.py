@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 
 import corpora  # noqa: E402
 from znippy_sql import Entry, open_archive, write_archive  # noqa: E402
-from znippy_sql.append import append_archive  # noqa: E402
+from znippy_sql.write.append import append_archive  # noqa: E402
 from znippy_sql.store import open_store, seal  # noqa: E402
 
 MB = 1 << 20

@@ -49,7 +49,7 @@ def child_write(out: str, n: int) -> dict:
 def child_extract(archive: str, dest: str) -> dict:
     import resource
 
-    from znippy_sql import extract as ex
+    from znippy_sql.read import extract as ex
     from znippy_sql import open_archive
 
     planned: list[float] = []

@@ -117,7 +117,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from znippy_sql import open_archive, write_archive
-    from znippy_sql.sign import Signer, signature_builder
+    from znippy_sql.provenance.sign import Signer, signature_builder
 
     import cryptography
 
@@ -144,8 +144,8 @@ def main() -> None:
             files = report.files
     plain_s, signed_s = statistics.median(times["plain"]), statistics.median(times["signed"])
 
-    import znippy_sql.sign as sign_mod
-    from znippy_sql.sign import verify_signatures
+    import znippy_sql.provenance.sign as sign_mod
+    from znippy_sql.provenance.sign import verify_signatures
 
     with open_archive(signed) as a:
         lookup = a.lookup
@@ -166,7 +166,7 @@ def main() -> None:
 
     code = ("import time, json; t = time.perf_counter()\n"
             "from znippy_sql import open_archive\n"
-            "from znippy_sql.sign import verify_signatures\n"
+            "from znippy_sql.provenance.sign import verify_signatures\n"
             f"a = open_archive({signed!r}); p = verify_signatures(a, {cert!r}, deep={{deep}})\n"
             "assert p == [], p[:3]\n"
             "print(json.dumps({{'seconds': time.perf_counter() - t}}))")

@@ -98,7 +98,7 @@ def calibrate(roots: list[str]) -> dict[str, Any]:
     Run on the src_tree corpus and on real source code (the .venv's site-packages), it shows
     whether the synthetic corpus compresses per file like real code does.
     """
-    from znippy_sql import codec
+    from znippy_sql.format import codec
 
     enc = codec.Encoder(codec.DEFAULT_LEVEL)
     out = {}

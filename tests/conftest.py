@@ -158,7 +158,7 @@ def tree_listing() -> Callable[[Path], list[str]]:
 def split_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The files extract pre-creates to fill in runs of chunks (big files split between
     workers), recorded as it makes them."""
-    import znippy_sql.extract as ex
+    import znippy_sql.read.extract as ex
 
     made: list[str] = []
     precreate = ex._precreate
@@ -167,7 +167,7 @@ def split_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def self_signed_signer(common_name: str = "znippy test") -> Any:
-    """A `znippy_sql.sign.Signer` with a fresh EC P-256 key and a self-signed certificate."""
+    """A `znippy_sql.provenance.sign.Signer` with a fresh EC P-256 key and a self-signed certificate."""
     import datetime
 
     from cryptography import x509
@@ -175,7 +175,7 @@ def self_signed_signer(common_name: str = "znippy test") -> Any:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
-    from znippy_sql.sign import Signer
+    from znippy_sql.provenance.sign import Signer
 
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])

@@ -15,7 +15,8 @@ import pytest
 from conftest import self_signed_signer, text_bytes
 
 from znippy_sql import Entry, LockError, ZnippyError, open_archive, write_archive
-from znippy_sql import append as ap
+from znippy_sql.format import rollback
+from znippy_sql.write import append as ap
 from znippy_sql.cli import main as cli_main
 
 BLOCK = 4096  # small chunks so files span several rows
@@ -70,7 +71,7 @@ def test_append_equals_one_shot(tmp_path: Path) -> None:
     assert report.files_added == len(b) and report.rows_replaced == 0 and report.dead_bytes == 0
     assert report.old_blob_end == blob_end and report.blob_end > blob_end
     assert report.archive_bytes == grown.stat().st_size
-    assert not os.path.exists(ap.journal_path(grown))
+    assert not os.path.exists(rollback.journal_path(grown))
     with open_archive(grown) as arc:
         assert arc.verify().ok
         assert arc.read("b/f003.txt") == b[3].data
@@ -83,7 +84,7 @@ def test_append_directory_equals_one_shot_of_both(tmp_path: Path) -> None:
             p = root / e.relative_path
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(e.data or b"")
-    from znippy_sql.source import walk_directory
+    from znippy_sql.write.source import walk_directory
 
     one = tmp_path / "one.znippy"
     write_archive(one, [*walk_directory(src_a), *walk_directory(src_b)], block_size=BLOCK)
@@ -137,7 +138,7 @@ def test_duplicate_in_the_new_batch_is_refused_and_rolled_back(tmp_path: Path) -
         ap.append_archive(arc_path, [Entry("n.txt", data=text(3 * BLOCK, 1)),
                                      Entry("n.txt", data=b"again")])
     assert arc_path.read_bytes() == before
-    assert not os.path.exists(ap.journal_path(arc_path))
+    assert not os.path.exists(rollback.journal_path(arc_path))
 
 
 def test_exception_inside_the_block_rolls_back(tmp_path: Path) -> None:
@@ -159,7 +160,7 @@ def test_second_appender_is_refused(tmp_path: Path) -> None:
         with pytest.raises(LockError, match="appending"):
             ap.append_archive(arc_path, [Entry("two.txt", data=b"2")])
         with pytest.raises(LockError):  # its journal is live, not hot: nobody rolls it back
-            ap.recover(arc_path)
+            rollback.recover(arc_path)
     assert {"one.txt"} <= paths_of(arc_path)
 
 
@@ -195,7 +196,7 @@ def _journal_of(arc_path: Path) -> bytes:
     with open_archive(arc_path) as arc:
         blob_end = arc.blob_end
     st = os.stat(arc_path)
-    return ap._encode_journal(len(data), blob_end, data[blob_end:], (st.st_dev, st.st_ino))
+    return rollback._encode_journal(len(data), blob_end, data[blob_end:], (st.st_dev, st.st_ino))
 
 
 def test_torn_journal_is_discarded_and_hot_journal_rolled_back(tmp_path: Path) -> None:
@@ -206,12 +207,12 @@ def test_torn_journal_is_discarded_and_hot_journal_rolled_back(tmp_path: Path) -
         blob_end = arc.blob_end
     journal = _journal_of(arc_path)
     # torn: the archive was not touched, the journal goes away
-    Path(ap.journal_path(arc_path)).write_bytes(journal[:-5])
-    assert ap.recover(arc_path) is False
-    assert not os.path.exists(ap.journal_path(arc_path))
+    Path(rollback.journal_path(arc_path)).write_bytes(journal[:-5])
+    assert rollback.recover(arc_path) is False
+    assert not os.path.exists(rollback.journal_path(arc_path))
     # hot: the tail was overwritten and the file grew; recovery restores the old bytes
     def make_hot() -> None:
-        Path(ap.journal_path(arc_path)).write_bytes(journal)
+        Path(rollback.journal_path(arc_path)).write_bytes(journal)
         with open(arc_path, "r+b") as fh:
             fh.seek(blob_end)
             fh.write(os.urandom(len(before)))
@@ -246,8 +247,8 @@ def test_git_sections_are_refused(tmp_path: Path) -> None:
 # -- crash safety: SIGKILL at every mutating system call of an append ---------------------------
 ZYGOTE = textwrap.dedent(r'''
     import os, shutil, signal, sys
-    import znippy_sql.append as ap
-    from znippy_sql.source import walk_directory
+    import znippy_sql.write.append as ap
+    from znippy_sql.write.source import walk_directory
 
     base, workdir, src = sys.argv[1], sys.argv[2], sys.argv[3]
     entries = list(walk_directory(src))
@@ -313,7 +314,7 @@ def test_sigkill_at_every_step_leaves_old_or_new(tmp_path: Path) -> None:
         # a plain open_archive rolls back a hot journal by itself
         with open_archive(target) as arc:
             assert arc.verify().ok
-        assert not os.path.exists(ap.journal_path(target))
+        assert not os.path.exists(rollback.journal_path(target))
         data = target.read_bytes()
         assert data in (old_bytes, new_bytes), f"{target.name} is neither old nor new"
         outcomes["old" if data == old_bytes else "new"] += 1
@@ -343,7 +344,7 @@ def _signer() -> Any:
 
 
 def test_sections_meta_kept_signatures_dropped_or_resigned(tmp_path: Path) -> None:
-    from znippy_sql.sign import verify_signatures
+    from znippy_sql.provenance.sign import verify_signatures
 
     signer = _signer()
     arc_path = tmp_path / "s.znippy"
@@ -371,7 +372,7 @@ def test_not_an_archive_is_refused_untouched(tmp_path: Path) -> None:
     before = bogus.read_bytes()
     with pytest.raises(ZnippyError, match="ZNPYMIDX"):
         ap.append_archive(bogus, [Entry("x", data=b"x")])
-    assert bogus.read_bytes() == before and not os.path.exists(ap.journal_path(bogus))
+    assert bogus.read_bytes() == before and not os.path.exists(rollback.journal_path(bogus))
     with pytest.raises(ZnippyError, match="no such archive"):
         ap.append_archive(tmp_path / "missing.znippy", [Entry("x", data=b"x")])
 
@@ -381,8 +382,8 @@ def test_journal_of_a_replaced_file_is_stale(tmp_path: Path) -> None:
     the journal belongs to the old file (another inode) and must not touch the new one."""
     arc_path = tmp_path / "x.znippy"
     write_archive(arc_path, batch("a", 3, 18), block_size=BLOCK)
-    Path(ap.journal_path(arc_path)).write_bytes(_journal_of(arc_path))
+    Path(rollback.journal_path(arc_path)).write_bytes(_journal_of(arc_path))
     write_archive(arc_path, batch("b", 5, 19), block_size=BLOCK)  # staging + rename: new inode
     fresh = arc_path.read_bytes()
-    assert ap.recover(arc_path) is False
-    assert arc_path.read_bytes() == fresh and not os.path.exists(ap.journal_path(arc_path))
+    assert rollback.recover(arc_path) is False
+    assert arc_path.read_bytes() == fresh and not os.path.exists(rollback.journal_path(arc_path))

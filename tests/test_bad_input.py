@@ -437,7 +437,7 @@ def test_random_flips_only_znippy_errors(good: bytes, tmp_path: Path,
 def test_parallel_extract_removes_corrupt_split_files(good: bytes, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch,
                                                      split_files: list[str]) -> None:
-    import znippy_sql.extract as ex
+    import znippy_sql.read.extract as ex
 
     monkeypatch.setattr(ex, "UNIT_BYTES", 4096)
     monkeypatch.setattr(ex, "THREAD_BYTES", 0)

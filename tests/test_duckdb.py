@@ -17,8 +17,8 @@ from conftest import self_signed_signer
 from _query_expect import BASE, RawView, by_path, contents, corpus
 from znippy_sql import ReservedSection, ZnippyError, open_archive, write_archive
 from znippy_sql.duckdb import register, unregister
-from znippy_sql.gitindex import encode_oid_index
-from znippy_sql.schema import META_SCHEMA
+from znippy_sql.format.gitindex import encode_oid_index
+from znippy_sql.format.schema import META_SCHEMA
 
 OPTIONAL = ("meta", "signatures", "git_objects", "git_commits", "git_reach")
 
@@ -124,7 +124,7 @@ def test_reserved_section_views(con: Any, full: Path) -> None:
     assert rows(con, "SELECT * FROM znippy_meta('full', 'license')") == [
         {"relative_path": "docs/readme.txt", "key": "license", "value": "MIT"},
         {"relative_path": "notes/a.txt", "key": "license", "value": "Apache-2.0"}]
-    from znippy_sql.sign import signatures_table
+    from znippy_sql.provenance.sign import signatures_table
 
     sigs = rows(con, "SELECT * FROM full_signatures")
     with open_archive(full) as a:
@@ -355,7 +355,7 @@ def test_oid_index_layout_and_bad_bytes() -> None:
     import struct as st
 
     from znippy_sql import FormatError
-    from znippy_sql.gitindex import FIXED_LEN, decode_oid_index
+    from znippy_sql.format.gitindex import FIXED_LEN, decode_oid_index
 
     good = encode_oid_index([(OIDS[0], 0, 12, 1), (OIDS[1], 1, 400, 3), (OIDS[2], 0, 99, 2)])
     assert len(good) == FIXED_LEN + 3 * (13 + 20)

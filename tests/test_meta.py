@@ -9,8 +9,8 @@ import pytest
 
 from znippy_sql import Entry, FormatError, ReservedSection, ZnippyError, open_archive, write_archive
 from znippy_sql.cli import main
-from znippy_sql.meta import Meta, facts, meta_table, read_facts_file, read_meta
-from znippy_sql.schema import META, META_SCHEMA
+from znippy_sql.provenance.meta import Meta, facts, meta_table, read_facts_file, read_meta
+from znippy_sql.format.schema import META, META_SCHEMA
 
 ENTRIES = [Entry("a.txt", data=b"a" * 100), Entry("dir/b.txt", data=b"b" * 100)]
 
@@ -66,7 +66,7 @@ def test_same_facts_same_bytes(tmp_path, monkeypatch):
 
 
 def test_with_source_fills_only_what_is_missing():
-    from znippy_sql.meta import with_source
+    from znippy_sql.provenance.meta import with_source
 
     assert with_source(True, "src").source == "src"
     assert with_source({"k": "v"}, "src") == Meta(facts={"k": "v"}, source="src")

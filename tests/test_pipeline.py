@@ -14,9 +14,11 @@ import pyarrow.compute as pc
 import pytest
 from conftest import random_bytes, text_bytes
 
-from znippy_sql import (ArchiveWriter, CodecError, DuplicatePathError, Entry, codec, open_archive,
-                        pipeline, write_archive)
-from znippy_sql.pipeline import Compressor, Job, run_batch
+from znippy_sql import (ArchiveWriter, CodecError, DuplicatePathError, Entry, open_archive,
+                        write_archive)
+from znippy_sql.format import codec
+from znippy_sql.write import pipeline
+from znippy_sql.write.pipeline import Compressor, Job, run_batch
 
 MiB = 1 << 20
 
@@ -233,8 +235,8 @@ def test_written_data_entries_are_not_kept(tmp_path: Path) -> None:
 def test_walked_files_share_one_origin_prefix(tmp_path: Path) -> None:
     """What the duplicate check keeps of a walked directory's files is one shared string
     (the directory) per tree, not a full path per file."""
-    from znippy_sql.ingest import Ingest, WriteOptions
-    from znippy_sql.source import walk_directory
+    from znippy_sql.write.ingest import Ingest, WriteOptions
+    from znippy_sql.write.source import walk_directory
 
     for i in range(30):
         (tmp_path / "src" / f"d{i % 3}").mkdir(parents=True, exist_ok=True)

@@ -18,8 +18,8 @@ import pytest
 from conftest import random_bytes, text_bytes
 
 from znippy_sql import Archive, ArchiveWriter, Entry, ZnippyError, open_archive, write_archive
-from znippy_sql.codec import is_skipped
-from znippy_sql.schema import GroupKey
+from znippy_sql.format.codec import is_skipped
+from znippy_sql.format.schema import GroupKey
 
 BLOCK = 4096
 
@@ -246,7 +246,7 @@ def test_read_touches_only_own_blobs(built) -> None:
 def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               split_files: list[str]) -> None:
     """Worker threads, large files cut into runs of chunks, existing files replaced."""
-    import znippy_sql.extract as ex
+    import znippy_sql.read.extract as ex
 
     monkeypatch.setattr(ex, "UNIT_BYTES", 16 * 1024)
     monkeypatch.setattr(ex, "THREAD_BYTES", 0)
@@ -292,7 +292,7 @@ def test_parallel_extract_from_script_without_main_guard(tmp_path: Path) -> None
                   workers=1)
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "import znippy_sql.extract as ex\n"
+        "import znippy_sql.read.extract as ex\n"
         "from znippy_sql import open_archive\n"
         "ex.THREAD_BYTES, ex.UNIT_BYTES = 0, 8192\n"
         f"r = open_archive({str(out)!r}).extract({str(tmp_path / 'd')!r}, workers=2)\n"
@@ -326,7 +326,7 @@ def test_concurrent_reads_from_threads(built) -> None:
 def test_path_fast_path_agrees_with_every_rule() -> None:
     """check_relative_path's fast path accepts exactly what the full rules accept."""
     from znippy_sql.errors import UnsafePathError
-    from znippy_sql.paths import _check_slow, check_relative_path
+    from znippy_sql.format.paths import _check_slow, check_relative_path
 
     pieces = ["a", "b.txt", ".", "..", ".git", "", "/", "\\", "C:", "c:x", "x\x00", "\x7f", "é",
               " ", "a" * 120, "..a", "a..", "~"]
@@ -355,7 +355,7 @@ def test_plain_paths_marks_only_paths_the_rules_accept_unchanged() -> None:
     import numpy as np
 
     from znippy_sql.errors import UnsafePathError
-    from znippy_sql.paths import _check_slow, plain_paths
+    from znippy_sql.format.paths import _check_slow, plain_paths
 
     pieces = ["a", "b.txt", ".", "..", ".git", "", "/", "\\", "C:", "c:x", "x\x00", "\x7f", "é",
               " ", "a" * 120, "..a", "a..", "~", "\n"]
@@ -380,7 +380,7 @@ def test_plain_paths_marks_only_paths_the_rules_accept_unchanged() -> None:
     assert sum(marks.tolist()) > 50
     with pytest.raises(UnsafePathError):
         _check_slow("a//b", None)
-    from znippy_sql import paths as paths_module  # the same in blocks of 7 paths
+    from znippy_sql.format import paths as paths_module  # the same in blocks of 7 paths
 
     block, paths_module._PLAIN_BLOCK = paths_module._PLAIN_BLOCK, 7
     try:
@@ -391,7 +391,7 @@ def test_plain_paths_marks_only_paths_the_rules_accept_unchanged() -> None:
 
 
 def test_directory_walk_carries_sizes(tmp_path: Path) -> None:
-    from znippy_sql.source import walk_directory
+    from znippy_sql.write.source import walk_directory
 
     src = tmp_path / "src"
     files = {"b/z.txt": b"zz", "a.txt": b"a" * 70, "b/a/deep.bin": b"", "ä/ü.txt": b"u"}
@@ -409,7 +409,7 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """Many small units in worker threads: every file lands once, in order, from its own
     lookup rows."""
-    import znippy_sql.extract as ex
+    import znippy_sql.read.extract as ex
 
     monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     monkeypatch.setattr(ex, "UNIT_FILES", 3)
@@ -448,7 +448,7 @@ def test_big_files_are_split_only_when_too_few_for_the_workers(
         split: bool) -> None:
     """Two threads writing runs of one file wait for its inode lock: with at least as many big
     files as workers, each file is one unit; a lone big file is still cut for both workers."""
-    import znippy_sql.extract as ex
+    import znippy_sql.read.extract as ex
 
     monkeypatch.setattr(ex, "THREAD_BYTES", 0)
     monkeypatch.setattr(ex, "UNIT_BYTES", 3 * BLOCK)
@@ -468,7 +468,7 @@ def test_directory_walk_is_lazy_and_in_whole_path_byte_order(tmp_path: Path) -> 
     """Depth first with each directory sorted by name (``/`` appended to directories) is the
     byte order of the whole paths: "a.txt" and "a-b/c" come before "a/b". Directories are
     listed when the walk gets there: a file made in "z" after the first entry is seen."""
-    from znippy_sql.source import walk_directory
+    from znippy_sql.write.source import walk_directory
 
     src = tmp_path / "src"
     names = ["a", "a.txt", "a0", "a b", "a-b/c", "b/a/x", "b/a.y", "b/a0", "ä/x", "z/1",
@@ -486,7 +486,7 @@ def test_directory_walk_is_lazy_and_in_whole_path_byte_order(tmp_path: Path) -> 
 
 
 def test_released_pages_read_back_the_same(tmp_path: Path) -> None:
-    from znippy_sql.rangeio import RangeSource
+    from znippy_sql.format.rangeio import RangeSource
 
     data = random_bytes(300_000, 9)
     (tmp_path / "f").write_bytes(data)

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import self_signed_signer, text_bytes
 from znippy_sql import Entry, StoreError, open_archive, write_archive
-from znippy_sql.source import walk_directory
+from znippy_sql.write.source import walk_directory
 from znippy_sql.store import open_store, seal
 
 BLOCK = 2048
@@ -88,7 +88,7 @@ def test_seal_never_runs_the_codec_or_hashes_content(tmp_path: Path,
         store.add(src)
     import blake3
 
-    from znippy_sql import codec
+    from znippy_sql.format import codec
 
     def forbidden(*args: object, **kwargs: object) -> None:
         raise AssertionError("the seal must not compress, decompress or hash content")
@@ -164,7 +164,7 @@ def test_missing_store_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_seal_signs_when_given_a_signer(tmp_path: Path) -> None:
-    from znippy_sql.sign import verify_signatures
+    from znippy_sql.provenance.sign import verify_signatures
 
     signer = self_signed_signer("seal test")
     sidecar, wh = tmp_path / "blobs.znippy", tmp_path / "wh"
@@ -182,7 +182,7 @@ def test_store_and_append_chain_agree_byte_for_byte(tmp_path: Path, seed: int) -
     """Random batches with re-added paths and moves between groups: the seal of a store fed
     the batches equals write_archive(first batch) followed by append_archive of the others —
     replacements and dead bytes included, since both put blobs at the same offsets."""
-    from znippy_sql.append import append_archive
+    from znippy_sql.write.append import append_archive
 
     rng = random.Random(seed)
     names = [f"d{rng.randint(0, 2)}/f{i}.txt" for i in range(14)]

@@ -19,11 +19,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
 from znippy_sql import Entry, GroupKey, open_archive, write_archive
-from znippy_sql import sign as sign_mod
+from znippy_sql.provenance import sign as sign_mod
 from znippy_sql.cli import main
 from znippy_sql.errors import SignatureError
-from znippy_sql.schema import LOOKUP_SCHEMA, META, SIGN_ARCHIVE, SIGN_ARTIFACTS
-from znippy_sql.sign import (
+from znippy_sql.format.schema import LOOKUP_SCHEMA, META, SIGN_ARCHIVE, SIGN_ARTIFACTS
+from znippy_sql.provenance.sign import (
     Signer,
     archive_root,
     file_digests,
@@ -31,7 +31,8 @@ from znippy_sql.sign import (
     signatures_table,
     verify_signatures,
 )
-from znippy_sql.tail import ReservedSection, write_tail
+from znippy_sql.format.sections import ReservedSection
+from znippy_sql.write.tail import write_tail
 
 NOW = dt.datetime.now(dt.timezone.utc)
 
@@ -459,7 +460,7 @@ def test_reader_agrees_with_asn1crypto(signed):
     """Every field the small DER reader takes out, asn1crypto's full CMS parse gives too."""
     from asn1crypto import cms as acms
 
-    from znippy_sql import cms
+    from znippy_sql.provenance import cms
 
     with open_archive(signed) as a:
         ders = [*_artifacts(a).column("cms").to_pylist(), bytes(a.section(SIGN_ARCHIVE))]
@@ -485,7 +486,7 @@ def test_reader_agrees_with_asn1crypto(signed):
     (lambda d: d + b"\x00\x00", "trailing bytes"),
 ])
 def test_reader_refuses_malformed_der(signed, mangle, match):
-    from znippy_sql import cms
+    from znippy_sql.provenance import cms
 
     with open_archive(signed) as a:
         der = bytes(a.section(SIGN_ARCHIVE))
@@ -509,7 +510,7 @@ def test_an_error_in_a_helper_thread_is_raised_here(monkeypatch):
 def test_damaged_signatures_never_crash_the_checker(pki):
     """Every single-byte change and every truncation of a signature is reported (never an
     exception), except changes that leave every signed and checked value as it was."""
-    from znippy_sql import cms
+    from znippy_sql.provenance import cms
 
     signer = Signer.from_files(pki["self_key"], pki["self"])
     content = b"\x07" * 32
@@ -582,7 +583,7 @@ def test_without_trust_only_digests_are_checked(tmp_path, signed, pki):
 def test_template_signatures_are_the_builders_signatures(tmp_path, pki, which):
     """Signer.sign re-fills the builder's reference signature: the same structure byte for
     byte, the message digest of the new content, a fresh signature value."""
-    from znippy_sql import cms
+    from znippy_sql.provenance import cms
 
     if which == "self":
         key, cert = pki["objs"]["self_key"], pki["objs"]["self"]
@@ -634,7 +635,7 @@ def test_shared_work_reaches_the_helpers_and_keeps_order(monkeypatch):
 
 
 def _outcome(fn, der):
-    from znippy_sql import cms
+    from znippy_sql.provenance import cms
 
     try:
         return fn(der)
@@ -647,7 +648,7 @@ def test_reading_by_shape_is_the_full_walk(pki, which):
     """After one full walk, signatures of the same length are read by comparing every byte but
     the time, digest and signature values: the answer must be the full walk's, for good
     signatures and for every single-byte change of one."""
-    from znippy_sql import cms
+    from znippy_sql.provenance import cms
 
     if which == "self":
         key, cert = pki["objs"]["self_key"], pki["objs"]["self"]

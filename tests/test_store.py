@@ -19,7 +19,7 @@ from conftest import text_bytes
 from znippy_sql import DuplicatePathError, Entry, LockError, StoreError, open_archive, \
     write_archive
 from znippy_sql.cli import main as cli_main
-from znippy_sql.schema import GroupKey
+from znippy_sql.format.schema import GroupKey
 from znippy_sql.store import open_store, seal
 from znippy_sql.store import convert
 from znippy_sql.store.iceberg import create_transaction, group_tables, open_catalog, read_rows

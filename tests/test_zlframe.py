@@ -1,4 +1,4 @@
-"""The GIL-free OpenZL frame path (znippy_sql.zlframe) against the OpenZL binding itself:
+"""The GIL-free OpenZL frame path (znippy_sql.format.zlframe) against the OpenZL binding itself:
 the frames it writes are the binding's bytes, the frames it reads are decoded as the binding
 decodes them, and anything else is left to the binding."""
 
@@ -10,7 +10,8 @@ import openzl.ext as zl
 import pytest
 from conftest import random_bytes, text_bytes
 
-from znippy_sql import CodecError, codec, zlframe
+from znippy_sql import CodecError
+from znippy_sql.format import codec, zlframe
 
 
 def _inputs(seed: int) -> list[bytes]:
@@ -124,7 +125,7 @@ def test_batch_decode_reports_the_one_bad_frame_and_keeps_the_rest(
         tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One damaged frame among a unit's small files: the GIL-free batch call fails as a whole,
     each frame is retried alone, and only the damaged file is reported (and not created)."""
-    import znippy_sql.extract as ex
+    import znippy_sql.read.extract as ex
     from znippy_sql import Entry, open_archive, write_archive
 
     files = {f"d/{i:02d}.txt": text_bytes(3000 + 100 * i, i) for i in range(40)}

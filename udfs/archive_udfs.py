@@ -18,9 +18,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from znippy_sql.files import file_digest
-from znippy_sql.reader import Archive, open_archive
-from znippy_sql.schema import resolve_pkg_type
+from znippy_sql.format.files import file_digest
+from znippy_sql.read.reader import Archive, open_archive
+from znippy_sql.format.schema import resolve_pkg_type
 
 _LOCK = threading.Lock()
 _OPEN: dict[str, tuple[tuple[int, int, int], Archive]] = {}

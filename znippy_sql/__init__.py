@@ -21,35 +21,35 @@ from .errors import (
 )
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
-    from .append import AppendReport, append_archive
-    from .extract import ExtractReport
-    from .reader import Archive, open_archive
-    from .schema import GroupKey
-    from .source import Entry
+    from .write.append import AppendReport, append_archive
+    from .read.extract import ExtractReport
+    from .read.reader import Archive, open_archive
+    from .format.schema import GroupKey
+    from .write.source import Entry
     from .store.seal import SealReport, seal
-    from .tail import ReservedSection
-    from .verify import VerifyReport
-    from .writer import ArchiveWriter, WriteReport, write_archive
+    from .format.sections import ReservedSection
+    from .read.verify import VerifyReport
+    from .write.writer import ArchiveWriter, WriteReport, write_archive
 
 __version__ = "0.1.0"
 
 # Everything but the errors is imported on first use: `import znippy_sql` stays cheap, and
 # pyarrow, duckdb or pyiceberg are imported by the parts that use them.
 _LAZY = {
-    "Archive": ("znippy_sql.reader", "Archive"),
-    "open_archive": ("znippy_sql.reader", "open_archive"),
-    "GroupKey": ("znippy_sql.schema", "GroupKey"),
-    "Entry": ("znippy_sql.source", "Entry"),
-    "ReservedSection": ("znippy_sql.tail", "ReservedSection"),
-    "ArchiveWriter": ("znippy_sql.writer", "ArchiveWriter"),
-    "WriteReport": ("znippy_sql.writer", "WriteReport"),
-    "write_archive": ("znippy_sql.writer", "write_archive"),
-    "append_archive": ("znippy_sql.append", "append_archive"),
-    "AppendReport": ("znippy_sql.append", "AppendReport"),
+    "Archive": ("znippy_sql.read.reader", "Archive"),
+    "open_archive": ("znippy_sql.read.reader", "open_archive"),
+    "GroupKey": ("znippy_sql.format.schema", "GroupKey"),
+    "Entry": ("znippy_sql.write.source", "Entry"),
+    "ReservedSection": ("znippy_sql.format.sections", "ReservedSection"),
+    "ArchiveWriter": ("znippy_sql.write.writer", "ArchiveWriter"),
+    "WriteReport": ("znippy_sql.write.writer", "WriteReport"),
+    "write_archive": ("znippy_sql.write.writer", "write_archive"),
+    "append_archive": ("znippy_sql.write.append", "append_archive"),
+    "AppendReport": ("znippy_sql.write.append", "AppendReport"),
     "seal": ("znippy_sql.store.seal", "seal"),
     "SealReport": ("znippy_sql.store.seal", "SealReport"),
-    "ExtractReport": ("znippy_sql.extract", "ExtractReport"),
-    "VerifyReport": ("znippy_sql.verify", "VerifyReport"),
+    "ExtractReport": ("znippy_sql.read.extract", "ExtractReport"),
+    "VerifyReport": ("znippy_sql.read.verify", "VerifyReport"),
 }
 
 

@@ -22,9 +22,9 @@ from typing import Any, TextIO
 
 import pyarrow as pa
 
-from ..codec import DEFAULT_LEVEL
+from ..format.codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
-from ..schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
+from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -159,14 +159,14 @@ def _provenance() -> ModuleType | None:
 
 
 def _open(path: str) -> Any:
-    from ..reader import open_archive
+    from ..read.reader import open_archive
 
     return open_archive(path)
 
 
 # -- create -----------------------------------------------------------------------------------
 def cmd_create(args: argparse.Namespace) -> int:
-    from ..writer import write_archive
+    from ..write.writer import write_archive
 
     extra: dict[str, Any] = {}
     prov = _provenance()

@@ -70,7 +70,7 @@ def _catalog(args: argparse.Namespace) -> dict[str, str] | None:
 
 # -- append -------------------------------------------------------------------------------------
 def cmd_append(args: argparse.Namespace) -> int:
-    from ..append import append_archive
+    from ..write.append import append_archive
 
     r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
                        workers=args.workers, **_writer_kwargs(args, only_if_asked=True))

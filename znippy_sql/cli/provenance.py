@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 
 # -- create / append / seal ---------------------------------------------------------------------
 def _assignment(text: str) -> tuple[str, str]:
-    from ..meta import parse_assignment
+    from ..provenance.meta import parse_assignment
 
     try:
         return parse_assignment(text)
@@ -75,7 +75,7 @@ def writer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     Provenance is recorded unless ``--no-provenance``; with that and no facts, no ``__meta__``
     section is written at all.
     """
-    from ..meta import Meta, read_facts_file
+    from ..provenance.meta import Meta, read_facts_file
 
     facts: dict[str, list[str]] = {}
     for key, value in getattr(args, "meta", None) or []:
@@ -93,7 +93,7 @@ def writer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         raise ZnippyError("--sign-key and --sign-cert go together")
     signer = None
     if key is not None:
-        from ..sign import Signer
+        from ..provenance.sign import Signer
 
         signer = Signer.from_files(key, cert)
     return {"meta": meta, "signer": signer}
@@ -112,8 +112,8 @@ def add_verify_options(parser: argparse.ArgumentParser) -> None:
 
 def verify_extra(args: argparse.Namespace, archive: Any) -> list[str]:
     """Problems with ``__meta__`` and the signatures (trusted ones with ``--trust``)."""
-    from ..meta import read_meta
-    from ..sign import is_signed, verify_signatures
+    from ..provenance.meta import read_meta
+    from ..provenance.sign import is_signed, verify_signatures
 
     problems: list[str] = []
     try:

@@ -34,7 +34,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import duckdb
 
-    from ..duckdb import register as register_archive
+    from ..query.duckdb import register as register_archive
 
     if len(args.archives) < 2:
         print("znippy-sql sql: give at least one ARCHIVE and a QUERY", file=sys.stderr)

@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from ..files import module_fields
-from ..reader import Archive, open_archive
-from ..schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA, META,
+from ..format.files import module_fields
+from ..read.reader import Archive, open_archive
+from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA, META,
                       RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
 from .sql import ident, literal, template
 from .tables import group_table, section_table
@@ -106,12 +106,12 @@ def _sections(plan: ArchiveViews, lookup: pa.Table, trust: Any) -> None:
         meta = plan.add_object("meta", section_table(archive, META))
         plan.add_view("meta", f"SELECT * FROM {meta}")
     if archive.has_section(SIGN_ARTIFACTS) or archive.has_section(SIGN_ARCHIVE):
-        from ..sign import signatures_table
+        from ..provenance.sign import signatures_table
 
         sigs = plan.add_object("signatures", signatures_table(archive, trust=trust))
         plan.add_view("signatures", f"SELECT * FROM {sigs}")
     if archive.has_section(GIT_OID):
-        from ..gitindex import decode_oid_index
+        from ..format.gitindex import decode_oid_index
 
         objects = decode_oid_index(archive.section(GIT_OID), lookup_rows=lookup.num_rows,
                                    path=archive.path)

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..reader import Archive
-from ..schema import BASE_FIELDS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..read.reader import Archive
+from ..format.schema import BASE_FIELDS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
 
 _STRINGS = (pa.utf8(), pa.binary())
 

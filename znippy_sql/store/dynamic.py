@@ -1,7 +1,7 @@
 """The dynamic store: blobs in a sidecar file, index rows in Iceberg tables (one per group).
 
 ``Store.add`` writes the new blobs at the sidecar's committed end with the same
-:class:`~znippy_sql.ingest.Ingest` every writer uses, fsyncs the sidecar, and only then commits
+:class:`~znippy_sql.write.ingest.Ingest` every writer uses, fsyncs the sidecar, and only then commits
 the rows: one Iceberg transaction per touched table (create + first rows, or delete of replaced
 paths + new rows). Bytes first, then the reference: a crash in between leaves orphan bytes past
 the committed end, which the next ``add`` truncates and the seal never copies.
@@ -28,11 +28,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import codec
+from ..format import codec
 from ..errors import LockError, StoreError
-from ..ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from ..schema import GroupKey, resolve_pkg_type
-from ..source import Entry, as_entries
+from ..write.ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from ..format.schema import GroupKey, resolve_pkg_type
+from ..write.source import Entry, as_entries
 from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
 from .iceberg import (NS_BLOCK, NS_LEVEL, GroupTable, create_transaction, group_tables,
                       open_catalog, read_rows, table_name)
@@ -204,12 +204,12 @@ class Store:
 
         The same columns as :meth:`Archive.index` of the sealed archive, in canonical order.
         """
-        from ..reader import label_groups
+        from ..read.reader import label_groups
 
         return label_groups(self.group_rows().items())
 
     def snapshot(self) -> Any:
-        """The committed state as a read-only :class:`~znippy_sql.reader.Archive` (``read``,
+        """The committed state as a read-only :class:`~znippy_sql.read.reader.Archive` (``read``,
         ``open``, ``extract``, ``verify`` ...), its blobs read from the sidecar; ``close()`` it."""
         from .views import snapshot
 

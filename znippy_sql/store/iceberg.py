@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import StoreError
-from ..schema import GroupKey
+from ..format.schema import GroupKey
 from .convert import decode_schema, encode_schema, iceberg_schema
 
 CATALOG_NAME = "znippy"

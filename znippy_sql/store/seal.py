@@ -2,7 +2,7 @@
 
 The sidecar's blob region ``[0, blob_end)`` is copied verbatim (``copy_file_range``: no
 decompression, no hashing), so every row keeps its ``blob_offset``; the rows come back from
-Iceberg in canonical order and :func:`~znippy_sql.tail.write_tail` writes the tail a one-shot
+Iceberg in canonical order and :func:`~znippy_sql.write.tail.write_tail` writes the tail a one-shot
 writer would write. Staging sibling, fsync, atomic rename, parent-directory fsync: the output
 name never holds a half-written archive.
 
@@ -25,8 +25,9 @@ from typing import Any
 import pyarrow.compute as pc
 
 from ..errors import StoreError
-from ..tail import write_tail
-from ..writer import fsync_dir, optional_sections
+from ..write.tail import write_tail
+from ..format.fsio import fsync_dir
+from ..write.writer import optional_sections
 from .dynamic import Store
 
 _COPY_STEP = 32 << 20

@@ -3,7 +3,7 @@
 A store has no tail; :func:`snapshot` makes one. It reads every group's committed rows through
 pyiceberg (canonical order, exact types) and writes the tail a seal would write into a small
 temporary file whose blob region is a hole (no bytes on disk). The result, a
-:class:`StoreArchive`, is an ordinary :class:`~znippy_sql.reader.Archive` over that file, except
+:class:`StoreArchive`, is an ordinary :class:`~znippy_sql.read.reader.Archive` over that file, except
 that blob ranges are read from the sidecar. So the archive query layer is reused whole:
 ``register_store`` is :func:`znippy_sql.duckdb.register` of the snapshot, ``scan_store`` is
 :func:`znippy_sql.polars.scan` of it, and file contents (``read``, ``znippy_cat``) come from the
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..rangeio import RangeSource
-from ..reader import Archive
-from ..tail import write_tail
+from ..format.rangeio import RangeSource
+from ..read.reader import Archive
+from ..write.tail import write_tail
 
 if TYPE_CHECKING:
     import duckdb
@@ -111,7 +111,7 @@ def register_store(con: "duckdb.DuckDBPyConnection", store: "Store",
     The views are those :func:`znippy_sql.duckdb.register` makes for an archive; ``name``
     defaults to the store's namespace. Returns the name used.
     """
-    from .. import duckdb as zduckdb
+    from ..query import duckdb as zduckdb
 
     view_name = zduckdb.sanitize_name(name or store.namespace)
     snap = snapshot(store, name=view_name)
@@ -138,14 +138,14 @@ def _bind_content(snap: StoreArchive) -> None:
 
 def scan_store(store: "Store", section: str = "files") -> "pl.LazyFrame":
     """A Polars lazy scan of the store's ``files`` (or ``chunks``, ``lookup``, ...)."""
-    from .. import polars as zpolars
+    from ..query import polars as zpolars
 
     return zpolars.scan(snapshot(store), section)  # type: ignore[arg-type]
 
 
 def unregister_store(con: "duckdb.DuckDBPyConnection", name: str) -> None:
     """Drop the views and the snapshot ``register_store`` made for ``name``."""
-    from .. import duckdb as zduckdb
+    from ..query import duckdb as zduckdb
 
     zduckdb.unregister(con, name)
     snap = _REGISTERED.pop((id(con), name), None)

@@ -2,7 +2,7 @@
 
 Signing needs only the sorted ``__lookup__`` table: each file's digest is BLAKE3 over its path
 and its chunk checksums, the archive root is BLAKE3 over every path and file digest; each is
-signed as a detached CMS signature (:mod:`znippy_sql.cms`). No blob byte is read to sign.
+signed as a detached CMS signature (:mod:`znippy_sql.provenance.cms`). No blob byte is read to sign.
 
 Verifying recomputes the same digests from the index and checks every signature against them
 and against the trust anchors; ``deep=True`` also decodes every chunk, which proves the
@@ -25,14 +25,14 @@ import blake3
 import pyarrow as pa
 
 from . import cms
-from .errors import FormatError, SignatureError, ZnippyError
-from .schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
-from .tail import ReservedSection
+from ..errors import FormatError, SignatureError, ZnippyError
+from ..format.schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
+from ..format.sections import ReservedSection
 
 if TYPE_CHECKING:
     from cryptography import x509
 
-    from .reader import Archive
+    from ..read.reader import Archive
 
 FILE_TAG = b"znippy-file-v1\0"
 ARCHIVE_TAG = b"znippy-archive-v1\0"

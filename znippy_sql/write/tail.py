@@ -8,44 +8,24 @@ for byte identity between the writers.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Union
+from typing import BinaryIO
 
 import ducer
 import numpy as np
 import pyarrow as pa
 
-from .errors import FormatError
-from .footer import align_up, encode_footer
-from .ipc import stream_bytes
-from .kernels import SortOptions, call_function, one_array, utf8_parts
-from .manifest import ManifestRow, encode_manifest
-from .schema import (
-    ARROW_SECTIONS,
-    BASE_NAMES,
-    LOOKUP,
-    LOOKUP_SCHEMA,
-    RAW_SECTIONS,
-    RESERVED_PKG_TYPE,
-    TRIE,
-    GroupKey,
-    is_reserved,
-    section_rank,
-)
+from ..errors import FormatError
+from ..format.footer import align_up, encode_footer
+from ..format.ipc import stream_bytes
+from ..format.kernels import one_array, utf8_parts
+from ..format.lookup import build_lookup
+from ..format.manifest import ManifestRow, encode_manifest
+from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
+                             section_rank)
+from ..format.sections import ReservedSection, SectionBuilder, check_sections
 
-Payload = Union[pa.Table, bytes]
-
-
-@dataclass(frozen=True)
-class ReservedSection:
-    """A reserved section: ``pa.Table`` → Arrow IPC stream; ``bytes`` → raw bytes."""
-
-    name: str
-    payload: Payload
-
-
-SectionBuilder = Callable[[pa.Table], Iterable[ReservedSection]]
 
 
 @dataclass(frozen=True)
@@ -57,19 +37,6 @@ class TailInfo:
     lookup: pa.Table
 
 
-def build_lookup(groups: Mapping[GroupKey, pa.Table]) -> pa.Table:
-    """All data rows, base columns only, sorted by (relative_path bytes, chunk_seq)."""
-    parts = [pa.Table.from_arrays([groups[k].column(n) for n in BASE_NAMES], schema=LOOKUP_SCHEMA)
-             for k in sorted(groups)]
-    if not parts:
-        return LOOKUP_SCHEMA.empty_table()
-    table = pa.concat_tables(parts).combine_chunks()
-    # Arrow orders utf8 by bytes, which is what the fst trie requires.
-    order = call_function("sort_indices", [table], SortOptions(
-        sort_keys=[("relative_path", "ascending"), ("chunk_seq", "ascending")]))
-    return call_function("take", [table, order]).combine_chunks()  # type: ignore[no-any-return]
-
-
 def build_trie(lookup: pa.Table) -> bytes:
     """fst Map: relative_path → lookup row of its chunk_seq 0. The keys are sliced from the
     lookup's UTF-8 buffer as the builder takes them (no list of a million keys first)."""
@@ -78,25 +45,6 @@ def build_trie(lookup: pa.Table) -> bytes:
     rows = np.flatnonzero(lookup.column("chunk_seq").to_numpy() == 0).tolist()
     return bytes(ducer.Map.build(":memory:", ((data[starts[r]:starts[r + 1]], r)
                                               for r in rows)))
-
-
-def check_sections(sections: Sequence[ReservedSection]) -> None:
-    """Refuse a section whose name is not reserved (FORMAT §4), is written by the tail itself
-    (``__lookup__``, ``__trie__``), or is given twice."""
-    seen: set[str] = set()
-    for s in sections:
-        if not isinstance(s, ReservedSection):
-            raise FormatError(f"reserved sections must be ReservedSection objects, not {s!r}")
-        if not is_reserved(s.name) or s.name in (LOOKUP, TRIE):
-            raise FormatError(f"section name {s.name!r} is not a reserved name this writer takes "
-                              "(it must start and end with '__')")
-        if s.name in seen:
-            raise FormatError(f"section {s.name!r} given twice")
-        if not isinstance(s.payload, (pa.Table, bytes, bytearray, memoryview)):
-            raise FormatError(f"section {s.name!r}: payload must be a pyarrow Table or bytes")
-        if s.name in ARROW_SECTIONS and not isinstance(s.payload, pa.Table):
-            raise FormatError(f"section {s.name!r} is an Arrow section: give a pyarrow Table")
-        seen.add(s.name)
 
 
 def write_tail(

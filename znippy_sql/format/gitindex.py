@@ -28,7 +28,7 @@ from collections.abc import Iterable
 import numpy as np
 import pyarrow as pa
 
-from .errors import FormatError
+from ..errors import FormatError
 
 MAGIC = b"ZNGITOID"
 VERSION = 1

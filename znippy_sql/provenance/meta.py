@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, Union
 
 import pyarrow as pa
 
-from .errors import FormatError, ZnippyError
-from .paths import check_relative_path
-from .schema import META, META_SCHEMA
-from .tail import ReservedSection
+from ..errors import FormatError, ZnippyError
+from ..format.paths import check_relative_path
+from ..format.schema import META, META_SCHEMA
+from ..format.sections import ReservedSection
 
 if TYPE_CHECKING:
-    from .reader import Archive
+    from ..read.reader import Archive
 
 #: A per-file fact given as a row.
 Fact = tuple[Union[str, None], str, str]
@@ -71,7 +71,7 @@ def created_at(now: float | None = None) -> str:
 
 
 def created_by() -> str:
-    from . import __version__
+    from .. import __version__
 
     return f"znippy-sql {__version__}"
 

@@ -23,14 +23,15 @@ import google_crc32c
 import numpy as np
 import pyarrow as pa
 
-from . import codec
-from .errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
-from .footer import FOOTER_LEN, decode_footer
-from .ipc import describe, read_stream
-from .kernels import filter_by, one_array, take, utf8_parts
-from .manifest import ManifestRow, decode_manifest
-from .rangeio import RangeSource
-from .schema import (
+from ..format import codec
+from ..errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
+from ..format.footer import FOOTER_LEN, decode_footer
+from ..format.ipc import describe, read_stream
+from ..format.kernels import filter_by, one_array, take, utf8_parts
+from ..format.manifest import ManifestRow, decode_manifest
+from ..format.rangeio import RangeSource
+from ..format.rollback import recover
+from ..format.schema import (
     ARROW_SECTIONS,
     BASE_FIELDS,
     LOOKUP,
@@ -154,11 +155,7 @@ class Archive:
     def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True) -> None:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
-        if os.path.exists(self.path + ".znippy-journal"):
-            # an append was interrupted: roll the archive back to its old state first
-            from .append import recover
-
-            recover(self.path)
+        recover(self.path)  # an interrupted append is rolled back first (one stat when none)
         self.source = RangeSource(self.path)
         try:
             self._open_tail()
@@ -462,7 +459,7 @@ class Archive:
                 pkg_type: int | str | None = None, glob: str | None = None,
                 paths: list[str] | None = None, workers: int | None = None,
                 progress: Any = None) -> Any:
-        """Extract the matching files under ``dest`` (see :mod:`znippy_sql.extract`)."""
+        """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`)."""
         from .extract import extract
 
         return extract(self, os.fspath(dest), repo=repo, pkg_type=pkg_type, glob=glob,
@@ -477,7 +474,7 @@ class Archive:
     @property
     def meta(self) -> pa.Table | None:
         """``__meta__`` facts, or ``None`` when the archive records no metadata at all."""
-        from .meta import read_meta
+        from ..provenance.meta import read_meta
 
         return read_meta(self)
 

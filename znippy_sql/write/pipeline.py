@@ -1,6 +1,6 @@
 """Chunking and compression, in threads, with results handed back in input order.
 
-The frames are written by ``zstandard`` (:mod:`~znippy_sql.zlframe`: the same bytes as the
+The frames are written by ``zstandard`` (:mod:`~znippy_sql.format.zlframe`: the same bytes as the
 OpenZL binding, which holds the GIL), which releases the GIL while it compresses; so do reads
 and BLAKE3 of large inputs. Batches of chunks therefore go to ``workers`` threads of this
 process: no pickling, no pipes, no worker start-up. Files are batched (up to
@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import blake3
 
-from . import codec
+from ..format import codec
 
 BATCH_BYTES = 1 << 20
 BATCH_JOBS = 512

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from .errors import FormatError
+from ..errors import FormatError
 from .footer import ALIGN, FOOTER_LEN
 from .ipc import read_stream, stream_bytes
 from .rangeio import RangeSource

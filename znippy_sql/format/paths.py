@@ -8,7 +8,7 @@ import stat
 
 import numpy as np
 
-from .errors import UnsafePathError
+from ..errors import UnsafePathError
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255

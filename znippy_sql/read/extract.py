@@ -1,9 +1,9 @@
 """Extract: every target checked before anything is written, streamed chunk by chunk, verified.
 
-Order of work: every selected path is checked (:class:`~znippy_sql.paths.Targets`: no
+Order of work: every selected path is checked (:class:`~znippy_sql.format.paths.Targets`: no
 ``..``, absolute or drive paths, no symlink on the way or at the target) before anything is
 written; then the files (and their directories) are written, by worker threads when there is
-enough to do: decoding (:mod:`~znippy_sql.zlframe`), BLAKE3 of large chunks and every system
+enough to do: decoding (:mod:`~znippy_sql.format.zlframe`), BLAKE3 of large chunks and every system
 call release the GIL, so two threads also create files in parallel.
 Work is cut into units of about ``UNIT_BYTES`` (at most ``UNIT_FILES`` files): runs of small
 files, or runs of chunks of one large file, which its workers fill with positioned writes.
@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, NamedTuple, Union
 
 import numpy as np
 
-from .errors import FormatError, NotFoundError, ZnippyError
-from .paths import Targets, plain_paths
+from ..errors import FormatError, NotFoundError, ZnippyError
+from ..format.fsio import write_all
+from ..format.paths import Targets, plain_paths
 
 if TYPE_CHECKING:
     from .reader import Archive, Chunk
@@ -341,7 +342,7 @@ def _write_small(target: str, made: set[str], data: memoryview) -> int:
         try:
             n = os.write(fd, data)
             if n < len(data):
-                _write_all(fd, data[n:], None)
+                write_all(fd, data[n:])
         finally:
             os.close(fd)
     except BaseException:
@@ -378,7 +379,7 @@ def _write_new(target: str, made: set[str], pieces: Iterable[bytes | memoryview]
         n = 0
         try:
             for data in pieces:
-                _write_all(fd, data, None)
+                write_all(fd, data)
                 n += len(data)
         finally:
             os.close(fd)
@@ -422,7 +423,7 @@ def _write_run(archive: "Archive", part: _Part) -> int:
     try:
         n = 0
         for chunk, data in _decoded(archive, part.path, part.chunks or ()):
-            _write_all(fd, data, chunk.fdata_offset)
+            write_all(fd, data, chunk.fdata_offset)
             n += len(data)
         return n
     finally:
@@ -437,13 +438,4 @@ def _tmp_name(target: str) -> str:
 def _remove(path: str) -> None:
     if os.path.lexists(path):
         os.unlink(path)
-
-
-def _write_all(fd: int, data: bytes | memoryview, offset: int | None) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
-        view = view[n:]
-        if offset is not None:
-            offset += n
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import codec, modules
+from ..format import codec
+from .. import modules
 from .blobs import BlobSink, ChunkTag, GroupRows
-from .errors import DuplicatePathError, ZnippyError
-from .paths import check_relative_path
+from ..errors import DuplicatePathError, ZnippyError
+from ..format.paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, BatchResult, Compressor, Job
-from .schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
+from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
 from .source import Entry, data_origin
 
 

@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from .modules import Module
+from ..modules import Module
 from .pipeline import BatchResult, Job
-from .schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
+from ..format.schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
 
 
 class GroupRows:

@@ -8,7 +8,7 @@ and checked on every read, so frame checksums would only cost 8 bytes a frame an
 Decoding accepts frames with or without them.
 
 Frames of our two shapes are written and read through ``zstandard`` without the GIL
-(:mod:`znippy_sql.zlframe`: byte-identical to the binding's, self-checked); every other frame
+(:mod:`znippy_sql.format.zlframe`: byte-identical to the binding's, self-checked); every other frame
 goes through the OpenZL binding.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 import openzl.ext as zl
 
 from . import zlframe
-from .errors import CodecError
+from ..errors import CodecError
 
 GRAPH = "zstd"
 DEFAULT_LEVEL = 3

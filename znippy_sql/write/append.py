@@ -5,54 +5,37 @@ bytes, so no blob is read); old rows stay first, new rows follow, and :func:`tai
 writes the tail a one-shot writer would have written. A path already in the archive is
 replaced: its old rows are dropped and their blobs become dead bytes (FORMAT §6).
 
-Crash safety (docs/lifecycle.md) rests on a rollback journal beside the archive,
-``<archive>.znippy-journal``::
-
-    [ "ZNPYJRNL" ][ u32 version ][ u32 flags ][ u64 old_size ][ u64 blob_end ][ u64 tail_len ]
-    [ u64 st_dev ][ u64 st_ino ]  (the archive file the journal belongs to)
-    [ old tail bytes: the archive's [blob_end, old_size) ][ 32-byte BLAKE3 of all the above ]
-
-It is written and fsynced, with its directory entry, before the first byte at ``blob_end`` is
-overwritten, and deleted only after the new tail and footer are fsynced. :func:`recover` puts a
-valid (hot) journal's bytes back and truncates to the old size; a journal that fails its BLAKE3
-was torn before the archive was touched and is simply removed, as is one written for another
-file (device and inode differ: the archive was replaced since, e.g. rewritten by a one-shot
-writer). So the archive under its own name
-is always either the old one or the new one once :func:`recover` has run, which every opener
-does first. One appender at a time: an exclusive ``flock`` on the archive, refuse-don't-wait.
+Crash safety (docs/lifecycle.md) rests on the rollback journal of
+:mod:`znippy_sql.format.rollback`, written before the first byte at ``blob_end`` is overwritten
+and removed once the new tail is fsynced. One appender at a time: an exclusive ``flock`` on the
+archive, refuse-don't-wait.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-import struct
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import blake3
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import codec
-from .errors import FormatError, LockError, ZnippyError
+from ..errors import FormatError, ZnippyError
+from ..format import codec
+from ..format.ipc import read_stream
+from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
+                               write_journal)
+from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS,
+                             RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
+from ..format.sections import ReservedSection
+from ..read.reader import open_archive
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from .ipc import read_stream
-from .reader import open_archive
-from .schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE,
-                     SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from .source import Entry, as_entries, as_entry
-from .tail import ReservedSection, TailInfo, write_tail
-from .writer import fsync_dir, optional_sections
+from .tail import TailInfo, write_tail
+from .writer import optional_sections
 
-JOURNAL_SUFFIX = ".znippy-journal"
-_MAGIC = b"ZNPYJRNL"
-_VERSION = 1
-#: magic, version, flags, old_size, blob_end, tail_len, st_dev, st_ino of the archive
-_HEAD = struct.Struct("<8sIIQQQQQ")
-_DIGEST = 32
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
 _REFUSED = (GIT_OID, GIT_GRAPH, GIT_REACH)
@@ -80,120 +63,6 @@ class AppendReport:
     #: reserved sections of the old archive not carried over (stale signatures)
     dropped_sections: list[str] = field(default_factory=list)
     seconds: float = 0.0
-
-
-# -- the journal --------------------------------------------------------------------------------
-def journal_path(path: str | os.PathLike[str]) -> str:
-    return os.fspath(path) + JOURNAL_SUFFIX
-
-
-def _encode_journal(old_size: int, blob_end: int, tail: bytes, identity: tuple[int, int]
-                    ) -> bytes:
-    head = _HEAD.pack(_MAGIC, _VERSION, 0, old_size, blob_end, len(tail), *identity)
-    return head + tail + blake3.blake3(head + tail).digest()
-
-
-def _decode_journal(data: bytes) -> tuple[int, int, memoryview, tuple[int, int]] | None:
-    """(old_size, blob_end, old tail bytes, (st_dev, st_ino)), or None when torn or foreign."""
-    if len(data) < _HEAD.size + _DIGEST:
-        return None
-    magic, version, _flags, old_size, blob_end, tail_len, dev, ino = _HEAD.unpack_from(data)
-    if magic != _MAGIC or version != _VERSION:
-        return None
-    if len(data) != _HEAD.size + tail_len + _DIGEST or blob_end + tail_len != old_size:
-        return None
-    body = memoryview(data)[: _HEAD.size + tail_len]  # header + old tail
-    if blake3.blake3(body).digest() != data[-_DIGEST:]:  # last 32 bytes: BLAKE3 of the body
-        return None
-    return old_size, blob_end, body[_HEAD.size :], (dev, ino)
-
-
-def _write_all(fd: int, data: bytes | memoryview, offset: int | None = None) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view) if offset is None else os.pwrite(fd, view, offset)
-        if offset is not None:
-            offset += n
-        view = view[n:]
-
-
-def _identity(fd: int) -> tuple[int, int]:
-    st = os.fstat(fd)
-    return st.st_dev, st.st_ino
-
-
-def _write_journal(path: str, fd: int, old_size: int, blob_end: int, tail: bytes) -> None:
-    jpath = journal_path(path)
-    jfd = os.open(jpath, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        _write_all(jfd, _encode_journal(old_size, blob_end, tail, _identity(fd)))
-        os.fsync(jfd)
-    finally:
-        os.close(jfd)
-    fsync_dir(jpath)  # the journal's name is durable before the archive is touched
-
-
-
-
-def _drop_journal(path: str) -> None:
-    os.unlink(journal_path(path))
-    fsync_dir(path)
-
-
-def _lock(fd: int, path: str) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise LockError("another process is appending to this archive", path=path) from None
-
-
-def _rollback(fd: int, path: str, old_size: int, blob_end: int, tail: bytes | memoryview) -> None:
-    _write_all(fd, tail, blob_end)
-    os.ftruncate(fd, old_size)
-    os.fsync(fd)
-    _drop_journal(path)
-
-
-def _recover_locked(path: str, fd: int) -> bool:
-    jpath = journal_path(path)
-    try:
-        with open(jpath, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return False
-    parsed = _decode_journal(data)
-    if parsed is None or parsed[3] != _identity(fd):
-        # torn while being written (the archive was not touched yet), or left by an append
-        # to a file since replaced under this name: nothing of it applies to this file
-        _drop_journal(path)
-        return False
-    old_size, blob_end, tail, _ = parsed
-    _rollback(fd, path, old_size, blob_end, tail)
-    return True
-
-
-def recover(path: str | os.PathLike[str]) -> bool:
-    """Roll back an interrupted append of ``path``; True when a hot journal was rolled back.
-
-    Costs one ``stat`` when there is no journal. Raises :class:`LockError` while another process
-    is appending (its journal is live, not hot).
-    """
-    path = os.fspath(path)
-    if not os.path.exists(journal_path(path)):
-        return False
-    try:
-        fd = os.open(path, os.O_RDWR)
-    except FileNotFoundError:
-        raise ZnippyError(f"a journal {journal_path(path)!r} exists but the archive does not",
-                          path=path) from None
-    except PermissionError:
-        raise ZnippyError("an interrupted append left a journal; open the archive once with "
-                          "write access to roll it back", path=path) from None
-    try:
-        _lock(fd, path)
-        return _recover_locked(path, fd)
-    finally:
-        os.close(fd)
 
 
 # -- the old archive ----------------------------------------------------------------------------
@@ -369,12 +238,12 @@ class Appender:
             raise ZnippyError(f"cannot open for append: {exc.strerror or exc}",
                               path=self.path) from None
         try:
-            _lock(self._fh.fileno(), self.path)
-            self._recovered = _recover_locked(self.path, self._fh.fileno())
+            lock(self._fh.fileno(), self.path)
+            self._recovered = recover_locked(self.path, self._fh.fileno())
             old = self._old = _load(self.path)
             options = _options(self.path, old, self._level, self._block_size, self._workers)
             self.options = options
-            _write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
+            write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
                                   pkg_type=self._pkg_type)
         except BaseException:
@@ -400,12 +269,12 @@ class Appender:
         try:
             if exc_type is not None:
                 self._ingest.abort()
-                _rollback(fd, self.path, old.size, old.blob_end, old.tail)
+                rollback(fd, self.path, old.size, old.blob_end, old.tail)
                 return
             self._commit(old)
         except BaseException:
             if os.path.exists(journal_path(self.path)):
-                _rollback(fd, self.path, old.size, old.blob_end, old.tail)
+                rollback(fd, self.path, old.size, old.blob_end, old.tail)
             raise
         finally:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
@@ -416,7 +285,7 @@ class Appender:
         sink = self._ingest.finish()
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
         if not new and not self._meta and not self._signer:
-            _drop_journal(self.path)  # nothing written at blob_end: the old tail stands
+            drop_journal(self.path)  # nothing written at blob_end: the old tail stands
             self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [])
             return
         merged = merge_rows(old.groups, new, where=self.path)
@@ -427,7 +296,7 @@ class Appender:
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
                                schema_metadata=self.options.schema_metadata(), fsync=True)
-        _drop_journal(self.path)
+        drop_journal(self.path)
         rows = sum(t.num_rows for t in new.values())
         self._report(old, sink.cursor, self.tail.file_size, merged, rows, dropped)
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from .errors import UnsafePathError, ZnippyError
-from .paths import check_relative_path
+from ..errors import UnsafePathError, ZnippyError
+from ..format.paths import check_relative_path
 from .reader import Chunk, fst_call
-from .schema import BASE_NAMES, LOOKUP, TRIE, GroupKey
-from .tail import build_lookup
+from ..format.schema import BASE_NAMES, LOOKUP, TRIE, GroupKey
+from ..format.lookup import build_lookup
 
 if TYPE_CHECKING:
     from .reader import Archive

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-from .errors import FormatError
+from ..errors import FormatError
 from .rangeio import RangeSource
 
 #: What pyarrow may raise for bytes that are not a valid stream.

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .errors import ZnippyError
+from ..errors import ZnippyError
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import codec
+from ..format import codec
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from .source import Entry, as_entries, as_entry
-from .tail import ReservedSection, SectionBuilder, TailInfo, check_sections, write_tail
+from ..format.fsio import fsync_dir
+from ..format.sections import ReservedSection, SectionBuilder, check_sections
+from .tail import TailInfo, write_tail
 
 
 @dataclass(frozen=True)
@@ -37,24 +39,16 @@ class WriteReport:
         return self.bytes_in / self.archive_bytes if self.archive_bytes else 0.0
 
 
-def fsync_dir(path: str) -> None:
-    fd = os.open(os.path.dirname(os.path.abspath(path)) or ".", os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], list[SectionBuilder]]:
     """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5)."""
     sections: list[ReservedSection] = []
     builders: list[SectionBuilder] = []
     if meta is not None:
-        from .meta import meta_section
+        from ..provenance.meta import meta_section
 
         sections.append(meta_section(meta))
     if signer is not None:
-        from .sign import signature_builder
+        from ..provenance.sign import signature_builder
 
         builders.append(signature_builder(signer))
     return sections, builders
@@ -177,7 +171,7 @@ def write_archive(
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive."""
     if meta is not None and isinstance(source, (str, os.PathLike)):
-        from .meta import with_source
+        from ..provenance.meta import with_source
 
         meta = with_source(meta, source)
     writer = ArchiveWriter(

@@ -13,7 +13,7 @@ import os
 
 import pyarrow as pa
 
-from .errors import FormatError
+from ..errors import FormatError
 
 
 class RangeSource:
