@@ -189,7 +189,7 @@ def main() -> None:
         "",
         f"Command: `{command}` (written by `bench/bench_sign.py`), run {when}.",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, shared with other sessions "
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, shared with other work "
         f"while measured (1-minute load average {load_before:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after; a create alone puts ~3 on it); "
         f"Python {platform.python_version()}, {crypto}. Key: EC P-256, self-signed.",
@@ -233,13 +233,14 @@ def main() -> None:
         "Notes:",
         "",
         "- Wall times on this shared machine move by tens of percent from run to run (other "
-        "sessions' tests and benchmarks run on the same 2 CPUs; see the load averages). The CPU "
+        "work's tests and benchmarks run on the same 2 CPUs; see the load averages). The CPU "
         "times per signature are the figures to compare between machines.",
         f"- Signing costs {per_file(sign_cpu):.0f} us of CPU a file all told; the bare ECDSA "
         f"P-256 signature alone measures {p256[1]:.0f} us (micro-benchmark above, least of 3), "
         "so the file digest, the CMS bytes around the signature (`cms.SignatureTemplate`) and "
-        "the Arrow section add little. Helper threads share it (OpenSSL runs without the "
-        "GIL), which helps only when the second CPU is free: on 2 idle CPUs "
+        f"the Arrow section take the other {max(per_file(sign_cpu) - p256[1], 0):.0f} us. "
+        "Helper threads share it (OpenSSL runs without the GIL), which helps only when the "
+        "second CPU is free: on 2 idle CPUs "
         f"{sign_cpu / 2:.2f} s, i.e. {sign_cpu / 2 / plain_s * 100:.0f}% of the unsigned create "
         f"measured here. Within 25% of this create means the {files} signatures in "
         f"{0.25 * plain_s:.2f} s of wall time after compression, i.e. at most "

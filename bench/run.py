@@ -437,7 +437,7 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         f"Python {platform.python_version()}, {zstd_version()}. Scale {scale:g} "
         f"(1 = the full corpora of the issue); took {elapsed / 60:.1f} min. Load average "
         f"(1/5/15 min) before: {fmt_load(load[0])}, after: {fmt_load(load[1])} — the machine "
-        "is shared, so other sessions' work is in these numbers.",
+        "is shared with other work, whose load is in these numbers.",
         "",
         "znippy is measured **in process through the Python API** (`write_archive(out, src, "
         f"workers={workers})`, `open_archive(a).extract(dest)`) inside a fresh child "
@@ -448,8 +448,8 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "`create` fsyncs the archive and its directory; the peer ends with `sync OUT`. "
         f"Each figure is the best of {repeat} run(s), the two sides alternating which goes "
         "first. CPU s = user + system seconds of all "
-        "processes involved (znippy: the child and any processes it starts — none since "
-        "session 2 —, sampled from `/proc`; "
+        "processes involved (znippy: the child and any processes it starts — none: its "
+        "workers are threads —, sampled from `/proc`; "
         "peer: `sh` and its pipeline, from `RUSAGE_CHILDREN`) — less sensitive to the shared "
         "machine's load than wall time.",
         "",
@@ -497,8 +497,9 @@ def report(results: list[CorpusResult], mem: list[tuple[float, CorpusResult]],
         "",
         "Every run, in order (seconds; the tables above take the best of each side). Probe: "
         "µs to create one empty file on this disk just before each extract round (1,000 "
-        "files; ~10-40 µs is the disk's normal state on the machines measured so far, far more "
-        "means it is skipping recently freed inodes, see the module docstring). CPU probe: "
+        "files; ~10-40 µs is the disk's normal state on the machines measured so far "
+        "(`BENCHMARKS.md`), hundreds mean it is skipping recently freed inodes, see the "
+        "module docstring). CPU probe: "
         "ms for a fixed zstd job at the "
         "start of each round (the host's speed then; `probe_cpu`):",
         "",
