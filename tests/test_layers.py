@@ -20,6 +20,7 @@ LAYERS = [
     {"write"},
     {"query", "queries", "udfs"},
     {"store"},
+    {"catalog"},
     {"duckdb", "polars", "cli", "demo", "__init__"},
 ]
 #: the Archive facade's methods that import their implementation where they are called

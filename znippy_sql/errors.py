@@ -48,6 +48,10 @@ class StoreError(ZnippyError):
     """The dynamic store (sidecar + Iceberg warehouse) or a seal failed."""
 
 
+class CatalogError(ZnippyError):
+    """The catalog of many archives (its Iceberg tables, or an archive it lists) failed."""
+
+
 class LockError(ZnippyError):
     """Another writer holds the lock on this file."""
 
@@ -65,6 +69,7 @@ __all__ = [
     "DuplicatePathError",
     "NotFoundError",
     "StoreError",
+    "CatalogError",
     "LockError",
     "SignatureError",
 ]

@@ -1,0 +1,297 @@
+"""``open_catalog`` and :class:`Catalog`: the ``archives`` and ``files`` tables of many archives.
+
+``add`` reads each archive's tail (:mod:`.rows`), skips an archive whose size and ETag/mtime
+the catalog already has, and commits the rest in batches: per batch one transaction on
+``files`` (delete every row of the batch's URIs, evolve the schema for new module columns,
+append), then one on ``archives`` (the same). A commit that loses an optimistic race is redone
+on the reloaded table. ``remove`` deletes ``archives`` rows first, then ``files`` rows. The
+order and why it loses and duplicates nothing are in docs/catalog.md.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import CatalogError, StoreError
+from ..store.iceberg import CATALOG_NAME, open_catalog as _open_iceberg
+from .rows import ARCHIVES_ARROW, ArchiveRows, archive_uri, local_identity, read_rows
+from .schema import ARCHIVES, FILES, FORMAT, NAMESPACE, PROP_FORMAT, table_spec
+
+PathLike = str | os.PathLike[str]
+DEFAULT_BATCH_ARCHIVES = 100
+DEFAULT_BATCH_ROWS = 1_000_000
+DEFAULT_RETRIES = 20
+
+
+@dataclass
+class AddReport:
+    added: int = 0          # archives new to the catalog
+    replaced: int = 0       # archives whose rows were rewritten (changed since their add)
+    unchanged: int = 0      # same size and ETag/mtime: nothing read, nothing written
+    rows: int = 0           # files rows written
+    commits: int = 0        # commits made on the two tables
+    conflicts: int = 0      # commits redone after losing an optimistic race
+    seconds: float = 0.0
+    uris: list[str] = field(default_factory=list)  # archives written, in commit order
+
+
+@dataclass
+class RemoveReport:
+    removed: int = 0        # archives that had an ``archives`` row
+    rows: int = 0           # their files rows, as recorded
+    commits: int = 0
+    conflicts: int = 0
+    seconds: float = 0.0
+
+
+def open_catalog(warehouse: PathLike, *, catalog: Mapping[str, Any] | None = None,
+                 namespace: str = NAMESPACE, create: bool = False) -> "Catalog":
+    """The catalog in ``warehouse`` (the embedded SQLite catalog there, or the pyiceberg
+    catalog ``catalog`` describes). ``create`` makes the warehouse, namespace and tables."""
+    return Catalog(warehouse, catalog=catalog, namespace=namespace, create=create)
+
+
+class Catalog:
+    """The two tables of a fleet of archives. Use :func:`open_catalog`."""
+
+    def __init__(self, warehouse: PathLike, *, catalog: Mapping[str, Any] | None,
+                 namespace: str, create: bool) -> None:
+        self.warehouse = os.fspath(warehouse)
+        self.namespace = namespace
+        try:
+            self.iceberg = _open_iceberg(self.warehouse, catalog, create=create)
+        except StoreError as exc:
+            raise CatalogError(exc.problem, path=exc.path) from None
+        self.name = catalog.get("name", CATALOG_NAME) if catalog else CATALOG_NAME
+        self._ensure(create)
+
+    # -- tables -----------------------------------------------------------------------------
+    def _ensure(self, create: bool) -> None:
+        from pyiceberg.exceptions import NamespaceAlreadyExistsError, TableAlreadyExistsError
+
+        if "." in self.namespace and type(self.iceberg).__name__ == "SqlCatalog":
+            raise CatalogError(f"namespace {self.namespace!r}: the SQL catalog takes one-level "
+                               "namespaces (no '.')", path=self.warehouse)
+        for name in (FILES, ARCHIVES):
+            ident = self.ident(name)
+            if self.iceberg.table_exists(ident):
+                continue
+            if not create:
+                raise CatalogError(f"no catalog table {ident} (run 'znippy-sql catalog init')",
+                                   path=self.warehouse)
+            try:
+                self.iceberg.create_namespace_if_not_exists(self.namespace)
+            except NamespaceAlreadyExistsError:  # another process, just now
+                pass
+            try:
+                self.iceberg.create_table(ident, **table_spec(name))
+            except TableAlreadyExistsError:
+                pass
+        for name in (FILES, ARCHIVES):
+            props = self.table(name).properties
+            if props.get(PROP_FORMAT) != FORMAT:
+                raise CatalogError(f"table {self.ident(name)} is not a znippy catalog table "
+                                   f"({PROP_FORMAT}={props.get(PROP_FORMAT)!r})",
+                                   path=self.warehouse)
+
+    def ident(self, name: str) -> str:
+        return f"{self.namespace}.{name}"
+
+    def table(self, name: str) -> Any:
+        """The pyiceberg table ``files`` or ``archives``, loaded now (its newest snapshot)."""
+        return self.iceberg.load_table(self.ident(name))
+
+    @property
+    def files_table(self) -> Any:
+        return self.table(FILES)
+
+    @property
+    def archives_table(self) -> Any:
+        return self.table(ARCHIVES)
+
+    def archives(self, columns: Iterable[str] | None = None) -> pa.Table:
+        """The ``archives`` table as Arrow, sorted by ``archive_uri``."""
+        scan = self.table(ARCHIVES).scan(selected_fields=tuple(columns) if columns else ("*",))
+        return scan.to_arrow().sort_by("archive_uri")
+
+    def _known(self) -> dict[str, tuple[int, str, int]]:
+        """``archive_uri`` → (size, etag_or_mtime, files) of every archive in the catalog."""
+        t = self.archives(("archive_uri", "size", "etag_or_mtime", "files"))
+        return {u: (s, e, f) for u, s, e, f in zip(*(t.column(c).to_pylist() for c in (
+            "archive_uri", "size", "etag_or_mtime", "files")))}
+
+    # -- add --------------------------------------------------------------------------------
+    def add(self, archives: Iterable[PathLike], *, batch_archives: int = DEFAULT_BATCH_ARCHIVES,
+            batch_rows: int = DEFAULT_BATCH_ROWS, retries: int = DEFAULT_RETRIES,
+            open_options: Mapping[str, Any] | None = None,
+            progress: Callable[[str, str], None] | None = None) -> AddReport:
+        """Add (or refresh) archives: local paths or URLs. ``progress(uri, what)`` is called
+        with ``what`` in added/replaced/unchanged as each archive is decided."""
+        t0 = time.perf_counter()
+        report = AddReport()
+        known = self._known()
+        batch: list[ArchiveRows] = []
+        rows = 0
+        seen: set[str] = set()
+        for given in archives:
+            uri = archive_uri(given)
+            if uri in seen:
+                continue
+            seen.add(uri)
+            ident = local_identity(uri)
+            old = known.get(uri)
+            if ident is not None and old is not None and (old[0], old[1]) == ident:
+                report.unchanged += 1
+                if progress:
+                    progress(uri, "unchanged")
+                continue
+            got = read_rows(uri, identity=ident, open_options=dict(open_options or {}))
+            if ident is None and old is not None and (old[0], old[1]) == (got.size,
+                                                                          got.etag_or_mtime):
+                report.unchanged += 1
+                if progress:
+                    progress(uri, "unchanged")
+                continue
+            if old is None:
+                report.added += 1
+            else:
+                report.replaced += 1
+            if progress:
+                progress(uri, "added" if old is None else "replaced")
+            batch.append(got)
+            rows += got.files.num_rows
+            if len(batch) >= batch_archives or rows >= batch_rows:
+                self._commit_batch(batch, report, retries)
+                batch, rows = [], 0
+        if batch:
+            self._commit_batch(batch, report, retries)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def _commit_batch(self, batch: list[ArchiveRows], report: AddReport, retries: int) -> None:
+        uris = [b.uri for b in batch]
+        try:
+            files = pa.concat_tables([b.files for b in batch], promote_options="default")
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise CatalogError(f"archives have conflicting module columns: {exc}",
+                               path=batch[0].uri) from None
+        now = _dt.datetime.now(_dt.timezone.utc)
+        records = pa.Table.from_pylist([b.record(now) for b in batch], schema=ARCHIVES_ARROW)
+        report.conflicts += self._replace(FILES, uris, files, retries)
+        report.conflicts += self._replace(ARCHIVES, uris, records, retries)
+        report.commits += 2
+        report.rows += files.num_rows
+        report.uris.extend(uris)
+
+    def _replace(self, name: str, uris: list[str], rows: pa.Table | None, retries: int) -> int:
+        """One commit on table ``name``: every row of ``uris`` deleted, ``rows`` appended;
+        redone on the reloaded table while it loses an optimistic race. → conflicts met."""
+        from pyiceberg.exceptions import CommitFailedException
+        from pyiceberg.expressions import In
+        from sqlalchemy.exc import OperationalError
+
+        for attempt in range(retries + 1):
+            table = self.table(name)
+            try:
+                with table.transaction() as tx:
+                    if rows is not None and name == FILES:
+                        _evolve(tx, rows.schema, self.ident(name))
+                    gone = In("archive_uri", uris)
+                    if any(True for _ in table.scan(row_filter=gone,
+                                                        selected_fields=("archive_uri",))
+                           .plan_files()):
+                        tx.delete(gone)
+                    if rows is not None and rows.num_rows:
+                        tx.append(_conform(rows, tx.table_metadata.schema(), self.ident(name)))
+                return attempt
+            except (CommitFailedException, OperationalError):
+                if attempt == retries:
+                    break
+                time.sleep(min(2.0, 0.02 * 2 ** attempt) * random.uniform(0.5, 1.5))
+        raise CatalogError(f"{self.ident(name)}: gave up after {retries + 1} commits lost to "
+                           "concurrent writers", path=self.warehouse)
+
+    # -- remove -----------------------------------------------------------------------------
+    def remove(self, archives: Iterable[PathLike], *, retries: int = DEFAULT_RETRIES
+               ) -> RemoveReport:
+        """Remove archives' rows (the archive files themselves need not exist)."""
+        t0 = time.perf_counter()
+        uris = list(dict.fromkeys(archive_uri(a) for a in archives))
+        report = RemoveReport()
+        if not uris:
+            return report
+        known = self._known()
+        report.removed = sum(u in known for u in uris)
+        report.rows = sum(known[u][2] for u in uris if u in known)
+        report.conflicts += self._replace(ARCHIVES, uris, None, retries)
+        report.conflicts += self._replace(FILES, uris, None, retries)
+        report.commits = 2
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    # -- query, extract, verify -------------------------------------------------------------
+    def sql(self, query: str, *, con: Any = None) -> pa.Table:
+        """Run one DuckDB query over ``files`` and ``archives`` (see :mod:`.query`)."""
+        from .query import run_sql
+
+        return run_sql(self, query, con=con)
+
+    def plan(self, query: str) -> dict[str, Any]:
+        """Per table the query reads: the pushed filter, columns and data files planned."""
+        from .query import plan_query
+
+        return {name: scan.describe() for name, scan in plan_query(self, query).items()}
+
+    def extract(self, result: Any, dest: PathLike, *, flat: bool = False,
+                workers: int | None = None) -> Any:
+        """Extract the files of a query result (``archive_uri``, ``relative_path``)."""
+        from .extract import extract_result
+
+        return extract_result(self, result, os.fspath(dest), flat=flat, workers=workers)
+
+    def verify(self) -> Any:
+        """Every archive's tail against the catalog's rows (see :mod:`.verify`)."""
+        from .verify import verify_catalog
+
+        return verify_catalog(self)
+
+    def __repr__(self) -> str:
+        return f"<Catalog {self.name}.{self.namespace} in {self.warehouse!r}>"
+
+
+def _evolve(tx: Any, schema: pa.Schema, ident: str) -> None:
+    """Add the module columns ``schema`` has and the table lacks (nullable), in the same
+    transaction as the rows that bring them."""
+    current = tx.table_metadata.schema()
+    names = {f.name for f in current.fields}
+    new = [f for f in schema if f.name not in names]
+    if new:
+        with tx.update_schema() as update:
+            update.union_by_name(pa.schema([pa.field(f.name, f.type, nullable=True)
+                                            for f in new]))
+
+
+def _conform(rows: pa.Table, schema: Any, ident: str) -> pa.Table:
+    """``rows`` in the table's exact Arrow schema: its types, its order, NULL where a row
+    lacks a module column."""
+    target = schema.as_arrow()
+    cols = []
+    for f in target:
+        if f.name in rows.column_names:
+            col = rows.column(f.name)
+            try:
+                cols.append(col.cast(f.type))
+            except (pa.ArrowException, ValueError) as exc:
+                raise CatalogError(f"column {f.name!r} has type {col.type}, the table has "
+                                   f"{f.type}: {exc}", path=ident) from None
+        else:
+            cols.append(pa.nulls(rows.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=target)

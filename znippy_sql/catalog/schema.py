@@ -1,0 +1,108 @@
+"""The catalog's two Iceberg tables: schemas, partition spec, sort order, properties.
+
+``files`` is partitioned by ``identity(pkg_type), identity(repo), identity(archive_uri)``: the
+first two prune a one-repo or one-type query to its data files, the third keeps each archive's
+rows in data files of their own, so replacing or removing an archive drops whole files. Data
+files are placed without partition directories (an archive URI is too long for a file name).
+``archives`` is small and unpartitioned. See docs/catalog.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+from pyiceberg.partitioning import PartitionField, PartitionSpec
+from pyiceberg.schema import Schema
+from pyiceberg.table.sorting import SortField, SortOrder
+from pyiceberg.transforms import IdentityTransform
+from pyiceberg.types import (BooleanType, FixedType, IntegerType, ListType, LongType, MapType,
+                             NestedField, StringType, StructType, TimestamptzType)
+
+FILES = "files"
+ARCHIVES = "archives"
+NAMESPACE = "fleet"
+PROP_FORMAT = "znippy.format"
+FORMAT = "znippy-catalog-v1"
+
+#: the columns of ``files`` before the module columns, in order
+FILES_BASE = ("archive_uri", "relative_path", "repo", "pkg_type", "pkg_type_name", "module",
+              "size", "digest", "chunks")
+CHUNK_NAMES = ("blob_offset", "blob_size", "compressed", "uncompressed_size", "checksum")
+PARTITION_COLUMNS = ("pkg_type", "repo", "archive_uri")
+
+_CHUNK = StructType(
+    NestedField(11, "blob_offset", LongType(), required=True),
+    NestedField(12, "blob_size", LongType(), required=True),
+    NestedField(13, "compressed", BooleanType(), required=True),
+    NestedField(14, "uncompressed_size", LongType(), required=True),
+    NestedField(15, "checksum", FixedType(32), required=True),
+)
+
+FILES_SCHEMA = Schema(
+    NestedField(1, "archive_uri", StringType(), required=True),
+    NestedField(2, "relative_path", StringType(), required=True),
+    NestedField(3, "repo", StringType(), required=True),
+    NestedField(4, "pkg_type", IntegerType(), required=True),
+    NestedField(5, "pkg_type_name", StringType(), required=True),
+    NestedField(6, "module", StringType(), required=True),
+    NestedField(7, "size", LongType(), required=True),
+    NestedField(8, "digest", FixedType(32), required=True),
+    NestedField(9, "chunks", ListType(10, _CHUNK, element_required=True), required=True),
+)
+
+ARCHIVES_SCHEMA = Schema(
+    NestedField(1, "archive_uri", StringType(), required=True),
+    NestedField(2, "size", LongType(), required=True),
+    NestedField(3, "etag_or_mtime", StringType(), required=True),
+    NestedField(4, "root_digest", FixedType(32), required=True),
+    NestedField(5, "files", LongType(), required=True),
+    NestedField(6, "groups", IntegerType(), required=True),
+    NestedField(7, "chunk_rows", LongType(), required=True),
+    NestedField(8, "added_at", TimestamptzType(), required=True),
+    NestedField(9, "meta", MapType(10, StringType(), 11, StringType(), value_required=True),
+                required=False),
+)
+
+FILES_SPEC = PartitionSpec(
+    PartitionField(source_id=4, field_id=1000, transform=IdentityTransform(), name="pkg_type"),
+    PartitionField(source_id=3, field_id=1001, transform=IdentityTransform(), name="repo"),
+    PartitionField(source_id=1, field_id=1002, transform=IdentityTransform(),
+                   name="archive_uri"),
+)
+FILES_SORT = SortOrder(SortField(source_id=2, transform=IdentityTransform()))
+
+_COMMON = {
+    PROP_FORMAT: FORMAT,
+    "format-version": "2",
+    "write.parquet.compression-codec": "zstd",
+    "write.object-storage.enabled": "true",
+    "write.object-storage.partitioned-paths": "false",
+    "write.metadata.metrics.column.archive_uri": "full",
+}
+FILES_PROPERTIES = {**_COMMON, "write.metadata.metrics.column.relative_path": "full",
+                    # point lookups by path skip row groups by their min/max
+                    "write.parquet.row-group-limit": "65536"}
+ARCHIVES_PROPERTIES = dict(_COMMON)
+
+
+def table_spec(name: str) -> dict[str, Any]:
+    """``create_table`` keyword arguments of one of the two tables."""
+    if name == FILES:
+        return {"schema": FILES_SCHEMA, "partition_spec": FILES_SPEC, "sort_order": FILES_SORT,
+                "properties": FILES_PROPERTIES}
+    return {"schema": ARCHIVES_SCHEMA, "properties": ARCHIVES_PROPERTIES}
+
+
+def module_field(field: pa.Field) -> pa.Field:
+    """A module column as the ``files`` table holds it: nullable, in an Iceberg type."""
+    t = field.type
+    if pa.types.is_uint64(t) or pa.types.is_uint32(t):
+        t = pa.int64()
+    elif pa.types.is_integer(t) and t.bit_width < 32:
+        t = pa.int32()
+    elif pa.types.is_large_string(t):
+        t = pa.utf8()
+    elif pa.types.is_large_binary(t):
+        t = pa.binary()
+    return pa.field(field.name, t, nullable=True)
