@@ -104,7 +104,8 @@ def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
         try:
             rel = con.sql(query)
         except duckdb.Error as exc:
-            raise CatalogError(f"query failed: {exc}", path=cat.warehouse) from None
+            why = " ".join(str(exc).split())  # one line: DuckDB's messages span several
+            raise CatalogError(f"query failed: {why}", path=cat.warehouse) from None
         return rel.to_arrow_table() if rel is not None else pa.table({})
     finally:
         if own:

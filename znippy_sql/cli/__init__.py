@@ -21,8 +21,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from ..errors import ZnippyError
 
 #: core: create ls cat extract verify info | query: sql | lifecycle: append store
-#: provenance: modules (+ options on create/verify)
-COMMAND_MODULES = ("core", "query", "lifecycle", "provenance")
+#: provenance: modules (+ options on create/verify) | catalog: catalog init|add|rm|ls|sql|...
+COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog")
 
 
 def build_parser() -> argparse.ArgumentParser:
