@@ -199,8 +199,8 @@ class Catalog:
         from sqlalchemy.exc import OperationalError
 
         for attempt in range(retries + 1):
-            table = self.table(name)
             try:
+                table = self.table(name)
                 with table.transaction() as tx:
                     if rows is not None and name == FILES:
                         _evolve(tx, rows.schema, self.ident(name))
