@@ -166,7 +166,8 @@ def main() -> None:
         "",
         f"Command: `.venv/bin/python bench/bench_catalog.py --archives {args.archives} "
         f"--files {args.files}`. Run on {now}, {platform.machine()}, {os.cpu_count()} CPUs "
-        f"shared with other work, Python {platform.python_version()}. Fleet: "
+        f"shared with other work (load {os.getloadavg()[0]:.1f} at the end), Python "
+        f"{platform.python_version()}. Fleet: "
         f"{args.archives} archives ({REPOS} repos x {args.archives // REPOS} days) x "
         f"{args.files:,} files = {rows_total:,} rows, written from memory in {t_write:.0f} s.",
         "",

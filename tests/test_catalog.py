@@ -112,6 +112,15 @@ def test_rows_read_back_by_a_plain_pyiceberg_client(tmp_path, fleet, raw_archive
         assert bytes(data) == bytes(range(256)) * 700
 
 
+def test_add_reads_only_the_tail(fleet):
+    from znippy_sql.catalog.rows import read_rows
+
+    for path in (fleet["a"], fleet["b"]):
+        got = read_rows(str(path))
+        size = path.stat().st_size
+        assert 0 < got.tail_offset and got.bytes_read <= size - got.tail_offset
+
+
 def test_polars_scan_iceberg_reads_the_same_tables(tmp_path, fleet, monkeypatch):
     import polars as pl
 

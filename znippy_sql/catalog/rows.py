@@ -97,6 +97,9 @@ class ArchiveRows:
     chunk_rows: int
     meta: list[tuple[str, str]] | None
     files: pa.Table  # FILES_FIELDS + module columns, sorted by relative_path
+    #: bytes the reader handed out, and where the archive's tail starts (blobs end before)
+    bytes_read: int = 0
+    tail_offset: int = 0
 
     def record(self, added_at: _dt.datetime) -> dict[str, Any]:
         return {"archive_uri": self.uri, "size": self.size, "etag_or_mtime": self.etag_or_mtime,
@@ -125,6 +128,7 @@ def read_rows(uri: str, *, identity: tuple[int, str] | None = None,
             parts.append(_group_files(table, key, uri))
         meta = _meta(archive)
         groups = len(archive.groups)
+        bytes_read, tail_offset = archive.source.bytes_read, archive.tail_offset
     files = _concat(parts)
     paths = files.column("relative_path").to_pylist()
     if len(set(paths)) != len(paths):
@@ -132,7 +136,8 @@ def read_rows(uri: str, *, identity: tuple[int, str] | None = None,
     digests = files.column("digest").to_pylist()
     return ArchiveRows(uri=uri, size=size, etag_or_mtime=etag,
                        root_digest=archive_root(paths, digests), groups=groups,
-                       chunk_rows=chunk_rows, meta=meta, files=files)
+                       chunk_rows=chunk_rows, meta=meta, files=files, bytes_read=bytes_read,
+                       tail_offset=tail_offset)
 
 
 def _group_files(table: pa.Table, key: Any, uri: str) -> pa.Table:
