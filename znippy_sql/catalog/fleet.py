@@ -203,7 +203,7 @@ class Catalog:
                 table = self.table(name)
                 with table.transaction() as tx:
                     if rows is not None and name == FILES:
-                        _evolve(tx, rows.schema, self.ident(name))
+                        _evolve(tx, rows.schema)
                     gone = In("archive_uri", uris)
                     if any(True for _ in table.scan(row_filter=gone,
                                                         selected_fields=("archive_uri",))
@@ -267,7 +267,7 @@ class Catalog:
         return f"<Catalog {self.name}.{self.namespace} in {self.warehouse!r}>"
 
 
-def _evolve(tx: Any, schema: pa.Schema, ident: str) -> None:
+def _evolve(tx: Any, schema: pa.Schema) -> None:
     """Add the module columns ``schema`` has and the table lacks (nullable), in the same
     transaction as the rows that bring them."""
     current = tx.table_metadata.schema()

@@ -21,7 +21,7 @@ from ..format.schema import pkg_type_name
 from ..format.kernels import one_array
 from ..provenance.sign import archive_root
 from ..read.reader import Archive, open_archive
-from .schema import CHUNK_NAMES, module_field
+from .schema import module_field
 
 CHUNK_TYPE = pa.struct([
     pa.field("blob_offset", pa.int64(), nullable=False),
@@ -208,5 +208,5 @@ def _meta(archive: Archive) -> list[tuple[str, str]] | None:
     return [(k, "\n".join(v)) for k, v in facts.items()]
 
 
-__all__ = ["ARCHIVES_ARROW", "ArchiveRows", "CHUNK_NAMES", "FILES_FIELDS", "archive_uri",
-           "local_identity", "read_rows"]
+__all__ = ["ARCHIVES_ARROW", "ArchiveRows", "FILES_FIELDS", "archive_uri", "local_identity",
+           "read_rows"]

@@ -25,11 +25,6 @@ NAMESPACE = "fleet"
 PROP_FORMAT = "znippy.format"
 FORMAT = "znippy-catalog-v1"
 
-#: the columns of ``files`` before the module columns, in order
-FILES_BASE = ("archive_uri", "relative_path", "repo", "pkg_type", "pkg_type_name", "module",
-              "size", "digest", "chunks")
-CHUNK_NAMES = ("blob_offset", "blob_size", "compressed", "uncompressed_size", "checksum")
-PARTITION_COLUMNS = ("pkg_type", "repo", "archive_uri")
 
 _CHUNK = StructType(
     NestedField(11, "blob_offset", LongType(), required=True),
