@@ -56,6 +56,7 @@ def test_init_add_ls_sql_extract_verify_rm(two, tmp_path, capsys):
     assert "1 archive removed (3 files)" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_arrow_output_is_an_ipc_stream(two):
     wh, a, b = two
     assert cli("catalog", "add", str(wh), str(a), str(b)).returncode == 0
@@ -68,6 +69,7 @@ def test_arrow_output_is_an_ipc_stream(two):
                                                              "com/acme/x/1.1/x-1.1.jar"]
 
 
+@pytest.mark.slow
 def test_drift_and_bad_input_exit_codes(two, tmp_path):
     wh, a, b = two
     r = cli("catalog", "sql", str(tmp_path / "nowhere"), "SELECT 1")

@@ -30,6 +30,7 @@ QUERIES = [
     "SELECT count(*) n FROM files WHERE NOT (repo = 'r1')",
     "SELECT count(*) n FROM files WHERE size > 1.5",
     "SELECT count(*) n FROM files WHERE pkg_type = '1'",
+    "SELECT count(*) n FROM files WHERE size < 99999999999999999999999",
     "SELECT a.archive_uri, count(*) n FROM archives a JOIN files f USING (archive_uri) "
     "WHERE f.repo = 'r1' GROUP BY ALL ORDER BY ALL",
     "SELECT a.archive_uri, f.relative_path FROM archives a LEFT JOIN files f "

@@ -220,7 +220,7 @@ def _fits(col: tuple[str, str], value: Any) -> bool:
     if isinstance(value, bool):
         return kind == "bool"
     if isinstance(value, int):
-        return kind == "int"
+        return kind == "int" and -(1 << 63) <= value < (1 << 63)
     return isinstance(value, str) and kind == "str"
 
 
