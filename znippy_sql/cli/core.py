@@ -304,8 +304,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"path": report.path, "ok": not problems, "files": report.files,
                      "chunks": report.chunks, "bytes_checked": report.bytes_checked,
-                     "seconds": round(report.seconds, 6), "problems": problems})
+                     "seconds": round(report.seconds, 6), "problems": problems,
+                     "notes": report.notes})
     else:
+        for note in report.notes:
+            print(f"NOTE: {note}")
         for problem in problems:
             print(f"PROBLEM: {problem}")
         state = "OK" if not problems else counted(len(problems), "problem")

@@ -124,6 +124,14 @@ class Decoder:
 
     def _output(self, frame: bytes | memoryview, expected_size: int, where: str) -> Any:
         raw = frame if isinstance(frame, bytes) else bytes(frame)  # openzl takes bytes only
+        version = frame_format_version(raw)
+        if version is not None and not MIN_READ_VERSION <= version <= MAX_READ_VERSION:
+            # openzl calls such a frame corrupt; say what it is instead
+            raise CodecError(f"{where}OpenZL frame of format version {version}; the installed "
+                             f"openzl {OPENZL_VERSION} decodes format versions "
+                             f"{MIN_READ_VERSION}..{MAX_READ_VERSION}"
+                             + (" (a newer openzl is needed)" if version > MAX_READ_VERSION
+                                else ""))
         try:
             info = zl.FrameInfo(raw)
             if info.num_outputs != 1:
@@ -142,6 +150,24 @@ class Decoder:
             raise CodecError(f"{where}decoded {content.content_size} bytes, index says "
                              f"{expected_size}")
         return content
+
+
+#: An OpenZL frame starts with this u32 LE plus its format version (``ZL_getFormatVersionFromFrame``).
+FRAME_MAGIC_BASE = 0xD7B1A5C0
+#: Format versions the installed openzl decodes, and its own version (for error messages).
+MIN_READ_VERSION = int(zl.MIN_FORMAT_VERSION)
+MAX_READ_VERSION = int(zl.MAX_FORMAT_VERSION)
+OPENZL_VERSION = (f"{zl.LIBRARY_VERSION_MAJOR}.{zl.LIBRARY_VERSION_MINOR}."
+                  f"{zl.LIBRARY_VERSION_PATCH}")
+
+
+def frame_format_version(frame: bytes | memoryview) -> int | None:
+    """The format version an OpenZL frame's magic declares, or None when its first 4 bytes
+    are no OpenZL magic (versions up to 255 are recognised, supported or not)."""
+    if len(frame) < 4:
+        return None
+    version = int.from_bytes(frame[:4], "little") - FRAME_MAGIC_BASE  # bytes [0..4): magic
+    return version if 0 <= version < 256 else None
 
 
 _LOCAL = threading.local()  # contexts are not thread-safe: one set per thread

@@ -1,5 +1,10 @@
 """Arrow IPC streams: write one to bytes, read one from a checked byte range, zero-copy.
 
+Streams may start at any offset (FORMAT §1: the Rust writer puts them back to back after the
+blobs). A stream whose bytes start 8-byte aligned is read without a copy; otherwise only the
+buffers whose type needs more alignment than they have (integer data, string offsets) are
+copied, by Arrow, while booleans, UTF-8 bytes and fixed-size binaries stay views of the map.
+
 Reading is defensive (FORMAT §7): the schema is compared before any batch is read, record
 batches whose bodies are compressed are refused (their buffers would be allocated at sizes
 read from the file), every array is validated in full (offsets inside their buffers, valid
@@ -20,6 +25,17 @@ from .rangeio import RangeSource
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # continuation marker, then length 0
 _ARROW_ERRORS = (pa.ArrowException, ValueError, OSError, TypeError, NotImplementedError,
                  IndexError, KeyError, OverflowError, struct.error, MemoryError)
+
+
+#: Arrow body buffers are padded to 8 bytes: a stream starting on a multiple of 8 is aligned.
+_ALIGNED = 8
+_COPY_MISALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
+
+
+def read_options(buf: pa.Buffer) -> pa.ipc.IpcReadOptions | None:
+    """Options to read a stream held in ``buf``: None (zero-copy) when it starts 8-byte
+    aligned, else copy exactly the buffers that are misaligned for their type."""
+    return None if buf.address % _ALIGNED == 0 else _COPY_MISALIGNED
 
 
 def stream_bytes(table: pa.Table) -> bytes:
@@ -50,7 +66,7 @@ def read_stream(
                           path=src.path)
     try:
         _refuse_compressed_bodies(buf)
-        reader = pa.ipc.open_stream(buf)
+        reader = pa.ipc.open_stream(buf, options=read_options(buf))
         problem = _schema_problem(reader.schema, schema, check_schema)
         if problem is not None:
             raise FormatError(f"{what} {problem}", path=src.path)

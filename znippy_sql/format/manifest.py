@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import FormatError
-from .footer import ALIGN, FOOTER_LEN
+from .footer import FOOTER_LEN
 from .ipc import read_stream, stream_bytes
 from .rangeio import RangeSource
 from .schema import MANIFEST_SCHEMA, RESERVED_PKG_TYPE, GroupKey, is_reserved
@@ -37,12 +37,12 @@ def encode_manifest(rows: list[ManifestRow]) -> bytes:
 
 
 def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, list[ManifestRow]]:
-    """Read and check the manifest: exact schema, ranges inside the tail, aligned, disjoint."""
+    """Read and check the manifest: exact schema, ranges inside the tail, disjoint. Offsets
+    need not be 64-byte aligned: that is a rule for writers (FORMAT §1; the Rust tool's
+    streams follow each other directly)."""
     end = src.size - FOOTER_LEN
     if not 0 <= manifest_offset < end:
         raise FormatError(f"manifest offset {manifest_offset} is outside the file", path=src.path)
-    if manifest_offset % ALIGN:
-        raise FormatError(f"manifest offset {manifest_offset} is not 64-byte aligned", path=src.path)
     table = read_stream(src, manifest_offset, end - manifest_offset, "manifest", MANIFEST_SCHEMA)
     cols = table.to_pydict()
     rows = [
@@ -59,8 +59,6 @@ def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, l
         if row.key in seen:
             raise FormatError(f"{what}: group listed twice", path=src.path)
         seen.add(row.key)
-        if row.index_offset % ALIGN:
-            raise FormatError(f"{what}: offset {row.index_offset} not 64-byte aligned", path=src.path)
         if row.index_offset + row.index_len > manifest_offset:
             raise FormatError(f"{what}: range ends past the manifest start", path=src.path)
         if prev_end is not None and row.index_offset < prev_end:

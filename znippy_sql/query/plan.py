@@ -44,7 +44,8 @@ class ArchiveViews:
 def plan_views(path: str, name: str, *, trust: Any = None) -> ArchiveViews:
     archive = open_archive(path)
     plan = ArchiveViews(name, archive)
-    lookup = section_table(archive, LOOKUP)
+    # an archive without __lookup__ (the Rust tool's layout): the reader's in-memory one
+    lookup = archive.lookup if archive.lookup_in_memory else section_table(archive, LOOKUP)
     groups = [(key, group_table(archive, key)) for key in archive.groups]
     if not groups:
         groups = [(GroupKey(0, "", ""), LOOKUP_SCHEMA.empty_table())]

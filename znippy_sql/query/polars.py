@@ -29,8 +29,8 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from ..format.files import files_schema, files_table, module_fields
 from ..read.reader import Archive, open_archive
-from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META,
-                     RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
+from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA,
+                     META, RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
 
 Section = Literal["files", "chunks", "manifest", "lookup", "meta", "signatures", "git_objects",
                   "git_commits", "git_reach"]
@@ -64,6 +64,8 @@ def scan(archive_path: str | os.PathLike[str] | Archive, section: Section = "fil
 
         objects = decode_oid_index(archive.section(GIT_OID), path=archive.path)
         return _table_scan(lambda: objects, objects.schema, section)
+    if section == "lookup" and archive.lookup_in_memory:  # the Rust tool's layout
+        return _table_scan(lambda: archive.lookup, LOOKUP_SCHEMA, section)
     if section in _SECTION_NAMES:
         name = _SECTION_NAMES[section]
         if not archive.has_section(name):

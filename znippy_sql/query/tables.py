@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format.ipc import read_options
 from ..read.reader import Archive
 from ..format.schema import BASE_FIELDS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
 
@@ -32,7 +33,7 @@ def stream_table(archive: Archive, key: GroupKey, what: str) -> pa.Table:
     row = archive.manifest_row(key)
     buf = archive.source.read(row.index_offset, row.index_len, what)
     try:
-        table = pa.ipc.open_stream(buf).read_all()
+        table = pa.ipc.open_stream(buf, options=read_options(buf)).read_all()
     except (pa.ArrowException, ValueError, OSError) as exc:
         raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}",
                           path=archive.path) from None

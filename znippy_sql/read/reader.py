@@ -177,8 +177,12 @@ class Archive:
         self._by_key = {r.key: r for r in self.manifest_rows}
         self.tail_offset = min((r.index_offset for r in self.manifest_rows),
                                default=manifest_offset)
-        for name in (LOOKUP, TRIE):
-            if GroupKey(RESERVED_PKG_TYPE, "", name) not in self._by_key:
+        present = [self.has_section(name) for name in (LOOKUP, TRIE)]
+        #: no __lookup__ and no __trie__ (the Rust tool's v0.7/v0.8 layout): both are built
+        #: in memory from the data sub-indexes when first needed (:mod:`.memlookup`)
+        self.lookup_in_memory = not any(present)
+        for name, there in zip((LOOKUP, TRIE), present):
+            if not there and not self.lookup_in_memory:
                 raise FormatError(f"manifest has no {name} section", path=self.path)
 
     # -- structure --------------------------------------------------------------------------
@@ -229,6 +233,11 @@ class Archive:
 
     @cached_property
     def lookup(self) -> pa.Table:
+        """``__lookup__``, or, in an archive without one, the same table built in memory."""
+        if self.lookup_in_memory:
+            from .memlookup import memory_lookup
+
+            return memory_lookup(self.groups, self.group_table)
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
         table = read_stream(self.source, row.index_offset, row.index_len, LOOKUP, LOOKUP_SCHEMA)
         if table.num_rows != row.row_count:
@@ -250,7 +259,13 @@ class Archive:
         return (paths if len(first) == len(paths) else take(paths, first)).to_pylist()
 
     @cached_property
-    def trie(self) -> ducer.Map:
+    def trie(self) -> Any:
+        """``__trie__`` as a ``ducer.Map``, or, in an archive without one, a
+        :class:`~.memlookup.SortedPaths` over the in-memory lookup (the same ``get``/``len``)."""
+        if self.lookup_in_memory:
+            from .memlookup import SortedPaths
+
+            return SortedPaths(self.lookup, self._cols)
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", TRIE))
         buf = self.source.read(row.index_offset, row.index_len, TRIE)
         problem = fst_problem(buf)
@@ -271,7 +286,8 @@ class Archive:
 
     # -- files ------------------------------------------------------------------------------
     def find(self, path: str) -> FileInfo | None:
-        """The file's chunks, found through the fst trie (no scan)."""
+        """The file's chunks, found through the fst trie (or the in-memory binary search of an
+        archive without one; no scan either way)."""
         try:
             key = path.encode("utf-8")
         except UnicodeEncodeError:
