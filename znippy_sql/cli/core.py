@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..format.codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
+from ..write.compat import COMPAT_MODES
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -170,13 +171,20 @@ def cmd_create(args: argparse.Namespace) -> int:
 
     extra: dict[str, Any] = {}
     prov = _provenance()
-    if prov is not None:
+    if args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
+        given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
+        if given:
+            raise ZnippyError(f"--compat {args.compat} writes no metadata or signatures (the "
+                              f"Rust 0.8 reader reads every section as an index): "
+                              f"{', '.join(given)} cannot be used with it")
+    elif prov is not None:
         extra.update(prov.writer_kwargs(args))
     progress = progress_for("create")
     try:
         report = write_archive(
             args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
-            block_size=args.block_size, workers=args.workers, progress=progress, **extra,
+            block_size=args.block_size, workers=args.workers, progress=progress,
+            compat=args.compat, **extra,
         )
     finally:
         _done(progress)
@@ -185,6 +193,10 @@ def cmd_create(args: argparse.Namespace) -> int:
           f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
           f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
     return 0
+
+
+#: create's options that write reserved sections, refused with --compat
+_SECTION_OPTIONS = ("--meta", "--meta-file", "--sign-key", "--sign-cert")
 
 
 # -- ls ---------------------------------------------------------------------------------------
@@ -357,6 +369,8 @@ def archive_info(archive: Any) -> dict[str, Any]:
         "tail_bytes": size - archive.tail_offset,
         "ratio": round(total / size, 4) if size else 0.0,
         "codec": codec_meta,
+        # no __lookup__/__trie__ (the Rust tool's layout): the reader builds them in memory
+        "lookup": "in memory" if archive.lookup_in_memory else "section",
         "groups": groups,
         "sections": archive.sections,
         "manifest": manifest,
@@ -375,12 +389,16 @@ def cmd_info(args: argparse.Namespace) -> int:
           f"{human(info['bytes'])}"
           f" -> blobs {human(info['blob_bytes'])}, tail {human(info['tail_bytes'])},"
           f" ratio {info['ratio']:.2f}")
-    if codec:
+    if codec and "znippy.codec" not in codec:  # another writer's keys (the Rust tool's)
+        print("schema    " + " ".join(f"{k}={v}" for k, v in codec.items()))
+    elif codec:
         print(f"codec     {codec.get('znippy.codec', '?')} graph="
               f"{codec.get('znippy.openzl.graph', '?')} level={codec.get('znippy.openzl.level', '?')}"
               f" format_version={codec.get('znippy.openzl.format_version', '?')}"
               f" block_size={codec.get('znippy.block_size', '?')}")
-    print(f"sections  {', '.join(info['sections'])}")
+    print(f"sections  {', '.join(info['sections']) or '(none)'}"
+          + ("; lookup built in memory (the Rust tool's layout)"
+             if info["lookup"] == "in memory" else ""))
     print("groups")
     print(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
           f"{'bytes':>14}{'stored':>14}")
@@ -412,6 +430,9 @@ def register(subparsers: Any) -> None:
                    help="compression threads (default: CPU count)")
     p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE, metavar="BYTES",
                    help="chunk size, e.g. 10M (default: 10 MiB)")
+    p.add_argument("--compat", choices=COMPAT_MODES, default=None,
+                   help="write an archive the Rust znippy 0.8 reads: data sub-indexes and the "
+                        "manifest only (no metadata, signatures, lookup or trie)")
     if prov is not None:
         prov.add_create_options(p)
     p.set_defaults(func=cmd_create)

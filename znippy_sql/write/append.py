@@ -138,9 +138,11 @@ def _options(path: str, old: _Old, level: int | None, block_size: int | None,
     recorded_level = int(old.metadata.get("znippy.openzl.level", codec.DEFAULT_LEVEL))
     recorded_block = int(old.metadata.get("znippy.block_size", DEFAULT_BLOCK_SIZE))
     if old.groups:
-        for name, given, recorded in (("level", level, recorded_level),
-                                      ("block_size", block_size, recorded_block)):
-            if given is not None and given != recorded:
+        for name, given, recorded, key in (
+                ("level", level, recorded_level, "znippy.openzl.level"),
+                ("block_size", block_size, recorded_block, "znippy.block_size")):
+            # an archive that does not record it (the Rust tool's keys) takes any value
+            if given is not None and given != recorded and key in old.metadata:
                 raise ZnippyError(f"archive was written with {name}={recorded}; appending with "
                                   f"{name}={given} would mix two settings", path=path)
     return WriteOptions(level=level if level is not None else recorded_level,

@@ -25,6 +25,7 @@ from ..format.manifest import ManifestRow, encode_manifest
 from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
                              section_rank)
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
+from .compat import COMPAT_KEY, Compat, check_compat, one_schema
 
 
 
@@ -56,11 +57,18 @@ def write_tail(
     section_builders: Sequence[SectionBuilder] = (),
     schema_metadata: Mapping[str, str] | None = None,
     fsync: bool = True,
+    compat: Compat | None = None,
 ) -> TailInfo:
-    """Write the whole tail after ``blob_end`` and cut the file there; fsync unless told not."""
+    """Write the whole tail after ``blob_end`` and cut the file there; fsync unless told not.
+    ``compat="rust-0.8"``: data sub-indexes of one schema and the manifest only
+    (:mod:`.compat`)."""
     for key in groups:
         if is_reserved(key.module_name) or key.pkg_type == RESERVED_PKG_TYPE:
             raise FormatError(f"data group {key} uses a reserved name or pkg_type")
+    if compat is not None:
+        check_compat(compat, sections=sections, builders=section_builders)
+        groups = one_schema(groups)
+        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat}
     fd = fh.fileno()
     out = _TailOut(fd, blob_end)
     for key in sorted(groups):
@@ -69,8 +77,9 @@ def write_tail(
             table = table.replace_schema_metadata(dict(schema_metadata))
         out.put(key, stream_bytes(table), table.num_rows)
     lookup = build_lookup(groups)
-    out.put(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP), stream_bytes(lookup), lookup.num_rows)
-    out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
+    if compat is None:
+        out.put(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP), stream_bytes(lookup), lookup.num_rows)
+        out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
 
     extra = list(sections)
     for builder in section_builders:

@@ -18,6 +18,7 @@ from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from .source import Entry, as_entries, as_entry
 from ..format.fsio import fsync_dir
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
+from .compat import Compat, check_compat
 from .tail import TailInfo, write_tail
 
 
@@ -80,9 +81,13 @@ class ArchiveWriter:
         signer: Any = None,
         fsync: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        compat: Compat | None = None,
     ) -> None:
         self.path = os.fspath(out)
         self.options = WriteOptions(level=level, block_size=block_size, workers=workers)
+        check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
+                     signer=signer)
+        self.compat = compat
         extra_sections, extra_builders = optional_sections(meta, signer)
         self.sections = [*reserved_sections, *extra_sections]
         check_sections(self.sections)  # refuse bad names now, not after all the compression
@@ -132,6 +137,7 @@ class ArchiveWriter:
                 self._fh, sink.cursor, sink.tables(), sections=self.sections,
                 section_builders=self.builders,
                 schema_metadata=self.options.schema_metadata(), fsync=self.fsync,
+                compat=self.compat,
             )
             self._fh.close()
             os.replace(self.staging, self.path)
@@ -168,8 +174,13 @@ def write_archive(
     signer: Any = None,
     fsync: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    compat: Compat | None = None,
 ) -> WriteReport:
-    """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive."""
+    """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
+    ``compat="rust-0.8"``: an archive the Rust tool 0.8 reads (:mod:`.compat`; no
+    ``meta``, ``signer`` or reserved sections)."""
+    check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
+                 signer=signer)
     if meta is not None and isinstance(source, (str, os.PathLike)):
         from ..provenance.meta import with_source
 
@@ -177,7 +188,7 @@ def write_archive(
     writer = ArchiveWriter(
         out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
         reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,
-        signer=signer, fsync=fsync, progress=progress,
+        signer=signer, fsync=fsync, progress=progress, compat=compat,
     )
     with writer:
         writer.add_all(source)
