@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..format.codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
+from ..format.ipc import metadata_text
 from ..write.compat import COMPAT_MODES
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
@@ -340,7 +341,7 @@ def archive_info(archive: Any) -> dict[str, Any]:
     for key in archive.groups:
         table = archive.group_table(key)
         if not codec_meta and table.schema.metadata:
-            codec_meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+            codec_meta = metadata_text(table.schema)
         first = pc.equal(table.column("chunk_seq"), 0)
         compressed = pc.sum(table.column("compressed").cast(pa.int64())).as_py() or 0
         groups.append({

@@ -92,6 +92,22 @@ def _schema_problem(got: pa.Schema, want: pa.Schema | None,
     return check(got) if check is not None else None
 
 
+def names_problem(schema: pa.Schema) -> str | None:
+    """What is wrong with a schema's column names (pyarrow decodes them lazily), or None."""
+    try:
+        schema.names  # noqa: B018  (decodes every name)
+    except UnicodeDecodeError:
+        return "has a column name that is not UTF-8"
+    return None
+
+
+def metadata_text(schema: pa.Schema) -> dict[str, str]:
+    """A schema's key/value metadata as text, in the order written; bytes that are not UTF-8
+    are shown as escapes (the keys are another writer's, or damaged)."""
+    return {k.decode("utf-8", "backslashreplace"): v.decode("utf-8", "backslashreplace")
+            for k, v in (schema.metadata or {}).items()}
+
+
 def describe(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}:{f.type}{'' if f.nullable else ' not null'}" for f in schema)
 

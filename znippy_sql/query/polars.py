@@ -27,6 +27,7 @@ import polars as pl
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
+from ..format.ipc import names_problem
 from ..format.files import files_schema, files_table, module_fields
 from ..read.reader import Archive, open_archive
 from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA,
@@ -95,9 +96,13 @@ def _peek_schema(archive: Archive, key: GroupKey, what: str) -> pa.Schema:
         raise FormatError(f"{what}: schema message runs past its range", path=archive.path)
     buf = src.read(row.index_offset, 8 + meta_len, what)
     try:
-        return pa.ipc.read_schema(pa.BufferReader(buf))
-    except (pa.ArrowException, ValueError) as exc:
+        schema = pa.ipc.read_schema(pa.BufferReader(buf))
+    except (pa.ArrowException, ValueError, OSError) as exc:  # OSError: bad flatbuffers
         raise FormatError(f"{what}: unreadable schema: {exc}", path=archive.path) from None
+    problem = names_problem(schema)
+    if problem is not None:
+        raise FormatError(f"{what} {problem}", path=archive.path)
+    return schema
 
 
 def _table_scan(load: Callable[[], pa.Table], schema: pa.Schema, name: str) -> pl.LazyFrame:
@@ -190,6 +195,10 @@ class _GroupScan:
 
         for key in keys:
             table = group_table(self.archive, key)
+            try:  # every row is read from here on: UTF-8 too (group_table checks bounds only)
+                table.validate(full=True)
+            except (pa.ArrowException, ValueError) as exc:
+                raise FormatError(f"sub-index {key}: {exc}", path=self.archive.path) from None
             if self.section == "files":
                 part = files_table(table, key, columns=needed)
             else:

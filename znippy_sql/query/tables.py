@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format.ipc import read_options
+from ..format.ipc import names_problem, read_options
 from ..read.reader import Archive
 from ..format.schema import BASE_FIELDS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
 
@@ -40,6 +40,9 @@ def stream_table(archive: Archive, key: GroupKey, what: str) -> pa.Table:
     if table.num_rows != row.row_count:
         raise FormatError(f"{what} has {table.num_rows} rows, manifest says {row.row_count}",
                           path=archive.path)
+    problem = names_problem(table.schema)
+    if problem is not None:
+        raise FormatError(f"{what} {problem}", path=archive.path)
     with _side_map(archive) as view:
         for name, column in zip(table.column_names, table.columns):
             for chunk in column.chunks:

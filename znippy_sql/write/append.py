@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import FormatError, ZnippyError
 from ..format import codec
-from ..format.ipc import read_stream
+from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
                                write_journal)
 from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS,
@@ -109,7 +109,7 @@ def _load(path: str) -> _Old:
             row = arc.manifest_row(key)
             table = read_stream(mem, row.index_offset, row.index_len, f"sub-index {key}")  # type: ignore[arg-type]
             if not metadata and table.schema.metadata:
-                metadata = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
+                metadata = metadata_text(table.schema)
             groups[key] = table.replace_schema_metadata(None)
         sections: list[ReservedSection] = []
         stale: list[str] = []
@@ -135,8 +135,15 @@ def _load(path: str) -> _Old:
 def _options(path: str, old: _Old, level: int | None, block_size: int | None,
              workers: int | None) -> WriteOptions:
     """The archive's own options (recorded on its sub-indexes); a different one is refused."""
-    recorded_level = int(old.metadata.get("znippy.openzl.level", codec.DEFAULT_LEVEL))
-    recorded_block = int(old.metadata.get("znippy.block_size", DEFAULT_BLOCK_SIZE))
+    def recorded(key: str, default: int) -> int:
+        try:
+            return int(old.metadata.get(key, default))
+        except ValueError:
+            raise FormatError(f"sub-index metadata {key} = {old.metadata[key]!r} is not a "
+                              "number", path=path) from None
+
+    recorded_level = recorded("znippy.openzl.level", codec.DEFAULT_LEVEL)
+    recorded_block = recorded("znippy.block_size", DEFAULT_BLOCK_SIZE)
     if old.groups:
         for name, given, recorded, key in (
                 ("level", level, recorded_level, "znippy.openzl.level"),
