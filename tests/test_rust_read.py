@@ -260,3 +260,22 @@ def test_golden_rust_archive() -> None:
         assert {p: a.read(p) for p in a.select()} == files
         assert a.verify().ok
     assert rl.decompress_archive(path) == files
+
+
+@pytest.mark.slow
+def test_chunks_of_200_mib_over_cores(tmp_path: Path) -> None:
+    """The CLI's real chunk size on two cores: 200 MiB / 2 workers = 100 MiB chunks."""
+    from rust_cases import blocks
+
+    size = rl.cli_slice_size(2)
+    assert size == 100 * 1024 * 1024
+    files = {"huge.bin": blocks(size + 1, "huge"), "small.txt": b"small\n"}
+    w = rl.write_cli(tmp_path / "huge.znippy", files, cores=2)
+    del files["huge.bin"]
+    with open_archive(w.path) as a:
+        info = a.find("huge.bin")
+        assert info is not None and [c.uncompressed_size for c in info.chunks] == [size, 1]
+        report = a.extract(tmp_path / "out")
+        assert report.ok and a.verify().ok
+    assert (tmp_path / "out" / "huge.bin").read_bytes() == blocks(size + 1, "huge")
+    assert (tmp_path / "out" / "small.txt").read_bytes() == b"small\n"
