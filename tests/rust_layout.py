@@ -31,7 +31,7 @@ import math
 import os
 import random
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -357,12 +357,15 @@ def read_multi_index(path: str | os.PathLike[str]) -> tuple[pa.Schema, list[pa.R
     return schema, [merged]
 
 
-def decompress_archive(path: str | os.PathLike[str], decode=None) -> dict[str, bytes]:  # type: ignore[no-untyped-def]
+def decompress_archive(path: str | os.PathLike[str],
+                       decode: Callable[[bytes], bytes] | None = None) -> dict[str, bytes]:
     """decompress.rs decompress_archive: every row's blob read, decoded when ``compressed``,
     checked against its BLAKE3 and written at its ``fdata_offset`` of its path; ``decode``
     turns a frame into bytes (default: the installed openzl)."""
     dctx = zl.DCtx()
-    decode = decode or (lambda frame: dctx.decompress(frame)[0].content.as_bytes())
+    if decode is None:
+        def decode(frame: bytes) -> bytes:
+            return dctx.decompress(frame)[0].content.as_bytes()  # type: ignore[no-any-return]
     data = Path(path).read_bytes()
     _, batches = read_multi_index(path)
     out: dict[str, bytearray] = {}

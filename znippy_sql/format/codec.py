@@ -152,7 +152,8 @@ class Decoder:
         return content
 
 
-#: An OpenZL frame starts with this u32 LE plus its format version (``ZL_getFormatVersionFromFrame``).
+#: An OpenZL frame starts with this u32 LE plus its format version
+#: (``ZL_getFormatVersionFromFrame``).
 FRAME_MAGIC_BASE = 0xD7B1A5C0
 #: Format versions the installed openzl decodes, and its own version (for error messages).
 MIN_READ_VERSION = int(zl.MIN_FORMAT_VERSION)
