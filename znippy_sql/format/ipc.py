@@ -87,17 +87,24 @@ def read_stream(
 
 def _schema_problem(got: pa.Schema, want: pa.Schema | None,
                     check: Callable[[pa.Schema], str | None] | None) -> str | None:
+    problem = names_problem(got)
+    if problem is not None:
+        return problem
     if want is not None and not got.equals(want):
         return f"has columns {describe(got)}, expected {describe(want)}"
     return check(got) if check is not None else None
 
 
 def names_problem(schema: pa.Schema) -> str | None:
-    """What is wrong with a schema's column names (pyarrow decodes them lazily), or None."""
+    """What is wrong with a schema's column names (not UTF-8, which pyarrow finds only when
+    it decodes them; or one name twice), or None."""
     try:
-        schema.names  # noqa: B018  (decodes every name)
+        names = schema.names
     except UnicodeDecodeError:
         return "has a column name that is not UTF-8"
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        return f"has column {twice[0]!r} more than once"
     return None
 
 

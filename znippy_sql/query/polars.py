@@ -149,6 +149,11 @@ class _GroupScan:
         self.section = section
         self.keys = archive.groups
         self.schemas = {k: _peek_schema(archive, k, f"sub-index {k}") for k in self.keys}
+        for k, schema in self.schemas.items():  # before module_fields takes a renamed one
+            head = pa.schema(list(schema)[: len(BASE_FIELDS)])
+            if len(schema) < len(BASE_FIELDS) or not head.equals(LOOKUP_SCHEMA):
+                raise FormatError(f"sub-index {k} does not start with the base columns",
+                                  path=archive.path)
         extra: dict[str, pa.Field] = {}
         for schema in self.schemas.values():
             for f in module_fields(schema):
