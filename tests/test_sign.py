@@ -331,11 +331,14 @@ def test_flipped_blob_byte_is_found_with_deep(tmp_path, signed, pki):
     assert len(deep) == 1
     assert deep[0].startswith("'raw.zip': content does not match its signed digest")
     assert "BLAKE3 mismatch" in deep[0]
-    # the CLI the same way: --trust alone reads no blob, --deep finds the flip
+    # the CLI: --trust checks everything verify checks (the flip is found); only the
+    # explicit --signatures-only skips the blobs, and --deep brings them back
     from znippy_sql.cli import main
 
-    assert main(["verify", str(bad), "--trust", str(pki["self"])]) == 0
-    assert main(["verify", str(bad), "--trust", str(pki["self"]), "--deep"]) == 1
+    assert main(["verify", str(bad), "--trust", str(pki["self"])]) == 1
+    assert main(["verify", str(bad), "--trust", str(pki["self"]), "--signatures-only"]) == 0
+    assert main(["verify", str(bad), "--trust", str(pki["self"]), "--signatures-only",
+                 "--deep"]) == 1
 
 
 def test_changed_path_is_reported(tmp_path, signed, pki):

@@ -4,7 +4,7 @@ Exit codes (see ``znippy_sql.cli``): 0 ok; 1 problems found (verify findings, fi
 failed to extract, a corrupt chunk met by ``cat``); 2 usage or unreadable input.
 
 ``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` when that
-module is installed (``--meta``, ``--sign-key``, ``--trust``, ``--deep``, ...).
+module is installed (``--meta``, ``--sign-key``, ``--trust``, ``--signatures-only``, ...).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ..format.codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
+from .findings import print_findings
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
 from ..format.ipc import metadata_text
 from ..write.compat import COMPAT_MODES
@@ -297,36 +298,55 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 # -- verify -----------------------------------------------------------------------------------
+#: what each verify mode proves (docs/signing.md, "What each mode of verify proves")
+CHECKED_FULL = ("structure", "content", "meta", "signatures")
+CHECKED_SIGNATURES_ONLY = ("structure", "meta", "signatures")
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     prov = _provenance()
+    signatures_only = bool(getattr(args, "signatures_only", False))
     with _open(args.archive) as archive:
         try:
             total: int | None = archive.lookup.num_rows
         except ZnippyError:
             total = None  # verify reports it as a finding
-        progress = progress_for("verify", total=total, unit="chunks")
+        progress = None if signatures_only else progress_for("verify", total=total,
+                                                              unit="chunks")
         try:
-            # with --trust, blob content is decoded only when --deep asks for it
-            content = not getattr(args, "trust", None) or getattr(args, "deep", False)
-            report = archive.verify(progress=progress, content=content)
+            report = archive.verify(progress=progress, content=not signatures_only)
         finally:
             _done(progress)
         problems = list(report.problems)
         if prov is not None:
             problems.extend(prov.verify_extra(args, archive))
+        files, chunks = report.files, report.chunks
+        if signatures_only:  # nothing was decoded: count what the index holds
+            try:
+                files, chunks = len(archive.first_paths()), archive.lookup.num_rows
+            except ZnippyError:
+                pass
+    checked = CHECKED_SIGNATURES_ONLY if signatures_only else CHECKED_FULL
     if args.json:
-        _print_json({"path": report.path, "ok": not problems, "files": report.files,
-                     "chunks": report.chunks, "bytes_checked": report.bytes_checked,
+        _print_json({"path": report.path, "ok": not problems, "files": files,
+                     "chunks": chunks, "bytes_checked": report.bytes_checked,
+                     "checked": list(checked),
+                     "not_checked": [c for c in CHECKED_FULL if c not in checked],
                      "seconds": round(report.seconds, 6), "problems": problems,
                      "notes": report.notes})
+        return 0 if not problems else 1
+    for note in report.notes:
+        print(f"NOTE: {note}")
+    print_findings(problems, sys.stdout, prefix="PROBLEM: ",
+                   verbose=bool(getattr(args, "verbose", False)))
+    state = "OK" if not problems else counted(len(problems), "problem")
+    if signatures_only:
+        print(f"{report.path}: {state} (signatures only): {counted(files, 'file')}, "
+              f"{counted(chunks, 'chunk')} in the index; blob content NOT checked (no blob "
+              f"decoded; verify without --signatures-only does) in {report.seconds:.2f} s")
     else:
-        for note in report.notes:
-            print(f"NOTE: {note}")
-        for problem in problems:
-            print(f"PROBLEM: {problem}")
-        state = "OK" if not problems else counted(len(problems), "problem")
-        print(f"{report.path}: {state}: {counted(report.files, 'file')}, "
-              f"{counted(report.chunks, 'chunk')}, "
+        print(f"{report.path}: {state}: {counted(files, 'file')}, "
+              f"{counted(chunks, 'chunk')}, "
               f"{human(report.bytes_checked)} checked in {report.seconds:.2f} s")
     return 0 if not problems else 1
 
@@ -457,9 +477,15 @@ def register(subparsers: Any) -> None:
     add_filter_options(p)
     p.set_defaults(func=cmd_extract)
 
-    p = subparsers.add_parser("verify", help="check structure, every blob and every checksum")
+    p = subparsers.add_parser(
+        "verify", help="check structure, every blob and every checksum (and signatures)",
+        description="Check the index structure, decode every blob and check its BLAKE3, "
+                    "check __meta__, and check every signature of a signed archive (against "
+                    "the --trust certificates when given). --signatures-only skips the blobs.")
     p.add_argument("archive", metavar="ARCHIVE")
     p.add_argument("--json", action="store_true", help="the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every finding on its own line (repeated ones are grouped otherwise)")
     if prov is not None:
         prov.add_verify_options(p)
     p.set_defaults(func=cmd_verify)

@@ -3,7 +3,7 @@
 ``create`` (and ``append``/``seal``, through :func:`writer_kwargs`): ``--meta KEY=VALUE``
 (repeatable), ``--meta-file FACTS.jsonl`` (per-file facts), ``--no-provenance``,
 ``--sign-key KEY.pem --sign-cert CERT.pem``. ``verify``: ``--trust CERT.pem`` (repeatable),
-``--deep``. The command modules call the hooks below; each reads its options with
+``--signatures-only``, ``--deep``. The command modules call the hooks below; each reads its options with
 ``getattr(args, name, default)``, so a command that adds only some of them still works.
 """
 
@@ -101,17 +101,27 @@ def writer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 # -- verify -------------------------------------------------------------------------------------
 def add_verify_options(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("signatures")
+    g = parser.add_argument_group(
+        "signatures",
+        "verify always checks the structure and decodes every blob against its BLAKE3; on a "
+        "signed archive it also checks every signature over the file digests (FORMAT §4). "
+        "--trust adds who signed: each signer must be the given certificate or issued by it.")
     g.add_argument("--trust", action="append", default=[], metavar="CERT.pem",
-                   help="check every signature and that its signer is this certificate or "
-                        "issued by it (repeatable)")
+                   help="check that every signer is this certificate or issued by it "
+                        "(repeatable); everything else verify does is still done")
+    g.add_argument("--signatures-only", action="store_true",
+                   help="the fast mode: structure and signatures only, no blob decoded, so "
+                        "a changed blob byte is NOT found (the summary says so)")
     g.add_argument("--deep", action="store_true",
-                   help="also decode every file of a signed archive and check it against its "
-                        "signed digest")
+                   help="with --signatures-only: also decode every signed file and check it "
+                        "against its signed digest (the default mode always does)")
 
 
 def verify_extra(args: argparse.Namespace, archive: Any) -> list[str]:
-    """Problems with ``__meta__`` and the signatures (trusted ones with ``--trust``)."""
+    """Problems with ``__meta__`` and the signatures (trusted ones with ``--trust``).
+
+    The blobs are the core check's: only ``--signatures-only --deep`` decodes here.
+    """
     from ..provenance.meta import read_meta
     from ..provenance.sign import is_signed, verify_signatures
 
@@ -121,11 +131,13 @@ def verify_extra(args: argparse.Namespace, archive: Any) -> list[str]:
     except ZnippyError as exc:
         problems.append(exc.problem)
     trust = getattr(args, "trust", None) or None
+    signatures_only = bool(getattr(args, "signatures_only", False))
+    deep = signatures_only and bool(getattr(args, "deep", False))
     try:
         # without an anchor, a signed archive is still checked: each signature over its
-        # file's current digest (and, with --deep, each file's content)
-        if trust is not None or is_signed(archive):
-            problems.extend(verify_signatures(archive, trust, deep=getattr(args, "deep", False)))
+        # file's current digest; --signatures-only on an unsigned archive is a finding
+        if trust is not None or signatures_only or is_signed(archive):
+            problems.extend(verify_signatures(archive, trust, deep=deep))
     except ZnippyError as exc:
         problems.append(exc.problem)
     return problems
