@@ -123,8 +123,13 @@ def test_replaced_path_drops_old_rows_and_reports_dead_bytes(tmp_path: Path) -> 
 def test_replacement_may_move_a_path_to_another_group(tmp_path: Path) -> None:
     arc_path = tmp_path / "m.znippy"
     write_archive(arc_path, [Entry("x.txt", data=b"one"), Entry("y.txt", data=b"two", repo="r")])
-    report = ap.append_archive(arc_path, [Entry("y.txt", data=b"three")])
-    assert report.rows_replaced == 1
+    before = arc_path.read_bytes()
+    with pytest.raises(ZnippyError, match=r"'y.txt' from raw/r/- to raw/-/-.*give --move"):
+        ap.append_archive(arc_path, [Entry("y.txt", data=b"three")])
+    assert arc_path.read_bytes() == before  # refused: rolled back
+    report = ap.append_archive(arc_path, [Entry("y.txt", data=b"three")], move=True)
+    assert report.rows_replaced == 1 and report.files_moved == 1 and report.files_replaced == 0
+    assert report.moves == [("y.txt", "raw/r/-", "raw/-/-")]
     with open_archive(arc_path) as arc:
         assert [tuple(k) for k in arc.groups] == [(0, "", "")]  # the emptied group is gone
         assert arc.read("y.txt") == b"three"
@@ -351,8 +356,13 @@ def test_sections_meta_kept_signatures_dropped_or_resigned(tmp_path: Path) -> No
     write_archive(arc_path, batch("a", 3, 17), meta={"release": "1"}, signer=signer)
     with open_archive(arc_path) as arc:
         meta_before = arc.section("__meta__").to_pylist()
-    report = ap.append_archive(arc_path, [Entry("b.txt", data=b"b")])
+    before = arc_path.read_bytes()
+    with pytest.raises(ZnippyError, match="archive is signed.*--drop-signatures"):
+        ap.append_archive(arc_path, [Entry("b.txt", data=b"b")])
+    assert arc_path.read_bytes() == before
+    report = ap.append_archive(arc_path, [Entry("b.txt", data=b"b")], drop_signatures=True)
     assert report.dropped_sections == ["__sign_artifacts__", "__sign_archive__"]
+    assert report.meta == "kept"
     with open_archive(arc_path) as arc:
         assert arc.sections == ["__lookup__", "__trie__", "__meta__"]
         assert arc.section("__meta__").to_pylist() == meta_before  # carried over verbatim
@@ -364,6 +374,7 @@ def test_sections_meta_kept_signatures_dropped_or_resigned(tmp_path: Path) -> No
         assert verify_signatures(arc, [signer.cert]) == []  # type: ignore[attr-defined]
         values = arc.section("__meta__").column("value").to_pylist()
         assert "2" in values and "1" not in values
+    assert report.meta == "updated"
 
 
 def test_not_an_archive_is_refused_untouched(tmp_path: Path) -> None:

@@ -8,38 +8,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from znippy_sql import Entry, open_archive, write_archive
 from znippy_sql.cli import main
 from znippy_sql.cli.findings import grouped
 
-
-def _cert(tmp: Path, name: str) -> tuple[Path, Path]:
-    import datetime as dt
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = dt.datetime.now(dt.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(days=1))
-            .not_valid_after(now + dt.timedelta(days=30)).sign(key, hashes.SHA256()))
-    kp, cp = tmp / f"{name}.key", tmp / f"{name}.pem"
-    kp.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                     serialization.PrivateFormat.PKCS8,
-                                     serialization.NoEncryption()))
-    cp.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    return kp, cp
+from _users import make_cert
 
 
 @pytest.fixture
 def signed(tmp_path: Path) -> dict[str, Path]:
-    key, cert = _cert(tmp_path, "signer")
-    _, other = _cert(tmp_path, "other")
+    key, cert = make_cert(tmp_path, "signer")
+    _, other = make_cert(tmp_path, "other")
     out = tmp_path / "s.znippy"
     entries = [Entry(f"pkg/m{i:02}.py", data=(b"x = %d\n" % i) * 50) for i in range(12)]
     entries.append(Entry("raw.zip", data=bytes(range(256)) * 4))  # stored raw

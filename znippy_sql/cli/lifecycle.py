@@ -1,6 +1,6 @@
 """Lifecycle subcommands: ``append`` to a static archive; ``store add|ls|seal`` for the dynamic store.
 
-``--json`` prints the report as JSON; otherwise one human line. Exit codes as everywhere: 0 ok,
+``--json`` prints the report as JSON; otherwise a human summary. Exit codes as everywhere: 0 ok,
 2 usage or unreadable input (any :class:`ZnippyError`). ``store seal`` takes the ``create``
 options for ``__meta__`` and signatures (provenance recorded by default, as ``create``);
 ``append`` takes them too but, given none, keeps the archive's own ``__meta__``.
@@ -73,12 +73,20 @@ def cmd_append(args: argparse.Namespace) -> int:
     from ..write.append import append_archive
 
     r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
-                       workers=args.workers, **_writer_kwargs(args, only_if_asked=True))
-    _emit(r, args, f"{r.path}: +{counted(r.files_added, 'file')} "
-                   f"({human(r.blob_bytes_written)} of blobs), "
-                   f"{r.files_replaced} replaced ({human(r.dead_bytes)} dead), "
-                   f"{human(r.archive_bytes)} in {r.seconds:.2f}s"
-                   + (" [rolled back an interrupted append first]" if r.recovered else ""))
+                       workers=args.workers, drop_signatures=args.drop_signatures,
+                       move=args.move, **_writer_kwargs(args, only_if_asked=True))
+    line = (f"{r.path}: +{counted(r.files_added, 'file')} "
+            f"({human(r.blob_bytes_written)} of blobs), "
+            f"{r.files_replaced} replaced, {r.files_moved} moved ({human(r.dead_bytes)} dead), "
+            f"{human(r.archive_bytes)} in {r.seconds:.2f}s"
+            + (" [rolled back an interrupted append first]" if r.recovered else ""))
+    if r.dropped_sections:
+        line += f"\nsignatures dropped (--drop-signatures): {', '.join(r.dropped_sections)}"
+    if r.meta != "none":
+        line += f"\n__meta__ {r.meta}"
+    if r.moves and not args.json:
+        line += "".join(f"\nmoved {p}: {a} -> {b}" for p, a, b in r.moves)
+    _emit(r, args, line)
     return 0
 
 
@@ -162,6 +170,12 @@ def register(subparsers: Any) -> None:
                    help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
     p.add_argument("--workers", type=int, help="compression threads")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--drop-signatures", action="store_true",
+                   help="append to a signed archive by dropping its signatures (or re-sign "
+                        "with --sign-key/--sign-cert); refused otherwise")
+    p.add_argument("--move", action="store_true",
+                   help="let a file already in the archive move to the group (repo, type) "
+                        "of this append; refused otherwise")
     _add_provenance_options(p)
     p.set_defaults(func=cmd_append)
 

@@ -139,6 +139,38 @@ def facts(archive: "Archive", relative_path: str | None = None) -> dict[str, lis
     return out
 
 
+#: per-file facts that describe a file's bytes on disk (issue 16 item 8): a file written
+#: again takes its new ones, never keeps the old
+POSIX_PREFIX = "posix."
+
+
+def merge_meta(old: pa.Table | None, new: pa.Table | None, *,
+               rewritten: Iterable[str] = ()) -> pa.Table | None:
+    """The ``__meta__`` of an archive grown by an append: ``old`` kept and ``new`` merged in.
+
+    A new archive-level fact replaces the old facts of its key; a new per-file fact replaces
+    the old facts of its (path, key); the ``posix.*`` facts of every ``rewritten`` path (added
+    or replaced by the append) go, since they described the old file. Everything else of
+    ``old`` stays. ``None`` when neither has a section.
+    """
+    if old is None and new is None:
+        return None
+    if old is None:
+        return new
+    gone = set(rewritten)
+    replaced: set[tuple[str | None, str]] = set()
+    new_rows: list[Fact] = []
+    if new is not None:
+        new_rows = list(zip(new.column("relative_path").to_pylist(),
+                            new.column("key").to_pylist(), new.column("value").to_pylist()))
+        replaced = {(p, k) for p, k, _ in new_rows}
+    kept = [(p, k, v) for p, k, v in zip(old.column("relative_path").to_pylist(),
+                                         old.column("key").to_pylist(),
+                                         old.column("value").to_pylist())
+            if (p, k) not in replaced and not (p in gone and k.startswith(POSIX_PREFIX))]
+    return _canonical([*kept, *new_rows])
+
+
 def read_facts_file(path: str | os.PathLike[str]) -> list[Fact]:
     """Per-file facts from a JSON Lines file (docs/signing.md, "Metadata").
 

@@ -22,13 +22,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import FormatError, ZnippyError
+from ..errors import FormatError, SignatureError, ZnippyError
 from ..format import codec
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
                                write_journal)
-from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, RAW_SECTIONS,
-                             RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
+from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SECTIONS,
+                             RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey,
+                             pkg_type_name)
 from ..format.sections import ReservedSection
 from ..read.reader import open_archive
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
@@ -48,9 +49,10 @@ class AppendReport:
     path: str
     files_added: int
     rows_added: int
+    #: paths already in the archive, in the same group, written again
     files_replaced: int
     rows_replaced: int
-    #: blob bytes of the replaced rows, left behind in the blob region
+    #: blob bytes of the replaced (and moved) rows, left behind in the blob region
     dead_bytes: int
     #: (offset, length) of each dead byte range, merged where adjacent
     dead_ranges: list[tuple[int, int]]
@@ -62,6 +64,12 @@ class AppendReport:
     recovered: bool
     #: reserved sections of the old archive not carried over (stale signatures)
     dropped_sections: list[str] = field(default_factory=list)
+    #: paths already in the archive that went to another group (``move=True``)
+    files_moved: int = 0
+    #: (path, old group, new group) of each move, groups as ``type/repo/module``
+    moves: list[tuple[str, str, str]] = field(default_factory=list)
+    #: what became of ``__meta__``: "none", "kept" (carried over as it was) or "updated"
+    meta: str = "none"
     seconds: float = 0.0
 
 
@@ -164,6 +172,13 @@ class Merged:
     files_replaced: int
     rows_replaced: int
     dead_ranges: list[tuple[int, int]]
+    #: (path, old group, new group) of each path the new rows bring in another group
+    moved: list[tuple[str, GroupKey, GroupKey]] = field(default_factory=list)
+
+
+def group_label(key: GroupKey) -> str:
+    """``pypi/pypi-local/pypi``: a group as a user names it (``-`` for an empty part)."""
+    return f"{pkg_type_name(key.pkg_type)}/{key.repo or '-'}/{key.module_name or '-'}"
 
 
 def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
@@ -177,7 +192,7 @@ def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
     new_paths = pc.unique(new_paths)
     out: dict[GroupKey, pa.Table] = {}
     dead: list[tuple[int, int]] = []
-    replaced_paths: set[str] = set()
+    was_in: dict[str, GroupKey] = {}  # replaced path → its old group
     rows_replaced = 0
     for key, table in old.items():
         mask = pc.is_in(table.column("relative_path"), value_set=new_paths)
@@ -185,13 +200,19 @@ def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
         if hits:
             gone = table.filter(mask)
             rows_replaced += gone.num_rows
-            replaced_paths.update(gone.column("relative_path").to_pylist())
+            was_in.update(dict.fromkeys(gone.column("relative_path").to_pylist(), key))
             dead.extend(zip(gone.column("blob_offset").to_pylist(),
                             gone.column("blob_size").to_pylist()))
             table = table.filter(pc.invert(mask))
         if table.num_rows:
             out[key] = table
+    moved: list[tuple[str, GroupKey, GroupKey]] = []
     for key, table in new.items():
+        if was_in:
+            for path in pc.unique(table.column("relative_path")).to_pylist():
+                before = was_in.get(path)
+                if before is not None and before != key:
+                    moved.append((path, before, key))
         if key in out:
             if not out[key].schema.equals(table.schema):
                 raise ZnippyError(f"group {tuple(key)} has columns {out[key].schema.names} in the "
@@ -200,8 +221,9 @@ def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
             out[key] = pa.concat_tables([out[key], table])
         else:
             out[key] = table
-    return Merged({k: t.combine_chunks() for k, t in out.items()}, len(replaced_paths),
-                  rows_replaced, _merge_ranges(dead))
+    moved.sort(key=lambda m: m[0].encode("utf-8"))
+    return Merged({k: t.combine_chunks() for k, t in out.items()}, len(was_in) - len(moved),
+                  rows_replaced, _merge_ranges(dead), moved)
 
 
 def _merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -224,11 +246,13 @@ class Appender:
     def __init__(self, path: str | os.PathLike[str], *, repo: str = "",
                  pkg_type: int | str = 0, level: int | None = None,
                  block_size: int | None = None, workers: int | None = None,
-                 meta: Any = None, signer: Any = None) -> None:
+                 meta: Any = None, signer: Any = None, drop_signatures: bool = False,
+                 move: bool = False) -> None:
         self.path = os.fspath(path)
         self._repo, self._pkg_type = repo, pkg_type
         self._level, self._block_size, self._workers = level, block_size, workers
         self._meta, self._signer = meta, signer
+        self._drop_signatures, self._move = drop_signatures, move
         self.report: AppendReport | None = None
         self.tail: TailInfo | None = None
         self._fh: Any = None
@@ -250,6 +274,12 @@ class Appender:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
             old = self._old = _load(self.path)
+            if old.stale and self._signer is None and not self._drop_signatures:
+                raise SignatureError(
+                    f"archive is signed ({', '.join(old.stale)}); appending would leave its "
+                    "signatures over content it no longer has: re-sign (--sign-key and "
+                    "--sign-cert, signer=) or drop them (--drop-signatures, "
+                    "drop_signatures=True)", path=self.path)
             options = _options(self.path, old, self._level, self._block_size, self._workers)
             self.options = options
             write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
@@ -295,22 +325,52 @@ class Appender:
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
         if not new and not self._meta and not self._signer:
             drop_journal(self.path)  # nothing written at blob_end: the old tail stands
-            self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [])
+            self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [],
+                         "kept" if any(s.name == META for s in old.sections) else "none")
             return
         merged = merge_rows(old.groups, new, where=self.path)
-        extra_sections, builders = optional_sections(self._meta, self._signer)
-        given = {s.name for s in extra_sections}
-        sections = [s for s in old.sections if s.name not in given] + extra_sections
+        if merged.moved and not self._move:
+            first = ", ".join(f"{p!r} from {group_label(a)} to {group_label(b)}"
+                              for p, a, b in merged.moved[:3])
+            raise ZnippyError(
+                f"{len(merged.moved)} file(s) already in the archive would move to another "
+                f"group ({first}{', ...' if len(merged.moved) > 3 else ''}); append replaces "
+                "a file in its own group: give --move (move=True) to move them",
+                path=self.path)
+        sections, builders, meta_state = self._sections(old, new)
         dropped = old.stale if self._signer is None else []
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
                                schema_metadata=self.options.schema_metadata(), fsync=True)
         drop_journal(self.path)
         rows = sum(t.num_rows for t in new.values())
-        self._report(old, sink.cursor, self.tail.file_size, merged, rows, dropped)
+        self._report(old, sink.cursor, self.tail.file_size, merged, rows, dropped, meta_state)
+
+    def _sections(self, old: _Old, new: dict[GroupKey, pa.Table]
+                  ) -> tuple[list[ReservedSection], list[Any], str]:
+        """The old sections carried over, ``__meta__`` merged with the new facts
+        (:func:`~znippy_sql.provenance.meta.merge_meta`), the signature builder if any."""
+        extra_sections, builders = optional_sections(self._meta, self._signer)
+        old_meta = next((s.payload for s in old.sections if s.name == META), None)
+        new_meta = next((s.payload for s in extra_sections if s.name == META), None)
+        sections = [s for s in old.sections if s.name != META]
+        sections += [s for s in extra_sections if s.name != META]
+        state = "none" if old_meta is None else "kept"
+        if new_meta is not None:
+            from ..provenance.meta import merge_meta
+
+            rewritten = pc.unique(pa.chunked_array(
+                [t.column("relative_path") for t in new.values()], pa.utf8())).to_pylist()
+            merged = merge_meta(old_meta, new_meta, rewritten=rewritten)  # type: ignore[arg-type]
+            state = "updated"
+        else:
+            merged = old_meta  # type: ignore[assignment]
+        if merged is not None:
+            sections.append(ReservedSection(META, merged))
+        return sections, builders, state
 
     def _report(self, old: _Old, blob_end: int, size: int, merged: Merged, rows: int,
-                dropped: Sequence[str]) -> None:
+                dropped: Sequence[str], meta: str) -> None:
         assert self._ingest is not None
         self.report = AppendReport(
             path=self.path, files_added=self._ingest.files, rows_added=rows,
@@ -319,16 +379,20 @@ class Appender:
             old_blob_end=old.blob_end, blob_end=blob_end,
             blob_bytes_written=blob_end - old.blob_end, archive_bytes=size,
             recovered=self._recovered, dropped_sections=list(dropped),
-            seconds=time.perf_counter() - self._started,
+            files_moved=len(merged.moved),
+            moves=[(p, group_label(a), group_label(b)) for p, a, b in merged.moved],
+            meta=meta, seconds=time.perf_counter() - self._started,
         )
 
 
 def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: int | str = 0,
                     level: int | None = None, block_size: int | None = None,
-                    workers: int | None = None, meta: Any = None, signer: Any = None) -> Appender:
+                    workers: int | None = None, meta: Any = None, signer: Any = None,
+                    drop_signatures: bool = False, move: bool = False) -> Appender:
     """An :class:`Appender` for ``path``, to use as a context manager."""
     return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
-                    workers=workers, meta=meta, signer=signer)
+                    workers=workers, meta=meta, signer=signer, drop_signatures=drop_signatures,
+                    move=move)
 
 
 def append_archive(
@@ -342,15 +406,21 @@ def append_archive(
     workers: int | None = None,
     meta: Any = None,
     signer: Any = None,
+    drop_signatures: bool = False,
+    move: bool = False,
 ) -> AppendReport:
     """Append ``source`` (a directory or :class:`Entry` objects) to the archive at ``path``.
 
     ``level``/``block_size`` default to the archive's own (a different value is refused).
-    ``meta=``/``signer=`` rebuild those sections; without ``signer=`` old signatures, which
-    no longer cover the content, are dropped (named in the report).
+    ``__meta__`` is kept; ``meta=`` facts are merged into it (a key given again replaces its
+    old facts). A signed archive is refused unless ``signer=`` re-signs the new content or
+    ``drop_signatures=True`` drops the old signatures (named in the report). A path already in
+    the archive is replaced in its group; one that would go to another group is refused
+    unless ``move=True``.
     """
     appender = open_for_append(path, repo=repo, pkg_type=pkg_type, level=level,
-                               block_size=block_size, workers=workers, meta=meta, signer=signer)
+                               block_size=block_size, workers=workers, meta=meta, signer=signer,
+                               drop_signatures=drop_signatures, move=move)
     with appender:
         appender.add_all(source)
     assert appender.report is not None
