@@ -198,7 +198,7 @@ def test_store_and_append_chain_agree_byte_for_byte(tmp_path: Path, seed: int) -
         store.add(batches[0])
         for batch in batches[1:]:
             r_store = store.add(batch)
-            r_append = append_archive(chained, batch)
+            r_append = append_archive(chained, batch, move=True)
             assert (r_store.rows_replaced, r_store.dead_bytes) == (r_append.rows_replaced,
                                                                   r_append.dead_bytes)
     sealed = tmp_path / "sealed.znippy"

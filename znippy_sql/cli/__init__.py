@@ -2,7 +2,8 @@
 
 Each module defines ``register(subparsers) -> None`` and sets ``func`` on its subparsers via
 ``set_defaults(func=...)``; ``func(args) -> int`` is the exit code. Exit codes: 0 ok,
-1 problems found, 2 usage or unreadable input.
+1 problems found, 2 usage or unreadable input (any ``ZnippyError``, and any ``OSError`` a
+command did not word itself), 130 Ctrl-C. No traceback reaches the user: one line each.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     parser = argparse.ArgumentParser(
         prog="znippy-sql", description="Query, write, extract and verify znippy archives."
     )
+    parser.add_argument("--version", action="version", version=f"znippy-sql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         try:
@@ -47,6 +51,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from .common import Interrupted
+
     try:
         return int(args.func(args) or 0)
     except ZnippyError as exc:
@@ -54,6 +60,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except Interrupted as exc:
+        print(f"znippy-sql: {exc}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("znippy-sql: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"znippy-sql: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -5,201 +5,33 @@ failed to extract, a corrupt chunk met by ``cat``); 2 usage or unreadable input.
 
 ``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` when that
 module is installed (``--meta``, ``--sign-key``, ``--trust``, ``--signatures-only``, ...).
+``create`` lives in :mod:`.create`, ``extract`` in :mod:`.extract`; the argument types and
+output helpers in :mod:`.common` (re-exported here for the other areas).
 """
 
 from __future__ import annotations
 
 import argparse
 import fnmatch
-import importlib
-import importlib.util
-import json
 import re
 import sys
-import time
-from types import ModuleType
-from typing import Any, TextIO
+from typing import Any
 
 import pyarrow as pa
 
-from ..format.codec import DEFAULT_LEVEL
 from ..errors import ChecksumError, CodecError, ZnippyError
-from .findings import print_findings
-from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name, resolve_pkg_type
+from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
-from ..write.compat import COMPAT_MODES
+from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
+from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_pkg_type_arg,
+                     done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
+                     progress_for, provenance_cli, size_arg)
+from .create import register as register_create
+from .extract import cmd_extract
+from .findings import print_findings
 
-_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-
-
-# -- argument types (public: other CLI areas reuse them) -------------------------------------
-def pkg_type_arg(value: str) -> int:
-    """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
-    try:
-        return resolve_pkg_type(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def create_pkg_type_arg(value: str) -> int | str:
-    """``--pkg-type`` for writing: as :func:`pkg_type_arg`, or ``auto`` (modules claim files)."""
-    if value.strip().lower() == "auto":
-        return "auto"
-    return pkg_type_arg(value)
-
-
-def size_arg(value: str) -> int:
-    """A byte count: ``65536``, ``64K``, ``10M``, ``1G`` (powers of 1024; ``KiB`` also read)."""
-    text = value.strip().lower().removesuffix("ib").removesuffix("b")
-    unit = text[-1:] if text[-1:] in _SIZE_SUFFIXES else ""
-    number = text[: len(text) - len(unit)]
-    try:
-        size = int(number) * _SIZE_SUFFIXES[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a byte count: {value!r}") from None
-    if size <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
-    return size
-
-
-def positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
-    return number
-
-
-def add_filter_options(parser: argparse.ArgumentParser) -> None:
-    """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
-    parser.add_argument("--repo", help="only files of this repo")
-    parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
-                        help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
-    parser.add_argument("--glob", help="only paths matching this shell pattern ('*' spans '/')")
-
-
-_TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
-
-
-# -- output helpers ---------------------------------------------------------------------------
-def counted(n: int, noun: str) -> str:
-    """``1 file``, ``2 files``: a count and its noun for a summary line."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"  # pragma: no cover
-
-
-class Progress:
-    """A one-line progress bar on a terminal; ``__call__(count, nbytes)`` is the writers' hook.
-
-    Redraws at most ten times a second. With ``total`` a bar is drawn, else a running count.
-    """
-
-    def __init__(self, label: str, *, total: int | None = None, unit: str = "files",
-                 stream: TextIO | None = None) -> None:
-        self.label = label
-        self.total = total
-        self.unit = unit
-        self.stream = stream if stream is not None else sys.stderr
-        self.started = time.perf_counter()
-        self._last = 0.0
-        self._state = (0, 0)
-
-    def __call__(self, count: int, nbytes: int) -> None:
-        self._state = (count, nbytes)
-        now = time.perf_counter()
-        if now - self._last >= 0.1:
-            self._last = now
-            self._draw()
-
-    def _draw(self) -> None:
-        count, nbytes = self._state
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
-        if self.total:
-            done = min(count / self.total, 1.0)
-            bar = "#" * int(done * 24)
-            head = f"[{bar:<24}] {count}/{self.total} {self.unit}"
-        else:
-            head = f"{count} {self.unit}"
-        self.stream.write(f"\r{self.label} {head}  {human(nbytes)}  "
-                          f"{human(nbytes / elapsed)}/s\x1b[K")
-        self.stream.flush()
-
-    def close(self) -> None:
-        self._draw()
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-def progress_for(label: str, *, total: int | None = None, unit: str = "files") -> Progress | None:
-    """A :class:`Progress` when stderr is a terminal, else ``None`` (no output at all)."""
-    isatty = getattr(sys.stderr, "isatty", None)
-    return Progress(label, total=total, unit=unit) if isatty and isatty() else None
-
-
-def _done(progress: Progress | None) -> None:
-    if progress is not None:
-        progress.close()
-
-
-def _print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
-
-
-def _provenance() -> ModuleType | None:
-    """The provenance CLI area (issue 5), when it is installed in this build."""
-    name = "znippy_sql.cli.provenance"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
-
-
-def _open(path: str) -> Any:
-    from ..read.reader import open_archive
-
-    return open_archive(path)
-
-
-# -- create -----------------------------------------------------------------------------------
-def cmd_create(args: argparse.Namespace) -> int:
-    from ..write.writer import write_archive
-
-    extra: dict[str, Any] = {}
-    prov = _provenance()
-    if args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
-        given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
-        if given:
-            raise ZnippyError(f"--compat {args.compat} writes no metadata or signatures (the "
-                              f"Rust 0.8 reader reads every section as an index): "
-                              f"{', '.join(given)} cannot be used with it")
-    elif prov is not None:
-        extra.update(prov.writer_kwargs(args))
-    progress = progress_for("create")
-    try:
-        report = write_archive(
-            args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
-            block_size=args.block_size, workers=args.workers, progress=progress,
-            compat=args.compat, **extra,
-        )
-    finally:
-        _done(progress)
-    print(f"{report.path}: {counted(report.files, 'file')} in {counted(report.groups, 'group')}, "
-          f"{counted(report.chunks, 'chunk')} ({report.compressed_chunks} compressed, "
-          f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
-          f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
-    return 0
-
-
-#: create's options that write reserved sections, refused with --compat
-_SECTION_OPTIONS = ("--meta", "--meta-file", "--sign-key", "--sign-cert")
-
+__all__ = ["Progress", "add_filter_options", "counted", "create_pkg_type_arg", "human",
+           "pkg_type_arg", "positive_int", "progress_for", "size_arg"]
 
 # -- ls ---------------------------------------------------------------------------------------
 def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = None,
@@ -242,11 +74,11 @@ def _json_row(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    with _open(args.archive) as archive:
+    with open_archive_arg(args.archive) as archive:
         files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
         rows = files.to_pylist()
     if args.json:
-        _print_json([_json_row(row) for row in rows])
+        print_json([_json_row(row) for row in rows])
         return 0
     out = sys.stdout
     for row in rows:
@@ -262,7 +94,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
 # -- cat --------------------------------------------------------------------------------------
 def cmd_cat(args: argparse.Namespace) -> int:
     out = getattr(sys.stdout, "buffer", sys.stdout)
-    with _open(args.archive) as archive:
+    with open_archive_arg(args.archive) as archive:
         sys.stdout.flush()
         try:
             for data in archive.iter_chunks(args.path):
@@ -275,28 +107,6 @@ def cmd_cat(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- extract ----------------------------------------------------------------------------------
-def cmd_extract(args: argparse.Namespace) -> int:
-    with _open(args.archive) as archive:
-        which = dict(repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
-        progress = progress_for("extract")
-        try:
-            if progress is not None:  # a terminal: the bar wants the total first
-                paths = archive.select(**which)
-                progress.total = len(paths)
-                report = archive.extract(args.out, paths=paths, progress=progress)
-            else:
-                report = archive.extract(args.out, **which)
-        finally:
-            _done(progress)
-    for path, why in sorted(report.failed.items()):
-        print(f"znippy-sql: extract: {path}: {why}", file=sys.stderr)
-    print(f"{report.dest}: {counted(report.files, 'file')}, {human(report.bytes_written)} extracted"
-          + (f", {len(report.failed)} failed" if report.failed else "")
-          + f" in {report.seconds:.2f} s")
-    return 0 if report.ok else 1
-
-
 # -- verify -----------------------------------------------------------------------------------
 #: what each verify mode proves (docs/signing.md, "What each mode of verify proves")
 CHECKED_FULL = ("structure", "content", "meta", "signatures")
@@ -304,9 +114,9 @@ CHECKED_SIGNATURES_ONLY = ("structure", "meta", "signatures")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    prov = _provenance()
+    prov = provenance_cli()
     signatures_only = bool(getattr(args, "signatures_only", False))
-    with _open(args.archive) as archive:
+    with open_archive_arg(args.archive) as archive:
         try:
             total: int | None = archive.lookup.num_rows
         except ZnippyError:
@@ -316,7 +126,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         try:
             report = archive.verify(progress=progress, content=not signatures_only)
         finally:
-            _done(progress)
+            done(progress)
         problems = list(report.problems)
         if prov is not None:
             problems.extend(prov.verify_extra(args, archive))
@@ -328,7 +138,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 pass
     checked = CHECKED_SIGNATURES_ONLY if signatures_only else CHECKED_FULL
     if args.json:
-        _print_json({"path": report.path, "ok": not problems, "files": files,
+        print_json({"path": report.path, "ok": not problems, "files": files,
                      "chunks": chunks, "bytes_checked": report.bytes_checked,
                      "checked": list(checked),
                      "not_checked": [c for c in CHECKED_FULL if c not in checked],
@@ -399,10 +209,10 @@ def archive_info(archive: Any) -> dict[str, Any]:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    with _open(args.archive) as archive:
+    with open_archive_arg(args.archive) as archive:
         info = archive_info(archive)
     if args.json:
-        _print_json(info)
+        print_json(info)
         return 0
     codec = info["codec"]
     print(f"archive   {info['path']}  ({human(info['archive_bytes'])})")
@@ -437,26 +247,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- registration -----------------------------------------------------------------------------
 def register(subparsers: Any) -> None:
-    prov = _provenance()
+    prov = provenance_cli()
 
-    p = subparsers.add_parser("create", help="write an archive from a directory")
-    p.add_argument("src", metavar="SRC", help="directory to archive (walked in path order)")
-    p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
-    p.add_argument("--repo", default="", help="repo of every file (default: '')")
-    p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help=f"package type: {'|'.join(_TYPE_NAMES)}|auto|N (default: raw)")
-    p.add_argument("--level", type=int, default=DEFAULT_LEVEL, metavar="L",
-                   help=f"OpenZL compression level (default: {DEFAULT_LEVEL})")
-    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
-                   help="compression threads (default: CPU count)")
-    p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE, metavar="BYTES",
-                   help="chunk size, e.g. 10M (default: 10 MiB)")
-    p.add_argument("--compat", choices=COMPAT_MODES, default=None,
-                   help="write an archive the Rust znippy 0.8 reads: data sub-indexes and the "
-                        "manifest only (no metadata, signatures, lookup or trie)")
-    if prov is not None:
-        prov.add_create_options(p)
-    p.set_defaults(func=cmd_create)
+    register_create(subparsers)
 
     p = subparsers.add_parser("ls", help="list the files of an archive")
     p.add_argument("archive", metavar="ARCHIVE")

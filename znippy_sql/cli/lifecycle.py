@@ -13,10 +13,13 @@ import dataclasses
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from types import ModuleType
 from typing import Any
 
+from ..errors import ZnippyError
+from .common import Interrupted, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 
 
@@ -72,11 +75,22 @@ def _catalog(args: argparse.Namespace) -> dict[str, str] | None:
 def cmd_append(args: argparse.Namespace) -> int:
     from ..write.append import append_archive
 
-    r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
-                       workers=args.workers, drop_signatures=args.drop_signatures,
-                       move=args.move, **_writer_kwargs(args, only_if_asked=True))
+    if not os.path.isdir(args.source):
+        raise ZnippyError("source is not a directory", path=args.source)
+    try:
+        r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
+                           workers=args.workers, drop_signatures=args.drop_signatures,
+                           move=args.move, posix=not args.no_posix,
+                           skip_unsafe=args.skip_unsafe,
+                           **_writer_kwargs(args, only_if_asked=True))
+    except KeyboardInterrupt:
+        raise Interrupted(f"append: interrupted; {args.archive} was rolled back to what it "
+                          "was") from None
+    except OSError as exc:
+        raise ZnippyError(f"cannot write: {os_problem(exc)}; the append was rolled back",
+                          path=args.archive) from None
     line = (f"{r.path}: +{counted(r.files_added, 'file')} "
-            f"({human(r.blob_bytes_written)} of blobs), "
+            f"({human(r.blob_bytes_written)} of blobs), {r.files_unchanged} unchanged, "
             f"{r.files_replaced} replaced, {r.files_moved} moved ({human(r.dead_bytes)} dead), "
             f"{human(r.archive_bytes)} in {r.seconds:.2f}s"
             + (" [rolled back an interrupted append first]" if r.recovered else ""))
@@ -86,8 +100,11 @@ def cmd_append(args: argparse.Namespace) -> int:
         line += f"\n__meta__ {r.meta}"
     if r.moves and not args.json:
         line += "".join(f"\nmoved {p}: {a} -> {b}" for p, a, b in r.moves)
+    if r.skipped and not args.json:
+        line += (f"\nskipped {counted(len(r.skipped), 'file')} with a name the format refuses "
+                 "(--skip-unsafe):" + "".join(f"\n  {w}: {why}" for w, why in r.skipped))
     _emit(r, args, line)
-    return 0
+    return 1 if r.skipped else 0
 
 
 # -- store --------------------------------------------------------------------------------------
@@ -176,6 +193,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--move", action="store_true",
                    help="let a file already in the archive move to the group (repo, type) "
                         "of this append; refused otherwise")
+    p.add_argument("--no-posix", action="store_true",
+                   help="do not record modes, mtimes, symbolic links and directories")
+    p.add_argument("--skip-unsafe", action="store_true",
+                   help="skip (and list) files whose names the format refuses; exit 1")
     _add_provenance_options(p)
     p.set_defaults(func=cmd_append)
 

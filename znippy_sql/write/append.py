@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import FormatError, SignatureError, ZnippyError
+from ..errors import DuplicatePathError, FormatError, SignatureError, ZnippyError
 from ..format import codec
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
@@ -33,9 +33,12 @@ from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SE
 from ..format.sections import ReservedSection
 from ..read.reader import open_archive
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from .source import Entry, as_entries, as_entry
+from .feed import Feed
+from .posix import with_rows
+from .source import Entry, as_entry
+from .unchanged import same_content
 from .tail import TailInfo, write_tail
-from .writer import optional_sections
+from .writer import optional_sections, staging_prefix
 
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
@@ -70,6 +73,10 @@ class AppendReport:
     moves: list[tuple[str, str, str]] = field(default_factory=list)
     #: what became of ``__meta__``: "none", "kept" (carried over as it was) or "updated"
     meta: str = "none"
+    #: files found unchanged (same size and chunk checksums, same group) and not rewritten
+    files_unchanged: int = 0
+    #: (path as found, why) of each file ``skip_unsafe`` left out
+    skipped: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -99,6 +106,10 @@ class _Old:
     sections: list[ReservedSection]
     stale: list[str]
     metadata: dict[str, str]
+    #: the old lookup, read from the tail copy (None: the archive has none, e.g. a Rust one)
+    lookup: pa.Table | None = None
+    #: the old trie's bytes, copied (None: none)
+    trie: bytes | None = None
 
 
 def _load(path: str) -> _Old:
@@ -121,8 +132,20 @@ def _load(path: str) -> _Old:
             groups[key] = table.replace_schema_metadata(None)
         sections: list[ReservedSection] = []
         stale: list[str] = []
+        lookup: pa.Table | None = None
+        trie: bytes | None = None
         for name in arc.sections:
-            if name in (LOOKUP, TRIE):
+            if name in (LOOKUP, TRIE):  # validated by the reader, then read from the copy
+                row = arc.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", name))
+                try:
+                    if name == LOOKUP:
+                        arc.lookup  # noqa: B018
+                        lookup = read_stream(mem, row.index_offset, row.index_len, name)  # type: ignore[arg-type]
+                    else:
+                        arc.trie  # noqa: B018
+                        trie = mem.read(row.index_offset, row.index_len).to_pybytes()
+                except ZnippyError:
+                    pass  # a damaged one is rebuilt by the tail; the unchanged check goes without
                 continue
             if name in _REFUSED:
                 raise ZnippyError(f"archive holds git section {name}; append would invalidate "
@@ -137,7 +160,64 @@ def _load(path: str) -> _Old:
             else:
                 sections.append(ReservedSection(name, read_stream(
                     mem, row.index_offset, row.index_len, name)))  # type: ignore[arg-type]
-    return _Old(blob_end, size, tail, groups, sections, stale, metadata)
+    return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie)
+
+
+class _Stored:
+    """The old archive's files by path, from the copied lookup and trie: what the unchanged
+    check of an append compares a new file with. Built on first use."""
+
+    def __init__(self, old: _Old) -> None:
+        from ..format.lookup import build_lookup
+
+        lookup = old.lookup if old.lookup is not None else build_lookup(old.groups)
+        self.paths = lookup.column("relative_path").combine_chunks()
+        self.seqs = lookup.column("chunk_seq").to_numpy()
+        self.sizes = lookup.column("uncompressed_size").to_numpy()
+        checksums = lookup.column("checksum").combine_chunks()
+        self.checksums = checksums.buffers()[1].to_pybytes()[checksums.offset * 32:]
+        self._old = old
+        self._trie: Any = None
+        self._rows: dict[str, int] | None = None
+        if old.trie is not None:
+            import ducer
+
+            self._trie = ducer.Map(old.trie)
+        self._group_of: dict[str, GroupKey] | None = None
+
+    def chunks(self, path: str) -> tuple[list[int], list[bytes]] | None:
+        """The stored chunk sizes and checksums of ``path``, or None when it is not stored."""
+        try:
+            key = path.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        if self._trie is not None:
+            row = self._trie.get(key)
+        else:
+            if self._rows is None:
+                self._rows = {}
+                for i, (p, s) in enumerate(zip(self.paths.to_pylist(), self.seqs.tolist())):
+                    if s == 0:
+                        self._rows.setdefault(p, i)
+            row = self._rows.get(path)
+        n = len(self.paths)
+        if row is None or not 0 <= row < n or self.paths[row].as_py() != path:
+            return None
+        end = row + 1
+        while end < n and self.paths[end].as_py() == path:
+            end += 1
+        if self.seqs[row:end].tolist() != list(range(end - row)):
+            return None
+        sums = [self.checksums[32 * i : 32 * i + 32] for i in range(row, end)]
+        return self.sizes[row:end].tolist(), sums
+
+    def group_of(self, path: str) -> GroupKey | None:
+        if self._group_of is None:
+            self._group_of = {}
+            for key, table in self._old.groups.items():
+                self._group_of.update(dict.fromkeys(table.column("relative_path").to_pylist(),
+                                                    key))
+        return self._group_of.get(path)
 
 
 def _options(path: str, old: _Old, level: int | None, block_size: int | None,
@@ -247,12 +327,16 @@ class Appender:
                  pkg_type: int | str = 0, level: int | None = None,
                  block_size: int | None = None, workers: int | None = None,
                  meta: Any = None, signer: Any = None, drop_signatures: bool = False,
-                 move: bool = False) -> None:
+                 move: bool = False, posix: bool = False, skip_unsafe: bool = False) -> None:
         self.path = os.fspath(path)
         self._repo, self._pkg_type = repo, pkg_type
         self._level, self._block_size, self._workers = level, block_size, workers
         self._meta, self._signer = meta, signer
         self._drop_signatures, self._move = drop_signatures, move
+        self._posix, self._skip_unsafe = posix, skip_unsafe
+        self._feed: Feed | None = None
+        self._stored: _Stored | None = None
+        self._kept: set[str] = set()  # paths found unchanged
         self.report: AppendReport | None = None
         self.tail: TailInfo | None = None
         self._fh: Any = None
@@ -285,22 +369,52 @@ class Appender:
             write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
                                   pkg_type=self._pkg_type)
+            self._feed = Feed(self._ingest.add, posix=self._posix, skip_unsafe=self._skip_unsafe,
+                              exclude=[self.path, journal_path(self.path)],
+                              exclude_prefixes=[staging_prefix(self.path)],
+                              unchanged=self._unchanged if old.groups else None)
         except BaseException:
             self._fh.close()
             raise
         return self
 
+    def _unchanged(self, entry: Entry) -> bool:
+        """Stored already in the same group, same size and chunk checksums (and not the
+        second entry of one path in this batch: the duplicate check must see it)."""
+        assert self._old is not None and self._ingest is not None
+        if self._stored is None:
+            self._stored = _Stored(self._old)
+        path = entry.relative_path
+        self._check_twice(path)
+        found = self._stored.chunks(path)
+        if found is None or path in self._ingest.seen:
+            return False
+        if self._ingest.group_key(entry) != self._stored.group_of(path):
+            return False
+        if not same_content(entry, found[0], found[1], block_size=self.options.block_size):
+            return False
+        self._kept.add(path)
+        return True
+
+    def _check_twice(self, path: str) -> None:
+        if path in self._kept:
+            raise DuplicatePathError(f"duplicate relative_path {path!r} in this append",
+                                     path=self.path)
+
     def add(self, entry: Entry | str, data: bytes | None = None, *,
             file: str | os.PathLike[str] | None = None, repo: str | None = None,
             pkg_type: int | str | None = None) -> None:
         """Add one file: an :class:`Entry`, or a path with ``data=`` or ``file=``."""
-        if self._ingest is None:
+        if self._feed is None:
             raise RuntimeError("Appender.add outside its 'with' block")
-        self._ingest.add(as_entry(entry, data, file=file, repo=repo, pkg_type=pkg_type))
+        self._feed.add(as_entry(entry, data, file=file, repo=repo, pkg_type=pkg_type))
 
     def add_all(self, source: str | os.PathLike[str] | Iterable[Entry]) -> None:
-        for entry in as_entries(source):
-            self.add(entry)
+        """Add every entry of ``source`` (a directory is walked in path order, the archive
+        itself and its journal left out)."""
+        if self._feed is None:
+            raise RuntimeError("Appender.add_all outside its 'with' block")
+        self._feed.add_all(source)
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         assert self._fh is not None and self._ingest is not None and self._old is not None
@@ -323,7 +437,8 @@ class Appender:
         assert self._ingest is not None
         sink = self._ingest.finish()
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
-        if not new and not self._meta and not self._signer:
+        sections, builders, meta_state = self._sections(old, new)
+        if not new and not self._signer and _same_sections(old.sections, sections):
             drop_journal(self.path)  # nothing written at blob_end: the old tail stands
             self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [],
                          "kept" if any(s.name == META for s in old.sections) else "none")
@@ -337,7 +452,6 @@ class Appender:
                 f"group ({first}{', ...' if len(merged.moved) > 3 else ''}); append replaces "
                 "a file in its own group: give --move (move=True) to move them",
                 path=self.path)
-        sections, builders, meta_state = self._sections(old, new)
         dropped = old.stale if self._signer is None else []
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
@@ -353,6 +467,9 @@ class Appender:
         extra_sections, builders = optional_sections(self._meta, self._signer)
         old_meta = next((s.payload for s in old.sections if s.name == META), None)
         new_meta = next((s.payload for s in extra_sections if s.name == META), None)
+        facts = self._feed.facts if self._feed is not None else None
+        if facts:
+            new_meta = with_rows(new_meta, facts.rows())  # type: ignore[arg-type]
         sections = [s for s in old.sections if s.name != META]
         sections += [s for s in extra_sections if s.name != META]
         state = "none" if old_meta is None else "kept"
@@ -360,7 +477,8 @@ class Appender:
             from ..provenance.meta import merge_meta
 
             rewritten = pc.unique(pa.chunked_array(
-                [t.column("relative_path") for t in new.values()], pa.utf8())).to_pylist()
+                [t.column("relative_path") for t in new.values()], pa.utf8())).to_pylist() \
+                if new else []
             merged = merge_meta(old_meta, new_meta, rewritten=rewritten)  # type: ignore[arg-type]
             state = "updated"
         else:
@@ -381,18 +499,39 @@ class Appender:
             recovered=self._recovered, dropped_sections=list(dropped),
             files_moved=len(merged.moved),
             moves=[(p, group_label(a), group_label(b)) for p, a, b in merged.moved],
-            meta=meta, seconds=time.perf_counter() - self._started,
+            meta=meta, files_unchanged=self._feed.files_unchanged if self._feed else 0,
+            skipped=list(self._feed.skipped) if self._feed else [],
+            seconds=time.perf_counter() - self._started,
         )
+
+
+def _same_sections(old: Sequence[ReservedSection], new: Sequence[ReservedSection]) -> bool:
+    """The same sections with equal payloads (an append that changes nothing at all)."""
+    def key(sections: Sequence[ReservedSection]) -> dict[str, Any]:
+        return {s.name: s.payload for s in sections}
+
+    a, b = key(old), key(new)
+    if a.keys() != b.keys():
+        return False
+    for name, payload in a.items():
+        other = b[name]
+        if isinstance(payload, pa.Table) and isinstance(other, pa.Table):
+            if not payload.equals(other):
+                return False
+        elif payload != other:
+            return False
+    return True
 
 
 def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: int | str = 0,
                     level: int | None = None, block_size: int | None = None,
                     workers: int | None = None, meta: Any = None, signer: Any = None,
-                    drop_signatures: bool = False, move: bool = False) -> Appender:
+                    drop_signatures: bool = False, move: bool = False, posix: bool = False,
+                    skip_unsafe: bool = False) -> Appender:
     """An :class:`Appender` for ``path``, to use as a context manager."""
     return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
                     workers=workers, meta=meta, signer=signer, drop_signatures=drop_signatures,
-                    move=move)
+                    move=move, posix=posix, skip_unsafe=skip_unsafe)
 
 
 def append_archive(
@@ -408,6 +547,8 @@ def append_archive(
     signer: Any = None,
     drop_signatures: bool = False,
     move: bool = False,
+    posix: bool = False,
+    skip_unsafe: bool = False,
 ) -> AppendReport:
     """Append ``source`` (a directory or :class:`Entry` objects) to the archive at ``path``.
 
@@ -416,11 +557,12 @@ def append_archive(
     old facts). A signed archive is refused unless ``signer=`` re-signs the new content or
     ``drop_signatures=True`` drops the old signatures (named in the report). A path already in
     the archive is replaced in its group; one that would go to another group is refused
-    unless ``move=True``.
+    unless ``move=True``. ``posix``/``skip_unsafe`` as for ``write_archive``.
     """
     appender = open_for_append(path, repo=repo, pkg_type=pkg_type, level=level,
                                block_size=block_size, workers=workers, meta=meta, signer=signer,
-                               drop_signatures=drop_signatures, move=move)
+                               drop_signatures=drop_signatures, move=move, posix=posix,
+                               skip_unsafe=skip_unsafe)
     with appender:
         appender.add_all(source)
     assert appender.report is not None

@@ -65,6 +65,10 @@ class Ingest:
         self._groups: dict[tuple[str | None, int | str | None], GroupRows] = {}
 
     # -- grouping -------------------------------------------------------------------------
+    def group_key(self, entry: Entry) -> GroupKey:
+        """The group ``entry`` would go to (an appender's "unchanged?" check asks)."""
+        return self._group(entry).key
+
     def _group(self, entry: Entry) -> GroupRows:
         cache_key = (entry.repo, entry.pkg_type)
         cached = self._groups.get(cache_key)

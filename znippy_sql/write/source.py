@@ -1,10 +1,20 @@
-"""What the writer takes: :class:`Entry` objects, or a directory walked in path order."""
+"""What the writer takes: :class:`Entry` objects, or a directory walked in path order.
+
+A :class:`Walk` of a directory yields its regular files; with ``posix=True`` it also yields
+each symbolic link (as an entry whose bytes are the link's target, as git stores one) and
+keeps every directory's mode and mtime (``Walk.directories``), and every entry carries its
+mode and mtime: the facts the writer records as ``posix.*`` rows of ``__meta__``
+(docs/format.md, "POSIX facts"). ``exclude``/``exclude_prefixes`` name absolute paths the
+walk never takes (a writer's own output and staging file, when they lie inside the source).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import stat
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ZnippyError
 
@@ -23,6 +33,11 @@ class Entry:
     pkg_type: int | str | None = None
     #: the size the directory walk already read (``lstat``); ``size()`` asks the file otherwise
     known_size: int | None = field(default=None, repr=False, compare=False)
+    #: ``st_mode`` and ``st_mtime_ns`` (a ``posix=True`` walk), recorded as ``posix.*`` facts
+    mode: int | None = field(default=None, repr=False, compare=False)
+    mtime_ns: int | None = field(default=None, repr=False, compare=False)
+    #: the target of a symbolic link (its bytes are ``data``)
+    link: str | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.data is None) == (self.file is None):
@@ -50,7 +65,13 @@ def data_origin(path: str) -> str:
 
 def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
     """Regular files under ``root`` in sorted relative-path order (UTF-8 bytes); symlinks are
-    not followed.
+    not followed. The same as iterating a :class:`Walk` with its defaults."""
+    return iter(Walk(root))
+
+
+class Walk:
+    """The files under ``root`` in sorted relative-path order (UTF-8 bytes); symlinks are not
+    followed.
 
     Lazy, depth first: a directory is listed when the walk gets to it, so the writer is already
     compressing the first files while the rest are being listed. Each directory's entries are
@@ -61,55 +82,123 @@ def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
     is_dir/is_file, and the size comes from an ``lstat`` relative to that descriptor (one path
     component to resolve, not the whole path), carried in the :class:`Entry`.
     """
-    root = os.fspath(root)
-    if not os.path.isdir(root):
-        raise ZnippyError("source is not a directory", path=root)
-    base = root if root.endswith("/") else root + "/"
-    stack = _listing("", root)
-    while stack:
-        _key, rel, size = stack.pop()
-        if size is _DIR:
-            stack += _listing(rel + "/", base + rel)
-        else:
-            yield Entry(rel, file=base + rel, known_size=size)  # the writer checks the path
+
+    def __init__(self, root: str | os.PathLike[str], *, posix: bool = False,
+                 exclude: Sequence[str | os.PathLike[str]] = (),
+                 exclude_prefixes: Sequence[str | os.PathLike[str]] = ()) -> None:
+        self.root = os.fspath(root)
+        self.posix = posix
+        #: ``(relative path, st_mode, st_mtime_ns)`` of every directory walked (``posix``)
+        self.directories: list[tuple[str, int, int]] = []
+        real = os.path.realpath(self.root)
+        self._exclude = frozenset(r for r in (_inside(real, x) for x in exclude) if r)
+        self._prefixes = tuple(r for r in (_inside(real, x) for x in exclude_prefixes) if r)
+
+    def __iter__(self) -> Iterator[Entry]:
+        base = self.root if self.root.endswith("/") else self.root + "/"
+        self.directories = []
+        for rel, size, st in self._walk():
+            if size is _DIR:
+                if st is not None:
+                    self.directories.append((rel, st.st_mode, st.st_mtime_ns))
+            elif size is _LINK:
+                target, lst = st
+                yield Entry(rel, data=os.fsencode(target), link=target, mode=lst.st_mode,
+                            mtime_ns=lst.st_mtime_ns)
+            elif st is not None:
+                yield Entry(rel, file=base + rel, known_size=size, mode=st.st_mode,
+                            mtime_ns=st.st_mtime_ns)
+            else:
+                yield Entry(rel, file=base + rel, known_size=size)  # the writer checks the path
+
+    def count(self) -> tuple[int, int]:
+        """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
+        total): the directory tree listed once more, no file opened."""
+        files = nbytes = 0
+        for _rel, size, st in self._walk():
+            if size is _DIR:
+                continue
+            files += 1
+            nbytes += len(os.fsencode(st[0])) if size is _LINK else (size or 0)
+        return files, nbytes
+
+    def _walk(self) -> Iterator[tuple[str, Any, Any]]:
+        """``(relative path, size or _DIR/_LINK, stat result / (target, lstat) / None)`` in
+        path order, directories before what they hold."""
+        root = self.root
+        if not os.path.isdir(root):
+            raise ZnippyError("source is not a directory", path=root)
+        base = root if root.endswith("/") else root + "/"
+        stack = self._listing("", root)
+        while stack:
+            _key, rel, size, st = stack.pop()
+            yield rel, size, st
+            if size is _DIR:
+                stack += self._listing(rel + "/", base + rel)
+
+    def _listing(self, prefix: str, directory: str) -> list[tuple[bytes, str, Any, Any]]:
+        """One directory's entries as ``(sort key, relative path, size or _DIR/_LINK, stat)``,
+        in reverse order (the walk pops from the end)."""
+        found: list[tuple[bytes, str, Any, Any]] = []
+        exclude, prefixes, posix = self._exclude, self._prefixes, self.posix
+        try:
+            fd = os.open(directory, _DIR_FLAGS)
+        except OSError:
+            return found  # unreadable directory: skipped, as os.walk does
+        try:
+            with os.scandir(fd) as it:
+                for item in it:
+                    name = item.name
+                    rel = prefix + name
+                    if (exclude and rel in exclude) or (prefixes and rel.startswith(prefixes)):
+                        continue
+                    key = name.encode("utf-8", "surrogateescape")
+                    if item.is_dir(follow_symlinks=False):
+                        found.append((key + b"/", rel, _DIR, _lstat(item) if posix else None))
+                    elif item.is_file(follow_symlinks=False):
+                        st = _lstat(item)
+                        size = None if st is None else st.st_size  # None: Entry.size() says
+                        found.append((key, rel, size, st if posix else None))
+                    elif posix and item.is_symlink():
+                        try:
+                            link = (os.readlink(name, dir_fd=fd), item.stat(follow_symlinks=False))
+                        except OSError:
+                            continue  # gone since the listing
+                        found.append((key, rel, _LINK, link))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        found.sort(key=_first, reverse=True)
+        return found
 
 
 _DIR = -1  # the size slot of a subdirectory in a listing
+_LINK = -2  # ... and of a symbolic link
 
 
-def _listing(prefix: str, directory: str) -> list[tuple[bytes, str, int | None]]:
-    """One directory's entries as ``(sort key, relative path, size or _DIR)``, in reverse
-    order (the walk pops from the end)."""
-    found: list[tuple[bytes, str, int | None]] = []
+def _lstat(item: os.DirEntry[str]) -> os.stat_result | None:
     try:
-        fd = os.open(directory, _DIR_FLAGS)
+        return item.stat(follow_symlinks=False)
     except OSError:
-        return found  # unreadable directory: skipped, as os.walk does
-    try:
-        with os.scandir(fd) as it:
-            for item in it:
-                name = item.name
-                if item.is_dir(follow_symlinks=False):
-                    found.append((name.encode("utf-8", "surrogateescape") + b"/",
-                                  prefix + name, _DIR))
-                elif item.is_file(follow_symlinks=False):
-                    try:
-                        size: int | None = item.stat(follow_symlinks=False).st_size
-                    except OSError:
-                        size = None  # reported by Entry.size() when the writer asks
-                    found.append((name.encode("utf-8", "surrogateescape"), prefix + name, size))
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    found.sort(key=_first, reverse=True)
-    return found
+        return None
+
+
+def _inside(root_real: str, path: str | os.PathLike[str]) -> str | None:
+    """``path`` relative to the real path of the walk's root, ``/``-separated, or None when
+    it is not under it."""
+    full = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))),
+                        os.path.basename(os.fspath(path)))
+    rel = os.path.relpath(full, root_real)
+    if rel == "." or rel.startswith(".." + os.sep) or rel == ".." or os.path.isabs(rel):
+        return None
+    return rel.replace(os.sep, "/")
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def _first(item: tuple[bytes, str, int | None]) -> bytes:
+def _first(item: tuple[bytes, str, Any, Any]) -> bytes:
     return item[0]
 
 
@@ -127,3 +216,7 @@ def as_entries(source: str | os.PathLike[str] | Iterable[Entry]) -> Iterable[Ent
     if isinstance(source, (str, os.PathLike)):
         return walk_directory(source)
     return source
+
+
+def is_symlink_mode(mode: int | None) -> bool:
+    return mode is not None and stat.S_ISLNK(mode)

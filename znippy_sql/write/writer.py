@@ -2,7 +2,13 @@
 
 Bytes go to a staging sibling (``.<name>.znippy-staging-<pid>-<id>``); only a clean exit writes the
 tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
-file, so no half-written archive ever stands under the final name.
+file, so no half-written archive ever stands under the final name. A directory source never
+yields the output itself or a staging sibling of it, when they lie inside it.
+
+``posix=True`` records each walked file's mode and mtime, symbolic links (stored as files
+holding their target) and every directory as ``posix.*`` rows of ``__meta__``
+(:mod:`~znippy_sql.write.posix`). ``skip_unsafe=True`` skips a file whose path the format
+refuses (a newline in a name ...) and lists it in ``WriteReport.skipped`` instead of failing.
 """
 
 from __future__ import annotations
@@ -10,12 +16,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import ZnippyError
 from ..format import codec
+from ..format.schema import META
+from .feed import Feed
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from .source import Entry, as_entries, as_entry
+from .posix import with_rows
+from .source import Entry, as_entry
 from ..format.fsio import fsync_dir
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import Compat, check_compat
@@ -34,6 +44,11 @@ class WriteReport:
     archive_bytes: int
     groups: int
     seconds: float
+    #: (path as found, why) of each file ``skip_unsafe`` left out
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: symbolic links and directories recorded (``posix=True``)
+    symlinks: int = 0
+    directories: int = 0
 
     @property
     def ratio(self) -> float:
@@ -81,12 +96,16 @@ class ArchiveWriter:
         signer: Any = None,
         fsync: bool = True,
         progress: Callable[[int, int], None] | None = None,
+        posix: bool = False,
+        skip_unsafe: bool = False,
         compat: Compat | None = None,
     ) -> None:
         self.path = os.fspath(out)
+        self.posix = posix
+        self.skip_unsafe = skip_unsafe
         self.options = WriteOptions(level=level, block_size=block_size, workers=workers)
         check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
-                     signer=signer)
+                     signer=signer, posix=posix)
         self.compat = compat
         extra_sections, extra_builders = optional_sections(meta, signer)
         self.sections = [*reserved_sections, *extra_sections]
@@ -101,15 +120,23 @@ class ArchiveWriter:
         self._fh = None
         self._ingest: Ingest | None = None
         self._started = 0.0
-        base = os.path.basename(self.path)
-        self.staging = os.path.join(os.path.dirname(os.path.abspath(self.path)),
-                                    f".{base}.znippy-staging-{os.getpid()}-{id(self):x}")
+        #: every staging sibling of this output starts so (the walk of a source holding the
+        #: output skips them all, those of crashed runs too)
+        self.staging_prefix = staging_prefix(self.path)
+        self.staging = f"{self.staging_prefix}{os.getpid()}-{id(self):x}"
 
     def __enter__(self) -> "ArchiveWriter":
         self._started = time.perf_counter()
-        self._fh = open(self.staging, "w+b")
+        check_output(self.path)
+        try:
+            self._fh = open(self.staging, "w+b")
+        except OSError as exc:
+            raise ZnippyError(f"cannot write here: {exc.strerror or exc}", path=self.path) \
+                from None
         self._ingest = Ingest(self._fh.fileno(), 0, self.options, repo=self._repo,
                               pkg_type=self._pkg_type)
+        self._feed = Feed(self._ingest.add, posix=self.posix, skip_unsafe=self.skip_unsafe,
+                          exclude=[self.path], exclude_prefixes=[self.staging_prefix])
         return self
 
     def add(self, entry: Entry | str, data: bytes | None = None, *,
@@ -118,13 +145,33 @@ class ArchiveWriter:
         """Add one file: an :class:`Entry`, or a path with ``data=`` or ``file=``."""
         if self._ingest is None:
             raise RuntimeError("ArchiveWriter.add outside its 'with' block")
-        self._ingest.add(as_entry(entry, data, file=file, repo=repo, pkg_type=pkg_type))
-        if self.progress is not None:
+        if self._feed.add(as_entry(entry, data, file=file, repo=repo, pkg_type=pkg_type)):
+            self._progress()
+
+    def _progress(self) -> None:
+        if self.progress is not None and self._ingest is not None:
             self.progress(self._ingest.files, self._ingest.bytes_in)
 
     def add_all(self, source: str | os.PathLike[str] | Iterable[Entry]) -> None:
-        for entry in as_entries(source):
-            self.add(entry)
+        """Add every entry of ``source``: an iterable of :class:`Entry`, or a directory
+        (walked in path order; this writer's own output and staging files left out)."""
+        if self._ingest is None:
+            raise RuntimeError("ArchiveWriter.add_all outside its 'with' block")
+        self._feed.add_all(source, self._progress)
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        return self._feed.skipped
+
+    def _final_sections(self) -> list[ReservedSection]:
+        """The sections, ``__meta__`` with the POSIX facts of the files written."""
+        if not self._feed.facts:
+            return self.sections
+        rows = self._feed.facts.rows()
+        out = [s for s in self.sections if s.name != META]
+        meta = next((s.payload for s in self.sections if s.name == META), None)
+        out.append(ReservedSection(META, with_rows(meta, rows)))  # type: ignore[arg-type]
+        return out
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         assert self._fh is not None and self._ingest is not None
@@ -134,7 +181,7 @@ class ArchiveWriter:
                 return
             sink = self._ingest.finish()
             self.tail = write_tail(
-                self._fh, sink.cursor, sink.tables(), sections=self.sections,
+                self._fh, sink.cursor, sink.tables(), sections=self._final_sections(),
                 section_builders=self.builders,
                 schema_metadata=self.options.schema_metadata(), fsync=self.fsync,
                 compat=self.compat,
@@ -149,7 +196,8 @@ class ArchiveWriter:
                 compressed_chunks=sink.compressed_chunks, raw_chunks=sink.raw_chunks,
                 bytes_in=self._ingest.bytes_in, blob_bytes=sink.cursor,
                 archive_bytes=self.tail.file_size, groups=len(sink.groups),
-                seconds=time.perf_counter() - self._started,
+                seconds=time.perf_counter() - self._started, skipped=list(self.skipped),
+                symlinks=self._feed.facts.symlinks, directories=self._feed.directories,
             )
         finally:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
@@ -157,6 +205,23 @@ class ArchiveWriter:
                 self._fh.close()
             if os.path.exists(self.staging):
                 os.unlink(self.staging)
+
+
+def staging_prefix(path: str | os.PathLike[str]) -> str:
+    """How every staging sibling of the archive ``path`` begins (the writer adds
+    ``<pid>-<id>``): a directory walk for a write to ``path`` leaves them all out."""
+    full = os.path.abspath(path)
+    return os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.znippy-staging-")
+
+
+def check_output(path: str) -> None:
+    """Refuse, before any work, an output that cannot be written: a directory, or one whose
+    parent directory does not exist."""
+    if os.path.isdir(path):
+        raise ZnippyError("is a directory: give the archive's file name", path=path)
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ZnippyError(f"cannot write: directory {parent} does not exist", path=path)
 
 
 def write_archive(
@@ -174,13 +239,18 @@ def write_archive(
     signer: Any = None,
     fsync: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    posix: bool = False,
+    skip_unsafe: bool = False,
     compat: Compat | None = None,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
-    ``compat="rust-0.8"``: an archive the Rust tool 0.8 reads (:mod:`.compat`; no
-    ``meta``, ``signer`` or reserved sections)."""
+
+    ``posix=True``: record modes, mtimes, symbolic links and directories of a walked source
+    in ``__meta__``. ``skip_unsafe=True``: leave out files whose paths the format refuses
+    (listed in the report) instead of failing. ``compat="rust-0.8"``: an archive the Rust tool
+    0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections)."""
     check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
-                 signer=signer)
+                 signer=signer, posix=posix)
     if meta is not None and isinstance(source, (str, os.PathLike)):
         from ..provenance.meta import with_source
 
@@ -188,7 +258,8 @@ def write_archive(
     writer = ArchiveWriter(
         out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
         reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,
-        signer=signer, fsync=fsync, progress=progress, compat=compat,
+        signer=signer, fsync=fsync, progress=progress, posix=posix, skip_unsafe=skip_unsafe,
+        compat=compat,
     )
     with writer:
         writer.add_all(source)

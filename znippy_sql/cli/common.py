@@ -1,0 +1,202 @@
+"""What the command modules share: argument types, counts and sizes in words, the progress
+bar, JSON output, and the lazy hooks into other CLI areas."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import importlib
+import importlib.util
+import json
+import sys
+import time
+from types import ModuleType
+from typing import Any, TextIO
+
+from ..format.schema import resolve_pkg_type
+
+_SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+# -- argument types (public: other CLI areas reuse them) -------------------------------------
+def pkg_type_arg(value: str) -> int:
+    """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
+    try:
+        return resolve_pkg_type(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def create_pkg_type_arg(value: str) -> int | str:
+    """``--pkg-type`` for writing: as :func:`pkg_type_arg`, or ``auto`` (modules claim files)."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    return pkg_type_arg(value)
+
+
+def size_arg(value: str) -> int:
+    """A byte count: ``65536``, ``64K``, ``10M``, ``1G`` (powers of 1024; ``KiB`` also read)."""
+    text = value.strip().lower().removesuffix("ib").removesuffix("b")
+    unit = text[-1:] if text[-1:] in _SIZE_SUFFIXES else ""
+    number = text[: len(text) - len(unit)]
+    try:
+        size = int(number) * _SIZE_SUFFIXES[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a byte count: {value!r}") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    return size
+
+
+#: the compression levels OpenZL takes (it refuses 23 and above: "level must be less than 23")
+LEVELS = range(1, 23)
+
+
+def level_arg(value: str) -> int:
+    """``--level``: a whole number in :data:`LEVELS`, checked before any work."""
+    try:
+        level = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if level not in LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"{level} is out of range: levels go from {LEVELS.start} to {LEVELS.stop - 1}")
+    return level
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    return number
+
+
+def add_filter_options(parser: argparse.ArgumentParser) -> None:
+    """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
+    parser.add_argument("--repo", help="only files of this repo")
+    parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
+                        help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
+    parser.add_argument("--glob", help="only paths matching this shell pattern ('*' spans '/')")
+
+
+_TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
+
+
+# -- failures ---------------------------------------------------------------------------------
+class Interrupted(Exception):
+    """Ctrl-C, with the statement of what was left (``main`` prints it, exit 130)."""
+
+
+#: errors of writing that stop a command at once: more writes will not do better
+FATAL_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG})
+
+
+def os_problem(exc: OSError) -> str:
+    """An OSError as words: ``No space left on device``."""
+    return exc.strerror or str(exc)
+
+
+# -- output helpers ---------------------------------------------------------------------------
+def counted(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``: a count and its noun for a summary line."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+class Progress:
+    """A one-line progress bar on a terminal; ``__call__(count, nbytes)`` is the writers' hook.
+
+    Redraws at most ten times a second. With ``total_bytes`` the bar, the percentage and the
+    ETA follow the bytes (what the time goes by); with only ``total`` they follow the count;
+    with neither, a running count.
+    """
+
+    def __init__(self, label: str, *, total: int | None = None, unit: str = "files",
+                 total_bytes: int | None = None, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.total = total
+        self.total_bytes = total_bytes
+        self.unit = unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.started = time.perf_counter()
+        self._last = 0.0
+        self._state = (0, 0)
+
+    def __call__(self, count: int, nbytes: int) -> None:
+        self._state = (count, nbytes)
+        now = time.perf_counter()
+        if now - self._last >= 0.1:
+            self._last = now
+            self._draw()
+
+    def line(self) -> str:
+        """The bar as drawn now (without the carriage return and line clearing)."""
+        count, nbytes = self._state
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        rate = nbytes / elapsed
+        of = f"/{self.total}" if self.total else ""
+        head = f"{count}{of} {self.unit}"
+        if self.total_bytes:
+            fraction = min(nbytes / self.total_bytes, 1.0)
+            left = (self.total_bytes - nbytes) / rate if rate > 0 else None
+            eta = "ETA --:--" if left is None else f"ETA {_clock(max(left, 0.0))}"
+            return (f"{self.label} [{'#' * int(fraction * 24):<24}] {fraction * 100:3.0f}%  "
+                    f"{head}  {human(nbytes)}/{human(self.total_bytes)}  {human(rate)}/s  {eta}")
+        if self.total:
+            fraction = min(count / self.total, 1.0)
+            return (f"{self.label} [{'#' * int(fraction * 24):<24}] {fraction * 100:3.0f}%  "
+                    f"{head}  {human(nbytes)}  {human(rate)}/s")
+        return f"{self.label} {head}  {human(nbytes)}  {human(rate)}/s"
+
+    def _draw(self) -> None:
+        self.stream.write(f"\r{self.line()}\x1b[K")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self._draw()
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+def _clock(seconds: float) -> str:
+    minutes, sec = divmod(int(seconds + 0.5), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02}:{sec:02}" if hours else f"{minutes}:{sec:02}"
+
+
+def progress_for(label: str, *, total: int | None = None, unit: str = "files") -> Progress | None:
+    """A :class:`Progress` when stderr is a terminal, else ``None`` (no output at all)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return Progress(label, total=total, unit=unit) if isatty and isatty() else None
+
+
+def done(progress: Progress | None) -> None:
+    if progress is not None:
+        progress.close()
+
+
+def print_json(obj: Any) -> None:
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def provenance_cli() -> ModuleType | None:
+    """The provenance CLI area (issue 5), when it is installed in this build."""
+    name = "znippy_sql.cli.provenance"
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+
+def open_archive_arg(path: str) -> Any:
+    from ..read.reader import open_archive
+
+    return open_archive(path)

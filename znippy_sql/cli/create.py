@@ -1,0 +1,106 @@
+"""``znippy-sql create SRC -o OUT``: a directory into a new archive.
+
+Checked before any work: ``SRC`` is a directory, ``OUT`` is not a directory and its parent
+exists, ``--level`` is in range. The source is walked once for the progress bar's totals
+(a listing, no file opened) when stderr is a terminal. A full disk, a read-only destination
+or Ctrl-C ends with one line and nothing under ``OUT`` (the staging file is removed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..errors import ZnippyError
+from ..format.codec import DEFAULT_LEVEL
+from ..format.schema import DEFAULT_BLOCK_SIZE
+from ..write.compat import COMPAT_MODES
+from .common import (_TYPE_NAMES, Interrupted, counted, create_pkg_type_arg, done, human,
+                     level_arg, os_problem, positive_int, progress_for, provenance_cli, size_arg)
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    from ..write.source import Walk
+    from ..write.writer import check_output, write_archive
+
+    if not os.path.isdir(args.src):
+        raise ZnippyError("source is not a directory", path=args.src)
+    check_output(args.out)
+    extra: dict[str, Any] = {}
+    prov = provenance_cli()
+    if args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
+        given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
+        if given:
+            raise ZnippyError(f"--compat {args.compat} writes no metadata or signatures (the "
+                              f"Rust 0.8 reader reads every section as an index): "
+                              f"{', '.join(given)} cannot be used with it")
+    elif prov is not None:
+        extra.update(prov.writer_kwargs(args))
+    progress = progress_for("create")
+    if progress is not None:  # a terminal: totals first, from a listing of the tree
+        progress.total, progress.total_bytes = Walk(args.src).count()
+    try:
+        report = write_archive(
+            args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
+            block_size=args.block_size, workers=args.workers, progress=progress,
+            posix=not args.no_posix and args.compat is None, skip_unsafe=args.skip_unsafe,
+            compat=args.compat, **extra,
+        )
+    except KeyboardInterrupt:
+        raise Interrupted(f"create: interrupted; nothing was written under {args.out}") \
+            from None
+    except OSError as exc:
+        raise ZnippyError(f"cannot write: {os_problem(exc)}; nothing was written under "
+                          "this name", path=args.out) from None
+    finally:
+        done(progress)
+    print(f"{report.path}: {counted(report.files, 'file')} in {counted(report.groups, 'group')}, "
+          f"{counted(report.chunks, 'chunk')} ({report.compressed_chunks} compressed, "
+          f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
+          f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
+    if report.symlinks or report.directories:
+        print(f"recorded {counted(report.directories, 'directory').replace('ys', 'ies')} and "
+              f"{counted(report.symlinks, 'symbolic link')} with modes and mtimes (__meta__)")
+    if report.skipped:
+        print(f"skipped {counted(len(report.skipped), 'file')} with a name the format refuses "
+              "(--skip-unsafe):")
+        for where, why in report.skipped:
+            print(f"  {where}: {why}")
+        return 1
+    return 0
+
+
+#: create's options that write reserved sections, refused with --compat
+_SECTION_OPTIONS = ("--meta", "--meta-file", "--sign-key", "--sign-cert")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("create", help="write an archive from a directory")
+    p.add_argument("src", metavar="SRC", help="directory to archive (walked in path order)")
+    p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
+    p.add_argument("--repo", default="", help="repo of every file (default: '')")
+    p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
+                   help=f"package type: {'|'.join(_TYPE_NAMES)}|auto|N (default: raw)")
+    p.add_argument("--level", type=level_arg, default=DEFAULT_LEVEL, metavar="L",
+                   help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
+    p.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                   help="compression threads (default: CPU count)")
+    p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE, metavar="BYTES",
+                   help="chunk size, e.g. 10M (default: 10 MiB)")
+    p.add_argument("--no-posix", action="store_true",
+                   help="do not record modes, mtimes, symbolic links and directories "
+                        "(as posix.* rows of __meta__; never recorded with --compat)")
+    p.add_argument("--compat", choices=COMPAT_MODES, default=None,
+                   help="write an archive the Rust znippy 0.8 reads: data sub-indexes and the "
+                        "manifest only (no metadata, signatures, lookup or trie)")
+    p.add_argument("--skip-unsafe", action="store_true",
+                   help="skip (and list) files whose names the format refuses, e.g. a "
+                        "newline in a name; exit 1")
+    prov = provenance_cli()
+    if prov is not None:
+        prov.add_create_options(p)
+    p.set_defaults(func=cmd_create)
+
+
+

@@ -1,0 +1,92 @@
+"""What every writer does with an entry before its :class:`~znippy_sql.write.ingest.Ingest`.
+
+:class:`Feed` walks a directory source (leaving out the writer's own files), skips unsafe
+paths when asked (``skip_unsafe``), skips files an appender finds unchanged, and collects
+the POSIX facts of what it passes on (``posix``). The one-shot writer, the appender and the
+store share it, so the three treat a source the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+from ..errors import UnsafePathError
+from ..format.paths import check_relative_path
+from .posix import PosixFacts
+from .source import Entry, Walk
+
+#: the hint every "unsafe path" error of a write carries
+SKIP_HINT = "give --skip-unsafe (skip_unsafe=True) to leave such files out"
+
+
+class Feed:
+    """Entries in, :meth:`add`'s ``take`` called for each one to write."""
+
+    def __init__(self, take: Callable[[Entry], None], *, posix: bool = False,
+                 skip_unsafe: bool = False, exclude: Sequence[str] = (),
+                 exclude_prefixes: Sequence[str] = (),
+                 unchanged: Callable[[Entry], bool] | None = None) -> None:
+        self.take = take
+        self.posix = posix
+        self.skip_unsafe = skip_unsafe
+        self.exclude = list(exclude)
+        self.exclude_prefixes = list(exclude_prefixes)
+        self.unchanged = unchanged
+        self.facts = PosixFacts()
+        #: (path as found, why) of each file left out by ``skip_unsafe``
+        self.skipped: list[tuple[str, str]] = []
+        self.directories = 0
+        #: files an appender found unchanged and did not write again
+        self.files_unchanged = 0
+
+    def add(self, entry: Entry) -> bool:
+        """Pass ``entry`` on (True), or skip it (False: unsafe with ``skip_unsafe``, or
+        unchanged)."""
+        if self.unchanged is not None and self.unchanged(entry):
+            self.files_unchanged += 1
+            self._fact(entry)
+            return False
+        try:
+            self.take(entry)
+        except UnsafePathError as exc:
+            if not self.skip_unsafe:
+                raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
+                                      path=entry.origin) from None
+            self.skipped.append((entry.origin, exc.problem))
+            return False
+        self._fact(entry)
+        return True
+
+    def _fact(self, entry: Entry) -> None:
+        if self.posix and entry.mode is not None:
+            self.facts.add(entry.relative_path, entry.mode, entry.mtime_ns, entry.link)
+
+    def walk(self, source: str | os.PathLike[str]) -> Walk:
+        return Walk(source, posix=self.posix, exclude=self.exclude,
+                    exclude_prefixes=self.exclude_prefixes)
+
+    def add_all(self, source: str | os.PathLike[str] | Iterable[Entry],
+                after: Callable[[], None] | None = None) -> None:
+        """Every entry of ``source`` (a directory is walked in path order); ``after`` is
+        called after each one passed on (a progress hook)."""
+        if not isinstance(source, (str, os.PathLike)):
+            for entry in source:
+                if self.add(entry) and after is not None:
+                    after()
+            return
+        walk = self.walk(source)
+        for entry in walk:
+            if self.add(entry) and after is not None:
+                after()
+        for rel, mode, mtime in walk.directories:
+            try:
+                check_relative_path(rel)
+            except UnsafePathError as exc:
+                if not self.skip_unsafe:
+                    raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
+                                          path=os.path.join(os.fspath(source), rel)) from None
+                self.skipped.append((os.path.join(os.fspath(source), rel), exc.problem))
+                continue
+            self.facts.add(rel, mode, mtime)
+            self.directories += 1

@@ -1,0 +1,105 @@
+"""POSIX facts of written files as ``__meta__`` rows: mode, mtime, symlink target.
+
+One row per fact, keys ``posix.mode`` (``st_mode`` in octal, type bits included, as git writes
+modes: ``100644``, ``100755``, ``120777``, ``40755``), ``posix.mtime`` (seconds since the epoch
+as a decimal, up to nanoseconds: ``1700000000.123456789``) and, for a symbolic link,
+``posix.symlink`` (its target). A directory has a mode and an mtime under its own path (no
+trailing ``/``); an empty directory is known only by these rows. The data schema is untouched:
+a link is an ordinary file whose bytes are its target (docs/format.md, "POSIX facts").
+"""
+
+from __future__ import annotations
+
+import stat
+
+import pyarrow as pa
+
+from ..format.kernels import SortOptions, call_function, take
+from ..format.schema import META_SCHEMA
+
+MODE, MTIME, SYMLINK = "posix.mode", "posix.mtime", "posix.symlink"
+
+
+def mode_text(mode: int) -> str:
+    return f"{mode:o}"
+
+
+def mtime_text(mtime_ns: int) -> str:
+    sec, ns = divmod(mtime_ns, 1_000_000_000)
+    return f"{sec}.{ns:09d}".rstrip("0").rstrip(".") if ns else str(sec)
+
+
+def parse_mtime_ns(text: str) -> int:
+    """``posix.mtime`` back to nanoseconds (ValueError when it is not one)."""
+    sec, dot, frac = text.strip().partition(".")
+    if not sec.lstrip("-").isdigit() or (dot and not frac.isdigit()) or len(frac) > 9:
+        raise ValueError(f"not a posix.mtime: {text!r}")
+    ns = int(sec) * 1_000_000_000
+    return ns + (int(frac.ljust(9, "0")) if frac else 0) * (-1 if sec.startswith("-") else 1)
+
+
+class PosixFacts:
+    """The facts of the files (and directories) of one write, kept as three lists."""
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self.modes: list[int] = []
+        self.mtimes: list[int | None] = []
+        self.links: dict[str, str] = {}
+
+    def add(self, path: str, mode: int, mtime_ns: int | None, link: str | None = None) -> None:
+        self.paths.append(path)
+        self.modes.append(mode)
+        self.mtimes.append(mtime_ns)
+        if link is not None:
+            self.links[path] = link
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    @property
+    def symlinks(self) -> int:
+        return len(self.links)
+
+    def rows(self) -> pa.Table:
+        """The rows in ``__meta__``'s canonical order (by path bytes, then key)."""
+        order = sorted(range(len(self.paths)), key=lambda i: self.paths[i].encode("utf-8"))
+        paths: list[str] = []
+        keys: list[str] = []
+        values: list[str] = []
+        for i in order:
+            path = self.paths[i]
+            paths.append(path)
+            keys.append(MODE)
+            values.append(mode_text(self.modes[i]))
+            mtime = self.mtimes[i]
+            if mtime is not None:
+                paths.append(path)
+                keys.append(MTIME)
+                values.append(mtime_text(mtime))
+            link = self.links.get(path)
+            if link is not None:
+                paths.append(path)
+                keys.append(SYMLINK)
+                values.append(link)
+        return pa.table({"relative_path": paths, "key": keys, "value": values},
+                        schema=META_SCHEMA)
+
+
+def with_rows(meta: pa.Table | None, rows: pa.Table) -> pa.Table:
+    """``meta`` (canonical ``__meta__`` rows, or None) and per-file ``rows`` as one canonical
+    table: archive facts first, then by path bytes, by key inside a path, a key's values in
+    the order given (Arrow's sort is stable)."""
+    if meta is None or meta.num_rows == 0:
+        return rows
+    # canonical order puts the archive facts (null path) first: a prefix of ``meta``
+    archive_rows = meta.column("relative_path").null_count
+    head, files = meta.slice(0, archive_rows), meta.slice(archive_rows)
+    both = pa.concat_tables([files, rows])
+    order = call_function("sort_indices", [both], SortOptions(
+        [("relative_path", "ascending"), ("key", "ascending")]))
+    return pa.concat_tables([head, take(both, order)])
+
+
+def is_dir_mode(mode: int) -> bool:
+    return stat.S_ISDIR(mode)
