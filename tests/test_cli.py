@@ -99,8 +99,10 @@ def test_create_then_ls(made, capsys) -> None:
 
     assert main(["ls", str(out), "--long", "--glob", "src/*"]) == 0
     long = capsys.readouterr().out.splitlines()
-    assert [ln.split()[-1] for ln in long] == ["src/exact.bin", "src/main.py"]
-    assert long[1].split()[0] == str(len(files["src/main.py"]))
+    assert [ln.split()[-1] for ln in long[:-1]] == ["src/exact.bin", "src/main.py"]
+    assert long[1].split()[2] == str(len(files["src/main.py"]))  # mode, repo, size, mtime
+    assert long[1].split()[0].startswith("-rw")
+    assert long[-1].startswith("total: 2 files, ")
 
     assert _json(capsys, ["ls", str(out), "--json", "--repo", "other"]) == []
     assert _json(capsys, ["ls", str(out), "--json", "--pkg-type", "pypi"]) == []

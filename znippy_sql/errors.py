@@ -60,6 +60,11 @@ class SignatureError(ZnippyError):
     """A signature could not be made or does not verify."""
 
 
+class OutputError(ZnippyError):
+    """The destination will not take more (disk full, read-only, over quota): the command
+    stopped at the first such failure, and says what it had written before it."""
+
+
 __all__ = [
     "ZnippyError",
     "FormatError",
@@ -72,4 +77,5 @@ __all__ = [
     "CatalogError",
     "LockError",
     "SignatureError",
+    "OutputError",
 ]

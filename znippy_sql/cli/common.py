@@ -79,7 +79,9 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", help="only files of this repo")
     parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
                         help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
-    parser.add_argument("--glob", help="only paths matching this shell pattern ('*' spans '/')")
+    parser.add_argument("--glob", action="append", default=[], metavar="GLOB",
+                        help="only paths matching this shell pattern ('*' spans '/'; "
+                             "repeatable: any of them)")
 
 
 _TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")

@@ -27,7 +27,8 @@ from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, provenance_cli, size_arg)
 from .create import register as register_create
-from .extract import cmd_extract
+from .extract import add_selection
+from .extract import register as register_extract
 from .findings import print_findings
 
 __all__ = ["Progress", "add_filter_options", "counted", "create_pkg_type_arg", "human",
@@ -35,7 +36,7 @@ __all__ = ["Progress", "add_filter_options", "counted", "create_pkg_type_arg", "
 
 # -- ls ---------------------------------------------------------------------------------------
 def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = None,
-               glob: str | None = None) -> pa.Table:
+               glob: str | list[str] | None = None) -> pa.Table:
     """One row per file in path (UTF-8 byte) order: path, group, size, stored size, chunks,
     whether any chunk is compressed, then the package-type modules' columns (if any)."""
     import pyarrow.compute as pc  # ~25 ms of import that create and extract do not need
@@ -49,9 +50,11 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
              "blob_size_sum": "stored_size", "chunk_seq_count": "chunks",
              "compressed_any": "compressed"}
     grouped = grouped.select(list(names)).rename_columns(list(names.values()))
-    if glob is not None:
-        rx = re.compile(fnmatch.translate(glob))
-        keep = [rx.match(p) is not None for p in grouped.column("relative_path").to_pylist()]
+    globs = [glob] if isinstance(glob, str) else list(glob or ())
+    if globs:
+        rxs = [re.compile(fnmatch.translate(g)) for g in globs]
+        keep = [any(rx.match(p) for rx in rxs)
+                for p in grouped.column("relative_path").to_pylist()]
         grouped = grouped.filter(pa.array(keep, pa.bool_()))
     extra = [n for n in idx.schema.names if n not in BASE_NAMES and n not in names]
     if extra:  # the modules' own columns, from each file's chunk_seq 0 row
@@ -65,46 +68,71 @@ _FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "store
               "compressed")
 
 
-def _json_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A file record for JSON: core keys, ``pkg_type_name``, then its module's non-null columns."""
+def _json_row(row: dict[str, Any], facts: Any = None) -> dict[str, Any]:
+    """A file record for JSON: core keys, ``pkg_type_name``, then its module's non-null
+    columns, then its POSIX facts (``mode`` in octal, ``mtime`` in seconds, ``symlink``)."""
     out = {k: row[k] for k in _FILE_KEYS}
     out["pkg_type_name"] = pkg_type_name(row["pkg_type"])
     out.update((k, v) for k, v in row.items() if k not in out and v is not None)
+    if facts is not None:
+        path = row["relative_path"]
+        if path in facts.modes:
+            out["mode"] = f"{facts.modes[path]:o}"
+        if path in facts.mtimes:
+            out["mtime"] = facts.mtimes[path] / 1e9
+        if path in facts.links:
+            out["symlink"] = facts.links[path]
     return out
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from ..read.posix import facts as posix_facts
+    from .select import PathFilter
+
     with open_archive_arg(args.archive) as archive:
         files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
         rows = files.to_pylist()
+        facts = posix_facts(archive) if (args.long or args.json) else None
+        paths_filter = PathFilter(members=args.paths, excludes=args.exclude)
+        if paths_filter:
+            keep = set(paths_filter.apply([r["relative_path"] for r in rows],
+                                          archive=archive.path))
+            rows = [r for r in rows if r["relative_path"] in keep]
     if args.json:
-        print_json([_json_row(row) for row in rows])
+        print_json([_json_row(row, facts) for row in rows])
         return 0
     out = sys.stdout
+    if not args.long:
+        out.writelines(row["relative_path"] + "\n" for row in rows)
+        return 0
     for row in rows:
-        if args.long:
-            out.write(f"{row['size']:>12} {row['stored_size']:>12} "
-                      f"{pkg_type_name(row['pkg_type']):<6} {row['repo'] or '-':<16} "
-                      f"{row['relative_path']}\n")
-        else:
-            out.write(row["relative_path"] + "\n")
+        path = row["relative_path"]
+        mode = facts.modes.get(path) if facts else None
+        mtime = facts.mtimes.get(path) if facts else None
+        link = facts.links.get(path) if facts else None
+        out.write(f"{_mode(mode)} {row['repo'] or '-':<12} {row['size']:>12} {_when(mtime)} "
+                  f"{path}{f' -> {link}' if link is not None else ''}\n")
+    size = sum(r["size"] for r in rows)
+    stored = sum(r["stored_size"] for r in rows)
+    out.write(f"total: {counted(len(rows), 'file')}, {size} bytes ({human(size)}), stored "
+              f"{human(stored)}\n")
     return 0
 
 
-# -- cat --------------------------------------------------------------------------------------
-def cmd_cat(args: argparse.Namespace) -> int:
-    out = getattr(sys.stdout, "buffer", sys.stdout)
-    with open_archive_arg(args.archive) as archive:
-        sys.stdout.flush()
-        try:
-            for data in archive.iter_chunks(args.path):
-                out.write(data)
-        except (ChecksumError, CodecError) as exc:
-            out.flush()
-            print(f"znippy-sql: cat: {exc}", file=sys.stderr)
-            return 1
-        out.flush()
-    return 0
+def _mode(mode: int | None) -> str:
+    """``-rw-r--r--`` (``stat.filemode``); ``-?????????`` when no mode was recorded."""
+    import stat
+
+    return stat.filemode(mode) if mode is not None else "-?????????"
+
+
+def _when(mtime_ns: int | None) -> str:
+    """``2024-01-02 12:34`` in local time, as tar -tv shows it."""
+    import time
+
+    if mtime_ns is None:
+        return "----------------"
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(mtime_ns / 1e9))
 
 
 # -- verify -----------------------------------------------------------------------------------
@@ -253,22 +281,14 @@ def register(subparsers: Any) -> None:
 
     p = subparsers.add_parser("ls", help="list the files of an archive")
     p.add_argument("archive", metavar="ARCHIVE")
-    add_filter_options(p)
+    add_selection(p)
     p.add_argument("-l", "--long", action="store_true",
-                   help="size, stored size, type and repo before each path")
+                   help="mode, repo, size and mtime before each path (as tar -tv), and a "
+                        "total line")
     p.add_argument("--json", action="store_true", help="a JSON array of file records")
     p.set_defaults(func=cmd_ls)
 
-    p = subparsers.add_parser("cat", help="write one file's bytes to stdout")
-    p.add_argument("archive", metavar="ARCHIVE")
-    p.add_argument("path", metavar="PATH", help="relative_path inside the archive")
-    p.set_defaults(func=cmd_cat)
-
-    p = subparsers.add_parser("extract", help="extract files into a directory")
-    p.add_argument("archive", metavar="ARCHIVE")
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="destination directory")
-    add_filter_options(p)
-    p.set_defaults(func=cmd_extract)
+    register_extract(subparsers)
 
     p = subparsers.add_parser(
         "verify", help="check structure, every blob and every checksum (and signatures)",

@@ -1,29 +1,144 @@
-"""``znippy-sql extract ARCHIVE -o DIR``: files out of an archive, every one checked."""
+"""``znippy-sql extract ARCHIVE [PATH...] -o DIR|-``: files out of an archive, every one checked.
+
+Selection as :mod:`.select` says (named members, ``--glob``, ``--exclude``, ``--repo``,
+``--pkg-type``), checked before anything is written. ``-o -`` writes the selected files'
+bytes to stdout, in path order (as ``cat`` does with several paths). ``--strip-components``,
+``--preserve`` and ``--symlinks`` as tar has them (docs/format.md, "POSIX facts"). A full disk
+or a read-only destination stops at the first failure and says what was written before it;
+Ctrl-C too (exit 130).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
+from typing import Any
 
-from .common import counted, done, human, open_archive_arg, progress_for
+from ..errors import ChecksumError, CodecError, OutputError, ZnippyError
+from .common import (Interrupted, add_filter_options, counted, done, human, open_archive_arg,
+                     positive_int, progress_for)
+from .findings import print_findings
+from .select import PathFilter
 
-# -- extract ----------------------------------------------------------------------------------
+
+def selected_paths(archive: Any, args: argparse.Namespace, *, directories: bool = False
+                   ) -> list[str] | None:
+    """The archive paths the options select, in path order; None for "everything"."""
+    paths_filter = PathFilter(members=getattr(args, "paths", None) or (),
+                              globs=args.glob or (), excludes=getattr(args, "exclude", None) or ())
+    if not paths_filter and args.repo is None and args.pkg_type is None:
+        return None
+    candidates = archive.select(repo=args.repo, pkg_type=args.pkg_type)
+    if directories and args.repo is None and args.pkg_type is None:
+        from ..read.posix import directories as recorded
+
+        dirs = recorded(archive)
+        if dirs:
+            candidates = sorted({*candidates, *dirs}, key=lambda p: p.encode("utf-8"))
+    return paths_filter.apply(candidates, archive=archive.path)
+
+
+def to_stdout(archive: Any, paths: list[str], *, command: str) -> int:
+    """Each file's bytes, checked, to stdout in order; 1 at the first corrupt chunk."""
+    from ..read.posix import links
+
+    out = getattr(sys.stdout, "buffer", sys.stdout)
+    skip = links(archive)
+    sys.stdout.flush()
+    for path in paths:
+        if path in skip:
+            continue
+        try:
+            for data in archive.iter_chunks(path):
+                out.write(data)
+        except (ChecksumError, CodecError) as exc:
+            out.flush()
+            print(f"znippy-sql: {command}: {exc}", file=sys.stderr)
+            return 1
+    out.flush()
+    return 0
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
     with open_archive_arg(args.archive) as archive:
-        which = dict(repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
+        paths = selected_paths(archive, args, directories=True)
+        if args.out == "-":
+            if paths is None:
+                paths = archive.select()
+            return to_stdout(archive, paths, command="extract")
         progress = progress_for("extract")
+        if progress is not None:
+            progress.unit = "files"
         try:
-            if progress is not None:  # a terminal: the bar wants the total first
-                paths = archive.select(**which)
-                progress.total = len(paths)
-                report = archive.extract(args.out, paths=paths, progress=progress)
-            else:
-                report = archive.extract(args.out, **which)
-        finally:
+            report = archive.extract(args.out, paths=paths, progress=progress,
+                                     strip_components=args.strip_components,
+                                     preserve=args.preserve, symlinks=args.symlinks)
+        except KeyboardInterrupt as exc:
             done(progress)
-    for path, why in sorted(report.failed.items()):
-        print(f"znippy-sql: extract: {path}: {why}", file=sys.stderr)
+            partial = getattr(exc, "report", None)
+            n = partial.files if partial is not None else 0
+            raise Interrupted(
+                f"extract: interrupted; {n:,} files were extracted under {args.out} before "
+                "it, each complete and checked; a file being written was finished or "
+                "removed: no partly written file is left") from None
+        except OutputError:
+            done(progress)
+            raise
+        done(progress)
+    failures = [f"{path!r}: {why}" for path, why in sorted(report.failed.items())]
+    print_findings(failures, sys.stderr, prefix="znippy-sql: extract: ",
+                   verbose=args.verbose)
     print(f"{report.dest}: {counted(report.files, 'file')}, {human(report.bytes_written)} extracted"
           + (f", {len(report.failed)} failed" if report.failed else "")
+          + (f", {counted(report.links, 'symbolic link')}" if report.links else "")
           + f" in {report.seconds:.2f} s")
+    for why, n in Counter(report.skipped.values()).most_common():
+        print(f"skipped {counted(n, 'path')}: {why}")
     return 0 if report.ok else 1
+
+
+def cmd_cat(args: argparse.Namespace) -> int:
+    with open_archive_arg(args.archive) as archive:
+        for path in args.paths:
+            if archive.find(path) is None:
+                raise ZnippyError(f"no file {path!r} in the archive", path=archive.path)
+        return to_stdout(archive, args.paths, command="cat")
+
+
+def add_selection(p: argparse.ArgumentParser) -> None:
+    """Named members, ``--repo``/``--pkg-type``, repeated ``--glob`` and ``--exclude``."""
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="files to extract, or directories to extract everything under")
+    add_filter_options(p)
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="leave out paths (or directories) matching this (repeatable)")
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("extract", help="extract files into a directory (or stdout)")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("-o", "--out", required=True, metavar="DIR",
+                   help="destination directory, or '-' for the files' bytes on stdout")
+    add_selection(p)
+    p.add_argument("--strip-components", type=_components, default=0, metavar="N",
+                   help="drop the first N components of every path (shorter paths skipped)")
+    p.add_argument("--preserve", action="store_true",
+                   help="set the recorded permission bits and mtimes (never setuid/setgid, "
+                        "never ownership)")
+    p.add_argument("--symlinks", action="store_true",
+                   help="make recorded symbolic links (only those that resolve inside DIR)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every failure on its own line (repeated ones are grouped otherwise)")
+    p.set_defaults(func=cmd_extract)
+
+    p = subparsers.add_parser("cat", help="write files' bytes to stdout")
+    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="relative_path inside the archive")
+    p.set_defaults(func=cmd_cat)
+
+
+def _components(value: str) -> int:
+    if value.strip() == "0":
+        return 0
+    return positive_int(value)

@@ -107,6 +107,27 @@ def cmd_append(args: argparse.Namespace) -> int:
     return 1 if r.skipped else 0
 
 
+# -- compact ----------------------------------------------------------------------------------
+def cmd_compact(args: argparse.Namespace) -> int:
+    from ..write.compact import compact_archive
+
+    try:
+        r = compact_archive(args.archive)
+    except KeyboardInterrupt:
+        raise Interrupted(f"compact: interrupted; {args.archive} is as it was") from None
+    except OSError as exc:
+        raise ZnippyError(f"cannot write: {os_problem(exc)}; the archive is as it was",
+                          path=args.archive) from None
+    if not r.rewritten:
+        line = f"{r.path}: no dead bytes, left as it was ({counted(r.files, 'file')})"
+    else:
+        line = (f"{r.path}: {human(r.dead_bytes_dropped)} dead dropped, "
+                f"{counted(r.files, 'file')}, {human(r.old_size)} -> {human(r.new_size)} "
+                f"in {r.seconds:.2f}s")
+    _emit(r, args, line)
+    return 0
+
+
 # -- store --------------------------------------------------------------------------------------
 def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
     from ..store import open_store
@@ -123,9 +144,23 @@ def cmd_store_add(args: argparse.Namespace) -> int:
     finally:
         store.close()
     _emit(r, args, f"{args.sidecar}: +{counted(r.files_added, 'file')}, "
+                   f"{r.files_unchanged} unchanged, "
                    f"{counted(r.rows_replaced, 'row')} replaced, "
                    f"{counted(len(r.tables), 'table commit')}, sidecar at {human(r.sidecar_end)} "
                    f"in {r.seconds:.2f}s")
+    return 0
+
+
+def cmd_store_compact(args: argparse.Namespace) -> int:
+    store = _open_store(args, writable=True)
+    try:
+        r = store.compact()
+    finally:
+        store.close()
+    _emit(r, args, f"{args.warehouse}: {counted(len(r.tables), 'table')} rewritten, data files "
+                   f"{r.data_files_before} -> {r.data_files_after}, "
+                   f"{counted(r.snapshots_expired, 'snapshot')} expired, "
+                   f"{counted(r.files_removed, 'file')} removed in {r.seconds:.2f}s")
     return 0
 
 
@@ -200,6 +235,14 @@ def register(subparsers: Any) -> None:
     _add_provenance_options(p)
     p.set_defaults(func=cmd_append)
 
+    p = subparsers.add_parser(
+        "compact", help="rewrite an archive without the dead bytes appends left",
+        description="Copy every live blob verbatim into a new archive (byte-identical to a "
+                    "one-shot write of the live files) and rename it over ARCHIVE.")
+    p.add_argument("archive")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_compact)
+
     store = subparsers.add_parser("store", help="the dynamic store: sidecar blobs + Iceberg index")
     sub = store.add_subparsers(dest="store_command", metavar="ACTION")
     store.set_defaults(func=lambda args: (store.print_help(sys.stderr), 2)[1])
@@ -216,6 +259,11 @@ def register(subparsers: Any) -> None:
     add.add_argument("--block-size", type=size_arg, metavar="SIZE",
                      help="chunk size (fixed when the store is created; default 10M)")
     add.set_defaults(func=cmd_store_add)
+
+    compact = sub.add_parser("compact", help="rewrite each index table as one data file "
+                                             "and drop the expired ones")
+    _store_common(compact)
+    compact.set_defaults(func=cmd_store_compact)
 
     ls = sub.add_parser("ls", help="list the live files of a store")
     _store_common(ls)

@@ -18,8 +18,11 @@ the old file as it was. No symlink is ever created; modes are plain files (0o644
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import operator
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from collections import deque
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple, Union
 
 import numpy as np
 
-from ..errors import FormatError, NotFoundError, ZnippyError
+from ..errors import FormatError, NotFoundError, OutputError, ZnippyError
 from ..format.fsio import write_all
 from ..format.paths import Targets, plain_paths
 
@@ -59,10 +62,23 @@ class ExtractReport:
     seconds: float = 0.0
     written: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    #: paths left out on purpose, and why (a link without ``symlinks=True``, a link that
+    #: would resolve outside, a path with no more than ``strip_components`` components)
+    skipped: dict[str, str] = field(default_factory=dict)
+    links: int = 0
+    directories: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.failed
+
+
+class ExtractInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an extract; ``report`` says what was written before it."""
+
+    def __init__(self, report: ExtractReport) -> None:
+        super().__init__()
+        self.report = report
 
 
 class _Part(NamedTuple):
@@ -70,84 +86,245 @@ class _Part(NamedTuple):
     ``end``) or a run of chunks of a pre-created one."""
 
     path: str
-    target: str       # where a run's bytes go (its pre-created file); "" for a whole file:
-    #                   Targets.prefix + path (one string less per file to keep)
+    target: str       # where a run's bytes go (its pre-created file), or a whole file's
+    #                   target when it is not Targets.prefix + path; "" for Targets.prefix +
+    #                   path (one string less per file to keep)
     chunks: tuple["Chunk", ...] | None
     row: int = -1     # the file's first lookup row (-1: ask the trie)
     end: int = -1     # the lookup row after its last chunk
     nbytes: int = 0   # how much it writes (for scheduling only)
 
 
+class _Fatal(str):
+    """The problem of a write the destination refused for good (disk full, read-only)."""
+
+
 Outcome = Union[int, str]  # bytes written, or the problem
+#: a write failing so stops the extract: the next one will not do better
+FATAL_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.EFBIG})
 
 
 def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             pkg_type: int | str | None = None, glob: str | None = None,
             paths: list[str] | None = None, workers: int | None = None,
-            progress: Callable[[int, int], None] | None = None) -> ExtractReport:
+            progress: Callable[[int, int], None] | None = None, strip_components: int = 0,
+            preserve: bool = False, symlinks: bool = False) -> ExtractReport:
+    """Extract the selected files under ``dest`` (see the module doc).
+
+    ``strip_components=N`` drops the first N components of every path (a path with no more
+    is skipped). Files recorded as symbolic links (``posix.symlink`` in ``__meta__``) are made
+    as links with ``symlinks=True`` when they resolve inside ``dest`` (else skipped, said
+    in ``report.skipped``); recorded directories are made. ``preserve=True`` sets the
+    recorded permission bits (never setuid/setgid) and mtimes. A progress object with
+    ``total``/``total_bytes`` attributes gets the totals first. A full disk or a read-only
+    destination stops the extract at once (:class:`~znippy_sql.errors.OutputError`, with the
+    report as its ``report``).
+    """
+    from . import posix
+
     started = time.perf_counter()
+    if strip_components < 0:
+        raise ValueError("strip_components must be 0 or more")
     files = _files(archive)
+    link_text = posix.links(archive)
+    recorded_dirs = posix.directories(archive)
     everything = paths is None and repo is None and pkg_type is None and glob is None
+    dirs: list[str] = []
     if everything and _strictly_increasing(files.paths):  # a sound lookup: paths in order
         selected, found = files.paths, list(range(len(files.paths)))
+        dirs = list(recorded_dirs)
     else:
         if paths is not None:
             selected = list(dict.fromkeys(paths))
+            dirs = [p for p in selected if p in recorded_dirs]
+            selected = [p for p in selected if p not in recorded_dirs]
         elif everything:  # what select() would list, each path once
             selected = sorted(set(files.paths))
+            dirs = list(recorded_dirs)
         else:
             selected = archive.select(repo=repo, pkg_type=pkg_type, glob=glob)
+            if repo is None and pkg_type is None and glob is not None:
+                rx = re.compile(fnmatch.translate(glob))
+                dirs = [d for d in recorded_dirs if rx.match(d)]
         where = dict(zip(files.paths, range(len(files.paths))))  # (twice in a damaged lookup:
         found = [where.get(p, -1) for p in selected]  # its last place), or -1: not there
+    report = ExtractReport(dest=dest)
+    links: dict[str, str] = {}  # archive path → link text
+    if link_text:  # links are made after the files, never written as files
+        keep = [k for k, p in enumerate(selected) if p not in link_text]
+        links = {p: link_text[p] for p in selected if p in link_text}
+        selected, found = [selected[k] for k in keep], [found[k] for k in keep]
+    names: list[str] | None = None
+    out_links = {p: p for p in links}  # archive path → name under dest
+    out_dirs = {d: d for d in dirs}
+    if strip_components:
+        selected, found, names = _stripped(selected, found, strip_components, report)
+        out_links = _strip_names(list(links), strip_components, report)
+        out_dirs = _strip_names(dirs, strip_components, None)
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")
     sizes = files.sizes
+    if progress is not None and hasattr(progress, "total_bytes"):
+        progress.total = len(selected)  # type: ignore[attr-defined]
+        progress.total_bytes = sum(sizes[i] for i in found if i >= 0)  # type: ignore[attr-defined]
     work = sum(max(sizes[i], PER_FILE_BYTES) if i >= 0 else PER_FILE_BYTES for i in found)
     pool: ThreadPoolExecutor | None = None
     if n > 1 and work >= THREAD_BYTES:
         archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
         pool = ThreadPoolExecutor(n, thread_name_prefix="znippy-extract")
     try:
-        return _extract(archive, dest, selected, found, files, pool, n, progress, started)
+        _extract(archive, dest, selected, found, files, pool, n, progress, report, names)
+    except KeyboardInterrupt:
+        raise ExtractInterrupted(report) from None
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+    name_of = dict(zip(selected, names)) if names is not None else None
+    _finish(archive, dest, report, {out: (p, links[p]) for p, out in out_links.items()},
+            {out: d for d, out in out_dirs.items()}, symlinks=symlinks, preserve=preserve,
+            name_of=name_of)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _stripped(selected: list[str], found: list[int], n: int, report: ExtractReport
+              ) -> tuple[list[str], list[int], list[str]]:
+    """The paths that keep a name once their first ``n`` components go, and those names;
+    a name two paths would share is extracted once (the first) and the other skipped."""
+    keep_sel: list[str] = []
+    keep_found: list[int] = []
+    names: list[str] = []
+    taken: dict[str, str] = {}
+    for path, i in zip(selected, found):
+        parts = path.split("/")
+        if len(parts) <= n:
+            report.skipped[path] = f"no more than {n} path component(s) (--strip-components)"
+            continue
+        out = "/".join(parts[n:])
+        first = taken.get(out)
+        if first is not None:
+            report.failed[path] = f"same name {out!r} as {first!r} once stripped"
+            continue
+        taken[out] = path
+        keep_sel.append(path)
+        keep_found.append(i)
+        names.append(out)
+    return keep_sel, keep_found, names
+
+
+def _strip_names(paths: list[str], n: int, report: ExtractReport | None) -> dict[str, str]:
+    """archive path → its name with the first ``n`` components gone (those with no more are
+    left out, and said in ``report`` when given)."""
+    out: dict[str, str] = {}
+    for path in paths:
+        parts = path.split("/")
+        if len(parts) > n:
+            out[path] = "/".join(parts[n:])
+        elif report is not None:
+            report.skipped[path] = f"no more than {n} path component(s) (--strip-components)"
+    return out
+
+
+def _finish(archive: "Archive", dest: str, report: ExtractReport,
+            links: dict[str, tuple[str, str]], dirs: dict[str, str], *, symlinks: bool,
+            preserve: bool, name_of: dict[str, str] | None) -> None:
+    """After every file: recorded directories, links (``symlinks``), then modes and mtimes
+    (``preserve``): files and links first, directories last, deepest first (writing into a
+    directory changes its mtime). ``links``: name under dest → (archive path, link text);
+    ``dirs``: name under dest → archive path; ``name_of``: a written file's name under dest
+    when it is not its archive path."""
+    from . import posix
+
+    targets = Targets(dest, archive=archive.path)
+    made_dirs: list[str] = []
+    for out, path in dirs.items():
+        try:
+            targets.target(out)  # its path, its parents and itself: no symlink
+        except ZnippyError as exc:
+            report.failed[path] = exc.problem
+            continue
+        try:
+            targets.make_parent(out + "/-")  # the parents of a name inside it: itself
+            made_dirs.append(out)
+        except ZnippyError as exc:
+            report.failed[path] = exc.problem
+        except OSError as exc:
+            report.failed[path] = f"cannot create directory: {exc.strerror or exc}"
+    report.directories = len(made_dirs)
+    made: list[str] = []
+    if links and symlinks:
+        made, refused = posix.make_links(dest, {out: text for out, (_, text) in links.items()})
+        report.skipped.update({links[out][0]: why for out, why in refused.items()})
+        report.links = len(made)
+    else:
+        for path, _ in links.values():
+            report.skipped[path] = "symbolic link, not made (give --symlinks)"
+    if not preserve:
+        return
+    facts = posix.facts(archive)
+    root = targets.root
+
+    def apply(out: str, path: str, *, is_link: bool = False) -> None:
+        try:
+            posix.preserve(os.path.join(root, out), facts.modes.get(path),
+                           facts.mtimes.get(path), is_link=is_link)
+        except OSError as exc:
+            report.failed[path] = f"cannot set mode or mtime: {exc.strerror or exc}"
+
+    for path in report.written:
+        apply(name_of[path] if name_of is not None else path, path)
+    for out in made:
+        apply(out, links[out][0], is_link=True)
+    for out in sorted(made_dirs, key=lambda p: p.count("/"), reverse=True):
+        apply(out, dirs[out])
 
 
 def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int],
              files: "_Files", pool: ThreadPoolExecutor | None, n_workers: int,
-             progress: Callable[[int, int], None] | None, started: float) -> ExtractReport:
+             progress: Callable[[int, int], None] | None, report: ExtractReport,
+             names: list[str] | None) -> None:
     targets = Targets(dest, archive=archive.path)
-    report = ExtractReport(dest=dest)
     plain = files.plain
-    for path, i in zip(selected, found):  # every path checked before any write
-        targets.target(path, checked=i >= 0 and plain[i])
+    outs = names if names is not None else selected
+    for out, i in zip(outs, found):  # every path checked before any write
+        targets.target(out, checked=i >= 0 and plain[i] and names is None)
+    for path, i in zip(selected, found):
         if i < 0:
             report.failed[path] = "not in the archive"
-    os.makedirs(dest, exist_ok=True)
+    try:
+        os.makedirs(dest, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the destination: {exc.strerror or exc}",
+                          path=dest) from None
     # Big files are cut into runs of chunks only when there are too few of them to keep every
     # worker busy: threads writing into the same file wait for its inode lock (perf: ~15 % of
     # the samples of extracting `random` spinning in rwsem_spin_on_owner).
     sizes = files.sizes
     big = sum(1 for i in found if i >= 0 and sizes[i] > UNIT_BYTES)
     parts, split = _parts(archive, targets, selected, found, files,
-                          split=pool is not None and big < n_workers, report=report)
+                          split=pool is not None and big < n_workers, report=report,
+                          names=names)
     runs: dict[str, list[Outcome]] = {}  # results so far of the files written in runs
     done_files = done_bytes = 0
+    stop: list[str] = []  # the first fatal problem: no unit is started after it
+    fatal: tuple[str, str] | None = None
     try:
-        for unit_result in _run(archive, parts, pool, n_workers, targets.prefix):  # in order
+        for unit_result in _run(archive, parts, pool, n_workers, targets.prefix, stop):
             for path, result in unit_result:
                 if isinstance(result, int):
                     done_bytes += result
                 if path in split:
                     got = runs.setdefault(path, [])
                     got.append(result)
-                    if len(got) < split[path][2]:
+                    if len(got) < split[path][2] and not stop and not isinstance(result, _Fatal):
                         continue
                     result = _finish_split(split[path], runs.pop(path))
                 if isinstance(result, str):
                     report.failed[path] = result
+                    if isinstance(result, _Fatal) and fatal is None:
+                        fatal = (path, str(result))
+                        stop.append(result)
                 else:
                     report.files += 1
                     report.bytes_written += result
@@ -159,8 +336,24 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
         for path in split.keys() - set(report.written) - report.failed.keys():
             _remove(split[path][0])
         raise
-    report.seconds = time.perf_counter() - started
-    return report
+    for path in split.keys() - set(report.written):  # runs never started after a stop
+        _remove(split[path][0])
+    if fatal is not None:
+        path, why = fatal
+        error = OutputError(
+            f"stopped at the first {why!r} (writing {path!r}): {report.files:,} files "
+            f"({_size(report.bytes_written)}) were extracted before it, complete and checked; "
+            "no partly written file is left", path=dest)
+        error.report = report  # type: ignore[attr-defined]
+        raise error
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n:.1f} GiB"  # pragma: no cover
 
 
 def _finish_split(split: tuple[str, str, int], results: list[Outcome]) -> Outcome:
@@ -218,17 +411,19 @@ def _strictly_increasing(paths: list[str]) -> bool:
 
 
 def _parts(archive: "Archive", targets: Targets, selected: list[str], found: list[int],
-           files: _Files, *, split: bool, report: ExtractReport
+           files: _Files, *, split: bool, report: ExtractReport, names: list[str] | None = None
            ) -> tuple[list[list[_Part]], dict[str, tuple[str, str, int]]]:
     """Units of work. A large file (when ``split``) is pre-created here and cut into runs of
-    chunks; ``split`` maps its path → (the file its runs write, its target, how many runs)."""
+    chunks; ``split`` maps its path → (the file its runs write, its target, how many runs).
+    ``names``: each path's name under the destination, when it is not the path itself."""
     units: list[list[_Part]] = []
     unit: list[_Part] = []
     size = 0
     pre: dict[str, tuple[str, str, int]] = {}
     sizes, firsts, last = files.sizes, files.firsts, len(files.firsts) - 1
     new_part = tuple.__new__  # _Part(...) goes through a Python-level __new__: ~1 µs a file
-    for path, i in zip(selected, found):
+    outs = names if names is not None else selected
+    for path, i, out in zip(selected, found, outs):
         if i < 0:
             continue
         nbytes = sizes[i]
@@ -238,8 +433,8 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
                 if info is None:
                     raise FormatError(f"{path!r} is in the lookup but not in the trie")
                 if len(info.chunks) > 1:
-                    targets.make_parent(path)
-                    target = targets.prefix + path
+                    targets.make_parent(out)
+                    target = targets.prefix + out
                     written = _precreate(target)
                     runs = _runs(info.chunks)
                     pre[path] = (written, target, len(runs))
@@ -254,7 +449,8 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
                 report.failed[path] = f"cannot write: {exc.strerror or exc}"
                 continue
         end = firsts[i + 1] if i < last else files.n
-        unit.append(new_part(_Part, (path, "", None, firsts[i], end, nbytes)))
+        whole = "" if names is None else targets.prefix + out
+        unit.append(new_part(_Part, (path, whole, None, firsts[i], end, nbytes)))
         size += nbytes + 4096
         if size >= UNIT_BYTES or len(unit) >= UNIT_FILES:
             units.append(unit)
@@ -287,14 +483,19 @@ def _precreate(target: str) -> str:
 
 
 def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
-         n_workers: int, prefix: str):  # type: ignore[no-untyped-def]
-    """Results of each unit, in unit order; at most ``2 × workers`` units in flight."""
+         n_workers: int, prefix: str, stop: list[str]):  # type: ignore[no-untyped-def]
+    """Results of each unit, in unit order; at most ``2 × workers`` units in flight. Once
+    ``stop`` holds something, no further unit starts (those in flight still report)."""
     if pool is None or len(units) < 2:
         for unit in units:
+            if stop:
+                return
             yield _write_unit(archive, unit, prefix)
         return
     window: deque[Future[list[tuple[str, Outcome]]]] = deque()
     for unit in units:
+        if stop:
+            break
         window.append(pool.submit(_write_unit, archive, unit, prefix))
         while window and (len(window) > 2 * n_workers or window[0].done()):
             yield window.popleft().result()
@@ -312,17 +513,23 @@ def _write_unit(archive: "Archive", unit: list[_Part], prefix: str
         verify=True)
     for part, data in zip(unit, ready):
         try:
-            if data is not None:  # a one-chunk file, its bytes checked already
-                n = _write_small(prefix + part.path, made, data)
-            elif part.chunks is None:
-                n = _write_file(archive, part, prefix + part.path, made)
+            if part.chunks is None:
+                target = part.target or prefix + part.path
+                if data is not None:  # a one-chunk file, its bytes checked already
+                    n = _write_small(target, made, data)
+                else:
+                    n = _write_file(archive, part, target, made)
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))
         except ZnippyError as exc:
             out.append((part.path, exc.problem))
         except OSError as exc:  # e.g. "a" and "a/b" both in the archive
-            out.append((part.path, f"cannot write: {exc.strerror or exc}"))
+            why = f"cannot write: {exc.strerror or exc}"
+            if exc.errno in FATAL_ERRNOS:  # the rest of the unit would fail the same way
+                out.append((part.path, _Fatal(why)))
+                break
+            out.append((part.path, why))
     rows = [p.row for p, d in zip(unit, ready) if d is not None]
     if rows:  # the small files' blobs: one release for the span they cover
         c = archive._cols

@@ -474,12 +474,14 @@ class Archive:
     def extract(self, dest: str | os.PathLike[str], *, repo: str | None = None,
                 pkg_type: int | str | None = None, glob: str | None = None,
                 paths: list[str] | None = None, workers: int | None = None,
-                progress: Any = None) -> Any:
+                progress: Any = None, strip_components: int = 0, preserve: bool = False,
+                symlinks: bool = False) -> Any:
         """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`)."""
         from .extract import extract
 
         return extract(self, os.fspath(dest), repo=repo, pkg_type=pkg_type, glob=glob,
-                       paths=paths, workers=workers, progress=progress)
+                       paths=paths, workers=workers, progress=progress,
+                       strip_components=strip_components, preserve=preserve, symlinks=symlinks)
 
     def verify(self, *, progress: Any = None, content: bool = True) -> Any:
         """Structure and (unless ``content=False``) every blob's content: all findings."""

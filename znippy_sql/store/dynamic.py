@@ -32,12 +32,18 @@ from ..format import codec
 from ..errors import LockError, StoreError
 from ..write.ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from ..format.schema import GroupKey, resolve_pkg_type
-from ..write.source import Entry, as_entries
+from ..write.feed import Feed
+from ..write.source import Entry
+from ..write.unchanged import same_content
 from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
 from .iceberg import (NS_BLOCK, NS_LEVEL, GroupTable, create_transaction, group_tables,
                       open_catalog, read_rows, table_name)
 
 _STATE_COLUMNS = ("relative_path", "blob_offset", "blob_size", ORDINAL)
+_CHUNK_SCHEMA = pa.schema([pa.field("relative_path", pa.utf8(), nullable=False),
+                           pa.field("chunk_seq", pa.uint32(), nullable=False),
+                           pa.field("uncompressed_size", pa.uint64(), nullable=False),
+                           pa.field("checksum", pa.binary(32), nullable=False)])
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class AddReport:
     #: the Iceberg tables committed, in commit order
     tables: list[str]
     seconds: float
+    #: files found stored already, unchanged (same group, size and chunk checksums): skipped
+    files_unchanged: int = 0
 
 
 @dataclass
@@ -225,7 +233,11 @@ class Store:
     # -- writing ----------------------------------------------------------------------------
     def add(self, source: str | os.PathLike[str] | Iterable[Entry], *, repo: str = "",
             pkg_type: int | str = 0, workers: int | None = None) -> AddReport:
-        """Add ``source`` (a directory or :class:`Entry` objects): blobs, fsync, commits."""
+        """Add ``source`` (a directory or :class:`Entry` objects): blobs, fsync, commits.
+
+        A file stored already in the same group with the same chunk sizes and checksums is
+        skipped (``files_unchanged``); a directory source never yields the sidecar or the
+        warehouse."""
         if self._fd is None:
             raise StoreError("store is closed or read-only", path=self.sidecar)
         if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
@@ -241,9 +253,25 @@ class Store:
         options = WriteOptions(level=self.options.level, block_size=self.options.block_size,
                                workers=workers)
         ingest = Ingest(fd, start, options, repo=repo, pkg_type=pkg_type)
+        stored: dict[GroupKey, dict[str, tuple[list[int], list[bytes]]]] = {}
+
+        def unchanged(entry: Entry) -> bool:
+            live = self._live.get(entry.relative_path)
+            if live is None or entry.relative_path in ingest.seen:
+                return False
+            key = ingest.group_key(entry)
+            if key != live.key:
+                return False
+            if key not in stored:
+                stored[key] = self._chunks_of(key)
+            found = stored[key].get(entry.relative_path)
+            return found is not None and same_content(entry, *found,
+                                                      block_size=options.block_size)
+
+        feed = Feed(ingest.add, exclude=[self.sidecar, self.warehouse],
+                    unchanged=unchanged if self._live else None)
         try:
-            for entry in as_entries(source):
-                ingest.add(entry)
+            feed.add_all(source)
             sink = ingest.finish()
             new = {k: t for k, t in sink.tables().items() if t.num_rows}
             for key, t in new.items():
@@ -258,7 +286,38 @@ class Store:
             raise
         report = self._commit(new, start, sink.cursor, size - start)
         return AddReport(**{**report, "files_added": ingest.files,
+                            "files_unchanged": feed.files_unchanged,
                             "seconds": time.perf_counter() - started})
+
+    def _chunks_of(self, key: GroupKey) -> dict[str, tuple[list[int], list[bytes]]]:
+        """Each live path of one group → its chunk sizes and checksums, in chunk order."""
+        group = self._groups[key]
+        rows, ordinals = from_iceberg(read_rows(group, ("relative_path", "chunk_seq",
+                                                        "uncompressed_size", "checksum",
+                                                        ORDINAL)), _CHUNK_SCHEMA)
+        stale = self._stale.get(key, set())
+        found: dict[str, list[tuple[int, int, bytes]]] = {}
+        for path, seq, size, digest in zip(rows.column("relative_path").to_pylist(),
+                                           rows.column("chunk_seq").to_pylist(),
+                                           rows.column("uncompressed_size").to_pylist(),
+                                           rows.column("checksum").to_pylist()):
+            if path not in stale:
+                found.setdefault(path, []).append((seq, size, digest))
+        out: dict[str, tuple[list[int], list[bytes]]] = {}
+        for path, chunks in found.items():
+            chunks.sort()
+            if [c[0] for c in chunks] == list(range(len(chunks))):
+                out[path] = ([c[1] for c in chunks], [c[2] for c in chunks])
+        return out
+
+    def compact(self) -> Any:
+        """Rewrite each group's table as one data file, expire the older snapshots and remove
+        the data files no snapshot refers to (:mod:`znippy_sql.store.compact`)."""
+        from .compact import compact_tables
+
+        if self._fd is None:
+            raise StoreError("store is closed or read-only", path=self.sidecar)
+        return compact_tables(self)
 
     def _ordinals(self, new: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Array]:
         """Production order over all new rows: blob order, an empty blob before the one that

@@ -112,8 +112,11 @@ class _Old:
     trie: bytes | None = None
 
 
-def _load(path: str) -> _Old:
-    """Everything an append keeps, copied out of the old tail: the archive may then be written."""
+def _load(path: str, *, signatures: bool = False) -> _Old:
+    """Everything an append keeps, copied out of the old tail: the archive may then be written.
+
+    ``signatures``: keep the signature sections among the sections (a rewrite that changes no
+    path or checksum, as ``compact``, keeps them valid) instead of listing them as stale."""
     with open_archive(path, verify_checksums=False) as arc:
         blob_end, size = arc.blob_end, arc.source.size
         if arc.tail_offset < blob_end:
@@ -150,7 +153,7 @@ def _load(path: str) -> _Old:
             if name in _REFUSED:
                 raise ZnippyError(f"archive holds git section {name}; append would invalidate "
                                   "it (use the git push path)", path=path)
-            if name in _STALE:
+            if name in _STALE and not signatures:
                 stale.append(name)
                 continue
             row = arc.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", name))

@@ -10,32 +10,11 @@ a link is an ordinary file whose bytes are its target (docs/format.md, "POSIX fa
 
 from __future__ import annotations
 
-import stat
-
 import pyarrow as pa
 
 from ..format.kernels import SortOptions, call_function, take
 from ..format.schema import META_SCHEMA
-
-MODE, MTIME, SYMLINK = "posix.mode", "posix.mtime", "posix.symlink"
-
-
-def mode_text(mode: int) -> str:
-    return f"{mode:o}"
-
-
-def mtime_text(mtime_ns: int) -> str:
-    sec, ns = divmod(mtime_ns, 1_000_000_000)
-    return f"{sec}.{ns:09d}".rstrip("0").rstrip(".") if ns else str(sec)
-
-
-def parse_mtime_ns(text: str) -> int:
-    """``posix.mtime`` back to nanoseconds (ValueError when it is not one)."""
-    sec, dot, frac = text.strip().partition(".")
-    if not sec.lstrip("-").isdigit() or (dot and not frac.isdigit()) or len(frac) > 9:
-        raise ValueError(f"not a posix.mtime: {text!r}")
-    ns = int(sec) * 1_000_000_000
-    return ns + (int(frac.ljust(9, "0")) if frac else 0) * (-1 if sec.startswith("-") else 1)
+from ..read.posix import MODE, MTIME, SYMLINK, mode_text, mtime_text
 
 
 class PosixFacts:
@@ -99,7 +78,3 @@ def with_rows(meta: pa.Table | None, rows: pa.Table) -> pa.Table:
     order = call_function("sort_indices", [both], SortOptions(
         [("relative_path", "ascending"), ("key", "ascending")]))
     return pa.concat_tables([head, take(both, order)])
-
-
-def is_dir_mode(mode: int) -> bool:
-    return stat.S_ISDIR(mode)

@@ -1,0 +1,156 @@
+"""Compact: rewrite an archive without its dead bytes, blobs copied verbatim.
+
+Appends that replace files leave the old blobs behind (FORMAT §6). ``compact_archive`` copies
+every live row's blob, in production (= blob) order, back to back into a staging sibling, sets
+each row's ``blob_offset`` to its new place, and writes the tail with the one
+:func:`~znippy_sql.write.tail.write_tail`: the result is byte-identical to a one-shot write of
+the live files in that order with the same options (nothing is decoded, compressed or
+hashed). The sections are carried over as they are: signatures stay valid, since a file digest
+covers paths and checksums, not offsets. fsync, rename over the archive, fsync the directory:
+the name holds the old or the new archive at every instant. The append lock is held
+throughout (an appender is refused, not waited for).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..format.fsio import fsync_dir
+from ..format.rollback import lock, recover_locked
+from ..format.schema import GroupKey
+from .append import _load
+from .tail import write_tail
+from .writer import staging_prefix
+
+
+@dataclass(frozen=True)
+class CompactReport:
+    path: str
+    files: int
+    rows: int
+    #: blob bytes copied (the live ones)
+    blob_bytes: int
+    #: bytes of the old blob region no live row pointed at, now gone
+    dead_bytes_dropped: int
+    old_size: int
+    new_size: int
+    #: False when there was nothing to drop: the archive was left as it was
+    rewritten: bool
+    seconds: float
+
+
+def _copy(src: int, dst: int, src_off: int, dst_off: int, length: int) -> None:
+    """``length`` bytes from ``src_off`` of ``src`` to ``dst_off`` of ``dst`` (in the kernel
+    when it can)."""
+    done = 0
+    while done < length:
+        step = min(32 << 20, length - done)
+        try:
+            n = os.copy_file_range(src, dst, step, src_off + done, dst_off + done)
+        except OSError as exc:
+            if exc.errno not in (18, 22, 38, 95):  # EXDEV, EINVAL, ENOSYS, EOPNOTSUPP
+                raise
+            n = 0
+        if n <= 0:
+            data = os.pread(src, step, src_off + done)
+            if not data:
+                raise OSError(f"archive ended at {src_off + done}")
+            view = memoryview(data)
+            while view:
+                w = os.pwrite(dst, view, dst_off + done)
+                done += w
+                view = view[w:]
+        else:
+            done += n
+
+
+def _placement(groups: dict[GroupKey, pa.Table]) -> tuple[list[GroupKey], np.ndarray,
+                                                          np.ndarray, np.ndarray]:
+    """Every row in production order: (group keys, order, old offsets, sizes) over the rows of
+    the groups concatenated in key order. Blob order; an empty blob before the non-empty one
+    that shares its offset; then group and row order."""
+    keys = sorted(groups)
+    offsets = np.concatenate([groups[k].column("blob_offset").to_numpy() for k in keys]) \
+        if keys else np.zeros(0, np.uint64)
+    sizes = np.concatenate([groups[k].column("blob_size").to_numpy() for k in keys]) \
+        if keys else np.zeros(0, np.uint64)
+    group = np.repeat(np.arange(len(keys)), [groups[k].num_rows for k in keys])
+    row = np.concatenate([np.arange(groups[k].num_rows) for k in keys]) if keys \
+        else np.zeros(0, np.int64)
+    order = np.lexsort((row, group, sizes > 0, offsets))
+    return keys, order, offsets, sizes
+
+
+def compact_archive(path: str | os.PathLike[str], *, fsync: bool = True) -> CompactReport:
+    """Rewrite ``path`` without dead bytes (see the module doc); a no-op when it has none."""
+    started = time.perf_counter()
+    path = os.fspath(path)
+    try:
+        fh = open(path, "r+b")
+    except FileNotFoundError:
+        from ..errors import ZnippyError
+
+        raise ZnippyError("no such archive", path=path) from None
+    with fh:
+        lock(fh.fileno(), path)
+        recover_locked(path, fh.fileno())
+        old = _load(path, signatures=True)
+        keys, order, offsets, sizes = _placement(old.groups)
+        new_offsets = np.zeros(len(order), dtype=np.uint64)
+        ends = np.cumsum(sizes[order], dtype=np.uint64)
+        new_offsets[order] = ends - sizes[order]
+        blob_end = int(ends[-1]) if len(ends) else 0
+        rows = len(order)
+        files = sum(int((old.groups[k].column("chunk_seq").to_numpy() == 0).sum()) for k in keys)
+        if blob_end == old.blob_end and np.array_equal(new_offsets, offsets):
+            return CompactReport(path, files, rows, blob_end, 0, old.size, old.size, False,
+                                 time.perf_counter() - started)
+        staging = f"{staging_prefix(path)}{os.getpid()}-compact"
+        out = open(staging, "w+b")
+        try:
+            with out:
+                _copy_blobs(fh.fileno(), out.fileno(), order, offsets, sizes, new_offsets)
+                groups: dict[GroupKey, pa.Table] = {}
+                start = 0
+                for key in keys:
+                    table = old.groups[key]
+                    n = table.num_rows
+                    col = pa.array(new_offsets[start:start + n], pa.uint64())
+                    i = table.schema.get_field_index("blob_offset")
+                    groups[key] = table.set_column(i, table.schema.field(i), col)
+                    start += n
+                info = write_tail(out, blob_end, groups, sections=old.sections,
+                                  schema_metadata=old.metadata or None, fsync=fsync)
+            os.replace(staging, path)
+            if fsync:
+                fsync_dir(path)
+        except BaseException:
+            if os.path.exists(staging):
+                os.unlink(staging)
+            raise
+    return CompactReport(path, files, rows, blob_end, old.blob_end - blob_end, old.size,
+                         info.file_size, True, time.perf_counter() - started)
+
+
+def _copy_blobs(src: int, dst: int, order: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
+                new_offsets: np.ndarray) -> None:
+    """Each row's blob to its new place, runs that are contiguous in both copied at once."""
+    run_src = run_dst = run_len = 0
+    for i in order.tolist():
+        size = int(sizes[i])
+        if not size:
+            continue
+        s, d = int(offsets[i]), int(new_offsets[i])
+        if run_len and s == run_src + run_len and d == run_dst + run_len:
+            run_len += size
+            continue
+        if run_len:
+            _copy(src, dst, run_src, run_dst, run_len)
+        run_src, run_dst, run_len = s, d, size
+    if run_len:
+        _copy(src, dst, run_src, run_dst, run_len)
