@@ -24,7 +24,10 @@ def register(subparsers: Any) -> None:
         description="Run one DuckDB query with every ARCHIVE registered as <stem>_files, "
                     "<stem>_chunks, ... views.")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE... QUERY",
-                   help="archive files, then the query (last argument)")
+                   help="archive files, then the query (last argument; '-' reads it from "
+                        "stdin; none: stdin, or a prompt on a terminal)")
+    p.add_argument("-f", "--file", metavar="FILE",
+                   help="read the query from FILE ('-': stdin); every argument is an archive")
     p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table")
     p.add_argument("--max-rows", type=int, default=10_000,
                    help="rows shown by --format table (default 10000)")
@@ -36,10 +39,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ..query.duckdb import register as register_archive
 
-    if len(args.archives) < 2:
+    from .sqlinput import prompt, split_args
+
+    archives, query = split_args(args)
+    if not archives:
         print("znippy-sql sql: give at least one ARCHIVE and a QUERY", file=sys.stderr)
         return 2
-    *archives, query = args.archives
     con = duckdb.connect()
     try:
         names: dict[str, str] = {}
@@ -49,16 +54,20 @@ def run(args: argparse.Namespace) -> int:
                 raise ZnippyError(f"two archives would both be named {name!r} "
                                   f"({names[name]} and {path})", path=path)
             names[name] = path
-        try:
-            rel = con.sql(query)
-            table = rel.to_arrow_table() if rel is not None else pa.table({})
-        except duckdb.Error as exc:
-            print(f"znippy-sql sql: {exc}", file=sys.stderr)
-            return 2
+
+        def run_one(text: str) -> int:
+            try:
+                rel = con.sql(text)
+                table = rel.to_arrow_table() if rel is not None else pa.table({})
+            except duckdb.Error as exc:
+                print(f"znippy-sql sql: {exc}", file=sys.stderr)
+                return 2
+            _print(table, args.format, args.max_rows)
+            return 0
+
+        return prompt(run_one) if query is None else run_one(query)
     finally:
         con.close()
-    _print(table, args.format, args.max_rows)
-    return 0
 
 
 def _print(table: pa.Table, fmt: str, max_rows: int) -> None:
