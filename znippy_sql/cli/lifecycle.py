@@ -138,9 +138,17 @@ def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
 
 
 def cmd_store_add(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.source):
+        raise ZnippyError("source is not a directory", path=args.source)
     store = _open_store(args, writable=True)
     try:
         r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers)
+    except KeyboardInterrupt:
+        raise Interrupted(f"store add: interrupted; nothing was committed, {args.sidecar} "
+                          "was cut back to its committed end") from None
+    except OSError as exc:
+        raise ZnippyError(f"cannot write: {os_problem(exc)}; nothing was committed",
+                          path=args.sidecar) from None
     finally:
         store.close()
     _emit(r, args, f"{args.sidecar}: +{counted(r.files_added, 'file')}, "
@@ -193,8 +201,15 @@ def cmd_store_ls(args: argparse.Namespace) -> int:
 def cmd_store_seal(args: argparse.Namespace) -> int:
     from ..store import seal
 
-    r = seal(args.sidecar, args.warehouse, args.namespace, args.output,
-             catalog=_catalog(args), **_writer_kwargs(args, only_if_asked=False))
+    try:
+        r = seal(args.sidecar, args.warehouse, args.namespace, args.output,
+                 catalog=_catalog(args), **_writer_kwargs(args, only_if_asked=False))
+    except KeyboardInterrupt:
+        raise Interrupted(f"store seal: interrupted; nothing was written under {args.output}") \
+            from None
+    except OSError as exc:
+        raise ZnippyError(f"cannot write: {os_problem(exc)}; nothing was written under this "
+                          "name", path=args.output) from None
     _emit(r, args, f"{r.path}: {counted(r.rows_sealed, 'row')}, "
                    f"{human(r.blob_bytes_reused)} of blobs "
                    f"reused, {human(r.orphan_bytes_skipped)} orphan bytes skipped, "

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from ..errors import StoreError
 from ..write.tail import write_tail
 from ..format.fsio import fsync_dir
-from ..write.writer import optional_sections
+from ..write.writer import check_output, optional_sections
 from .dynamic import Store
 
 _COPY_STEP = 32 << 20
@@ -112,6 +112,7 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
     """
     started = time.perf_counter()
     out = os.fspath(out)
+    check_output(out)  # a directory or a missing parent: refused before any work
     store = Store(sidecar, warehouse, namespace, catalog, writable=False)
     try:
         groups = store.group_rows()

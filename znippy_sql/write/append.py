@@ -357,6 +357,7 @@ class Appender:
         except OSError as exc:
             raise ZnippyError(f"cannot open for append: {exc.strerror or exc}",
                               path=self.path) from None
+        journal = False
         try:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
@@ -369,6 +370,7 @@ class Appender:
                     "drop_signatures=True)", path=self.path)
             options = _options(self.path, old, self._level, self._block_size, self._workers)
             self.options = options
+            journal = True  # from here a journal of ours may exist; the archive is untouched
             write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
                                   pkg_type=self._pkg_type)
@@ -377,6 +379,8 @@ class Appender:
                               exclude_prefixes=[staging_prefix(self.path)],
                               unchanged=self._unchanged if old.groups else None)
         except BaseException:
+            if journal and os.path.exists(journal_path(self.path)):
+                os.unlink(journal_path(self.path))  # nothing was written to the archive yet
             self._fh.close()
             raise
         return self
