@@ -86,7 +86,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
             done(progress)
             raise
         done(progress)
-    failures = [f"{path!r}: {why}" for path, why in sorted(report.failed.items())]
+    failures = [why if why.startswith(repr(path)) else f"{path!r}: {why}"
+                for path, why in sorted(report.failed.items())]
     print_findings(failures, sys.stderr, prefix="znippy-sql: extract: ",
                    verbose=args.verbose)
     print(f"{report.dest}: {counted(report.files, 'file')}, {human(report.bytes_written)} extracted"

@@ -254,7 +254,17 @@ def _finish(archive: "Archive", dest: str, report: ExtractReport,
     report.directories = len(made_dirs)
     made: list[str] = []
     if links and symlinks:
-        made, refused = posix.make_links(dest, {out: text for out, (_, text) in links.items()})
+        ready: dict[str, str] = {}
+        for out, (path, text) in links.items():  # the parents checked and made, as for files
+            try:
+                targets.target(out)
+                targets.make_parent(out)
+                ready[out] = text
+            except ZnippyError as exc:
+                report.failed[path] = exc.problem
+            except OSError as exc:
+                report.failed[path] = f"cannot create its directory: {exc.strerror or exc}"
+        made, refused = posix.make_links(dest, ready)
         report.skipped.update({links[out][0]: why for out, why in refused.items()})
         report.links = len(made)
     else:
