@@ -147,7 +147,8 @@ def test_cli_records_provenance_by_default(tmp_path, monkeypatch, capsys):
     facts_file.write_text(json.dumps({"path": "dir/b.txt", "license": "MIT"}) + "\n")
     out = tmp_path / "c.znippy"
     assert main(["create", str(src), "-o", str(out), "--meta", "team=core", "--meta",
-                 "tag=a=b", "--meta", "tag=c", "--meta-file", str(facts_file)]) == 0
+                 "tag=a=b", "--meta", "tag=c", "--meta-file", str(facts_file),
+                 "--no-posix"]) == 0
     with open_archive(out) as a:
         assert facts(a) == {"created_at": ["1970-01-01T00:00:00Z"],
                             "created_by": [facts(a)["created_by"][0]], "source": [str(src)],
@@ -162,11 +163,12 @@ def test_cli_no_provenance(tmp_path, capsys):
     src.mkdir()
     (src / "a.txt").write_text("a")
     bare = tmp_path / "bare.znippy"
-    assert main(["create", str(src), "-o", str(bare), "--no-provenance"]) == 0
+    assert main(["create", str(src), "-o", str(bare), "--no-provenance", "--no-posix"]) == 0
     with open_archive(bare) as a:
         assert read_meta(a) is None
     only = tmp_path / "only.znippy"
-    assert main(["create", str(src), "-o", str(only), "--no-provenance", "--meta", "k=v"]) == 0
+    assert main(["create", str(src), "-o", str(only), "--no-provenance", "--meta", "k=v",
+                 "--no-posix"]) == 0
     with open_archive(only) as a:
         assert read_meta(a).to_pylist() == [{"relative_path": None, "key": "k", "value": "v"}]
     capsys.readouterr()

@@ -228,3 +228,19 @@ def test_create_and_extract_bars_have_totals(tmp_path: Path) -> None:
     assert "100%" in last and "30/30 files" in last
     total = sum((src / f"f{i:02}.txt").stat().st_size for i in range(30))
     assert f"/{total / 1024:.1f} KiB" in last  # the bar counts bytes
+
+
+def test_what_create_leaves_out_is_said(tmp_path: Path, capsys) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("a\n")
+    os.symlink("a.txt", src / "link")
+    os.mkfifo(src / "pipe")
+    assert main(["create", str(src), "-o", str(tmp_path / "n.znippy"), "--no-posix"]) == 0
+    out = capsys.readouterr().out
+    assert "left out 1 symbolic link (--no-posix)" in out
+    assert "left out 1 special file (FIFO, socket or device: an archive holds files): 'pipe'" \
+        in out
+    assert main(["create", str(src), "-o", str(tmp_path / "p.znippy")]) == 0
+    out = capsys.readouterr().out
+    assert "symbolic link (--no-posix)" not in out and "1 special file" in out

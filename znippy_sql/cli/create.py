@@ -62,6 +62,13 @@ def cmd_create(args: argparse.Namespace) -> int:
     if report.symlinks or report.directories:
         print(f"recorded {counted(report.directories, 'directory').replace('ys', 'ies')} and "
               f"{counted(report.symlinks, 'symbolic link')} with modes and mtimes (__meta__)")
+    if report.links_left_out:
+        print(f"left out {counted(report.links_left_out, 'symbolic link')} (--no-posix)")
+    if report.special_left_out:
+        first = ", ".join(repr(p) for p in report.special_left_out[:3])
+        print(f"left out {counted(len(report.special_left_out), 'special file')} (FIFO, "
+              f"socket or device: an archive holds files): {first}"
+              + (", ..." if len(report.special_left_out) > 3 else ""))
     if report.skipped:
         print(f"skipped {counted(len(report.skipped), 'file')} with a name the format refuses "
               "(--skip-unsafe):")

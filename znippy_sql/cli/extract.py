@@ -3,7 +3,7 @@
 Selection as :mod:`.select` says (named members, ``--glob``, ``--exclude``, ``--repo``,
 ``--pkg-type``), checked before anything is written. ``-o -`` writes the selected files'
 bytes to stdout, in path order (as ``cat`` does with several paths). ``--strip-components``,
-``--preserve`` and ``--symlinks`` as tar has them (docs/format.md, "POSIX facts"). A full disk
+``--preserve`` and ``--symlinks`` as tar has them (docs/posix.md). A full disk
 or a read-only destination stops at the first failure and says what was written before it;
 Ctrl-C too (exit 130).
 """

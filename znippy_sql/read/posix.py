@@ -2,7 +2,7 @@
 ``extract --preserve``, modes and mtimes; also recreating links that stay inside the
 destination (``extract --symlinks``).
 
-The facts are ``posix.*`` rows of ``__meta__`` (docs/format.md, "POSIX facts"; written by
+The facts are ``posix.*`` rows of ``__meta__`` (docs/posix.md; written by
 :mod:`znippy_sql.write.posix`). An archive without them has no links, and its files keep the
 extractor's defaults.
 """

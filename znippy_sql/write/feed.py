@@ -39,6 +39,9 @@ class Feed:
         self.directories = 0
         #: files an appender found unchanged and did not write again
         self.files_unchanged = 0
+        #: what a directory walk left out: symbolic links (no ``posix``), special files
+        self.links_left_out = 0
+        self.special_left_out: list[str] = []
 
     def add(self, entry: Entry) -> bool:
         """Pass ``entry`` on (True), or skip it (False: unsafe with ``skip_unsafe``, or
@@ -79,6 +82,8 @@ class Feed:
         for entry in walk:
             if self.add(entry) and after is not None:
                 after()
+        self.links_left_out += walk.links_left_out
+        self.special_left_out += walk.special_left_out
         for rel, mode, mtime in walk.directories:
             try:
                 check_relative_path(rel)

@@ -5,7 +5,7 @@ modes: ``100644``, ``100755``, ``120777``, ``40755``), ``posix.mtime`` (seconds 
 as a decimal, up to nanoseconds: ``1700000000.123456789``) and, for a symbolic link,
 ``posix.symlink`` (its target). A directory has a mode and an mtime under its own path (no
 trailing ``/``); an empty directory is known only by these rows. The data schema is untouched:
-a link is an ordinary file whose bytes are its target (docs/format.md, "POSIX facts").
+a link is an ordinary file whose bytes are its target (docs/posix.md).
 """
 
 from __future__ import annotations

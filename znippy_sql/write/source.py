@@ -4,7 +4,7 @@ A :class:`Walk` of a directory yields its regular files; with ``posix=True`` it 
 each symbolic link (as an entry whose bytes are the link's target, as git stores one) and
 keeps every directory's mode and mtime (``Walk.directories``), and every entry carries its
 mode and mtime: the facts the writer records as ``posix.*`` rows of ``__meta__``
-(docs/format.md, "POSIX facts"). ``exclude``/``exclude_prefixes`` name absolute paths the
+(docs/posix.md). ``exclude``/``exclude_prefixes`` name absolute paths the
 walk never takes (a writer's own output and staging file, when they lie inside the source).
 """
 
@@ -90,6 +90,10 @@ class Walk:
         self.posix = posix
         #: ``(relative path, st_mode, st_mtime_ns)`` of every directory walked (``posix``)
         self.directories: list[tuple[str, int, int]] = []
+        #: what the walk left out: symbolic links (without ``posix``), and special files
+        #: (FIFOs, sockets, devices), which an archive cannot hold
+        self.links_left_out = 0
+        self.special_left_out: list[str] = []
         real = os.path.realpath(self.root)
         self._exclude = frozenset(r for r in (_inside(real, x) for x in exclude) if r)
         self._prefixes = tuple(r for r in (_inside(real, x) for x in exclude_prefixes) if r)
@@ -97,6 +101,8 @@ class Walk:
     def __iter__(self) -> Iterator[Entry]:
         base = self.root if self.root.endswith("/") else self.root + "/"
         self.directories = []
+        self.links_left_out = 0
+        self.special_left_out = []
         for rel, size, st in self._walk():
             if size is _DIR:
                 if st is not None:
@@ -159,12 +165,17 @@ class Walk:
                         st = _lstat(item)
                         size = None if st is None else st.st_size  # None: Entry.size() says
                         found.append((key, rel, size, st if posix else None))
-                    elif posix and item.is_symlink():
+                    elif item.is_symlink():
+                        if not posix:
+                            self.links_left_out += 1
+                            continue
                         try:
                             link = (os.readlink(name, dir_fd=fd), item.stat(follow_symlinks=False))
                         except OSError:
                             continue  # gone since the listing
                         found.append((key, rel, _LINK, link))
+                    else:
+                        self.special_left_out.append(rel)
         except OSError:
             pass
         finally:

@@ -32,6 +32,10 @@ from .compat import Compat, check_compat
 from .tail import TailInfo, write_tail
 
 
+#: the highest compression level OpenZL takes ("level must be less than 23")
+MAX_LEVEL = 22
+
+
 @dataclass(frozen=True)
 class WriteReport:
     path: str
@@ -49,6 +53,10 @@ class WriteReport:
     #: symbolic links and directories recorded (``posix=True``)
     symlinks: int = 0
     directories: int = 0
+    #: symbolic links a walk without ``posix`` left out; special files (FIFOs, sockets,
+    #: devices) any walk leaves out
+    links_left_out: int = 0
+    special_left_out: list[str] = field(default_factory=list)
 
     @property
     def ratio(self) -> float:
@@ -101,6 +109,9 @@ class ArchiveWriter:
         compat: Compat | None = None,
     ) -> None:
         self.path = os.fspath(out)
+        if level > MAX_LEVEL:  # OpenZL would say so only from a worker, after the walk began
+            raise ZnippyError(f"compression level {level} is out of range: OpenZL takes "
+                              f"levels up to {MAX_LEVEL}", path=self.path)
         self.posix = posix
         self.skip_unsafe = skip_unsafe
         self.options = WriteOptions(level=level, block_size=block_size, workers=workers)
@@ -198,6 +209,8 @@ class ArchiveWriter:
                 archive_bytes=self.tail.file_size, groups=len(sink.groups),
                 seconds=time.perf_counter() - self._started, skipped=list(self.skipped),
                 symlinks=self._feed.facts.symlinks, directories=self._feed.directories,
+                links_left_out=self._feed.links_left_out,
+                special_left_out=list(self._feed.special_left_out),
             )
         finally:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
