@@ -18,6 +18,7 @@ LAYERS = [
     {"read"},
     {"provenance"},
     {"write"},
+    {"git"},
     {"query", "queries", "udfs"},
     {"store"},
     {"catalog"},

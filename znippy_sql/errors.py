@@ -65,6 +65,10 @@ class OutputError(ZnippyError):
     stopped at the first such failure, and says what it had written before it."""
 
 
+class PackError(FormatError):
+    """A git packfile is malformed: truncated, wrong magic, bad zlib, a missing delta base."""
+
+
 __all__ = [
     "ZnippyError",
     "FormatError",
@@ -78,4 +82,5 @@ __all__ = [
     "LockError",
     "SignatureError",
     "OutputError",
+    "PackError",
 ]

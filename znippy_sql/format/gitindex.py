@@ -13,8 +13,8 @@ aligned to its element size)::
     1056              N * 8       offset:   u64[N], object's byte offset inside its pack
     1056 + 8N         N * 4       pack_row: u32[N], ``__lookup__`` row of the pack file (chunk 0)
     1056 + 12N        N * oid_len oid:      object ids, strictly ascending (bytewise)
-    1056 + (12+L)N    N           type:     u8[N], git object type (1 commit, 2 tree, 3 blob,
-                                            4 tag, 6 ofs-delta, 7 ref-delta)
+    1056 + (12+L)N    N           type:     u8[N], git object type after delta resolution
+                                            (1 commit, 2 tree, 3 blob, 4 tag)
 
 An object's *ordinal* is its position in oid order; ``__gunnar_reach__`` bitmaps count in
 ordinals. The section is exactly ``1056 + N * (13 + oid_len)`` bytes long.
@@ -36,7 +36,8 @@ HEADER = struct.Struct("<8sIIQQ")  # magic, version, oid_len, count, reserved
 FANOUT_LEN = 256 * 4
 FIXED_LEN = HEADER.size + FANOUT_LEN  # 1056
 OID_LENS = (20, 32)
-TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag", 6: "ofs_delta", 7: "ref_delta"}
+#: an object's real type, after delta resolution (a delta is never recorded as such)
+TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 
 
 def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len: int = 20
@@ -78,10 +79,9 @@ def objects_schema(oid_len: int = 20) -> pa.Schema:
     ])
 
 
-def decode_oid_index(data: memoryview | bytes, *, lookup_rows: int | None = None,
-                     path: str | None = None) -> pa.Table:
-    """The section as rows (oid, ordinal, pack_row, offset, type, type_name); fully checked."""
-    buf = memoryview(data).cast("B")
+def _header(buf: memoryview, path: str | None) -> tuple[int, int, np.ndarray]:
+    """``(oid_len, count, fanout)`` after the O(1) checks: size, magic, version, lengths and
+    a cumulative fanout that ends at the count."""
     size = len(buf)
 
     def bad(why: str) -> FormatError:
@@ -99,10 +99,79 @@ def decode_oid_index(data: memoryview | bytes, *, lookup_rows: int | None = None
     per = 13 + oid_len
     if (size - FIXED_LEN) % per or (size - FIXED_LEN) // per != count:
         raise bad(f"{size} bytes cannot hold {count} objects of {per} bytes")
-    n = int(count)
     fanout = np.frombuffer(buf, dtype="<u4", count=256, offset=HEADER.size)
-    if bool((fanout[1:] < fanout[:-1]).any()) or int(fanout[-1]) != n:
+    if bool((fanout[1:] < fanout[:-1]).any()) or int(fanout[-1]) != count:
         raise bad("fanout table is not cumulative or does not end at the object count")
+    return int(oid_len), int(count), fanout
+
+
+class OidIndex:
+    """Lookups in the section without decoding it: the fanout picks the first-byte bucket,
+    a binary search finds the id (as git's ``.idx``). Only the O(1) checks of
+    :func:`_header` are made; :func:`decode_oid_index` checks everything."""
+
+    def __init__(self, data: memoryview | bytes, *, path: str | None = None) -> None:
+        self.buf = memoryview(data).cast("B")
+        self.oid_len, self.count, fanout = _header(self.buf, path)
+        self.fanout = fanout.tolist()
+        n = self.count
+        self._oids_at = FIXED_LEN + 12 * n
+        self.offsets = np.frombuffer(self.buf, dtype="<u8", count=n, offset=FIXED_LEN)
+        self.pack_rows = np.frombuffer(self.buf, dtype="<u4", count=n, offset=FIXED_LEN + 8 * n)
+        self.types = np.frombuffer(self.buf, dtype=np.uint8, count=n,
+                                   offset=FIXED_LEN + (12 + self.oid_len) * n)
+
+    def oid(self, ordinal: int) -> bytes:
+        at = self._oids_at + ordinal * self.oid_len
+        return bytes(self.buf[at:at + self.oid_len])
+
+    def _lower(self, key: bytes) -> int:
+        """First ordinal whose id is >= ``key`` (``key`` non-empty)."""
+        b = key[0]
+        lo, hi = (self.fanout[b - 1] if b else 0), self.fanout[b]
+        buf, at, width = self.buf, self._oids_at, self.oid_len
+        while lo < hi:
+            mid = (lo + hi) // 2
+            start = at + mid * width
+            if buf[start:start + width].tobytes() < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def find(self, oid: bytes) -> int | None:
+        """The ordinal of ``oid``, or ``None``."""
+        if len(oid) != self.oid_len:
+            return None
+        i = self._lower(oid)
+        return i if i < self.count and self.oid(i) == oid else None
+
+    def with_prefix(self, hex_prefix: str, *, limit: int = 2) -> list[int]:
+        """Ordinals of the ids starting with ``hex_prefix`` (at most ``limit``)."""
+        even = hex_prefix[: len(hex_prefix) // 2 * 2]
+        key = bytes.fromhex(even) if even else b"\0"
+        i = self._lower(key) if even else 0
+        out = []
+        while i < self.count and len(out) < limit:
+            text = self.oid(i).hex()
+            if not text.startswith(hex_prefix):
+                if text[: len(hex_prefix)] > hex_prefix:
+                    break
+            else:
+                out.append(i)
+            i += 1
+        return out
+
+
+def decode_oid_index(data: memoryview | bytes, *, lookup_rows: int | None = None,
+                     path: str | None = None) -> pa.Table:
+    """The section as rows (oid, ordinal, pack_row, offset, type, type_name); fully checked."""
+    buf = memoryview(data).cast("B")
+
+    def bad(why: str) -> FormatError:
+        return FormatError(f"__gunnar_oid__: {why}", path=path)
+
+    oid_len, n, fanout = _header(buf, path)
     at = FIXED_LEN
     offsets = np.frombuffer(buf, dtype="<u8", count=n, offset=at)
     at += 8 * n

@@ -1,0 +1,156 @@
+"""Generation 0: a blob file of pushed packs and its journal → a static archive (FORMAT §6).
+
+Order: the blob file is copied whole into a staging sibling first and the journal read second
+(the blob file only grows, so every extent the journal names within the copied length is
+there). One data row per live acked pack: ``objects.pack.<ordinal>``, ``compressed = false``,
+BLAKE3 over the stored bytes. Retired packs and packs past the copied length are counted, not
+rowed. The tail goes after the whole copied blob region through ``write_tail``; then the
+staging file is renamed onto the archive's name and the directory fsynced. Nothing under the
+archive's name is ever half written.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import blake3
+import pyarrow as pa
+
+from ..errors import ZnippyError
+from ..format.fsio import fsync_dir
+from ..format.schema import BASE_SCHEMA, GroupKey
+from ..format.sections import ReservedSection
+from ..write.tail import write_tail
+from .journal import JournalState, read_journal
+from .pack import ParsedPack, index_pack, read_object
+from .sections import BITMAP_EVERY, git_sections
+
+PACK_PREFIX = "objects.pack."
+
+
+@dataclass(frozen=True)
+class SealReport:
+    """What one seal put on disk (counts taken from the journal and the sealed file)."""
+
+    archive: str
+    packs_sealed: int
+    packs_retired: int
+    packs_after_copy: int
+    blob_bytes: int
+    sealed_total_bytes: int
+    objects: int
+    commits: int
+
+
+def pack_path(ordinal: int) -> str:
+    return f"{PACK_PREFIX}{ordinal}"
+
+
+class PackSet:
+    """Objects of packs already parsed, readable by id: the external delta bases of the next
+    pack (a REF delta may name an object of an earlier pack, as a thin push does)."""
+
+    def __init__(self) -> None:
+        self._where: dict[bytes, tuple[memoryview, int, str]] = {}
+
+    def add(self, view: memoryview, pack: ParsedPack) -> None:
+        for oid, offset in zip(pack.oids, pack.offsets):
+            self._where.setdefault(oid, (view, offset, pack.name))
+
+    def __call__(self, oid: bytes) -> tuple[int, bytes] | None:
+        hit = self._where.get(oid)
+        if hit is None:
+            return None
+        view, offset, name = hit
+        return read_object(view, offset, name=name, external=self)
+
+
+def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLike[str] | None,
+                         archive: str | os.PathLike[str],
+                         reserved: Sequence[ReservedSection] = (), *, git: bool = True,
+                         parsed: Mapping[int, ParsedPack] | None = None,
+                         bitmap_every: int = BITMAP_EVERY) -> SealReport:
+    """Seal the blob file and journal into ``archive``. ``git``: also write the three git
+    sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
+    archive = os.fspath(archive)
+    staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        try:
+            shutil.copyfile(blobs, staged)
+        except OSError as exc:
+            raise ZnippyError(f"cannot copy the blob file into {staged}: {exc.strerror or exc}",
+                              path=os.fspath(blobs)) from None
+        blob_bytes = os.path.getsize(staged)
+        state = JournalState.of(read_journal(journal) if journal is not None else [])
+        report = _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
+                            parsed=parsed or {}, every=bitmap_every)
+        os.replace(staged, archive)
+    except BaseException:
+        if os.path.exists(staged):
+            os.unlink(staged)
+        raise
+    fsync_dir(archive)
+    return report
+
+
+def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
+               reserved: Sequence[ReservedSection], *, git: bool,
+               parsed: Mapping[int, ParsedPack], every: int) -> SealReport:
+    live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
+    retired = sum(1 for e in state.packs if e[0] in state.retired)
+    after = len(state.live()) - len(live)
+    with open(staged, "r+b") as fh:
+        view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)) if blob_bytes \
+            else memoryview(b"")
+        try:
+            rows = pa.table({
+                "relative_path": pa.array([pack_path(i) for i, _ in live], pa.utf8()),
+                "chunk_seq": pa.array([0] * len(live), pa.uint32()),
+                "fdata_offset": pa.array([0] * len(live), pa.uint64()),
+                "compressed": pa.array([False] * len(live), pa.bool_()),
+                "uncompressed_size": pa.array([s for _, (_, s) in live], pa.uint64()),
+                "blob_offset": pa.array([o for _, (o, _) in live], pa.uint64()),
+                "blob_size": pa.array([s for _, (_, s) in live], pa.uint64()),
+                "checksum": pa.array([blake3.blake3(view[o:o + s]).digest()
+                                      for _, (o, s) in live], pa.binary(32)),
+            }, schema=BASE_SCHEMA)
+            counts = [0, 0]
+            builders = []
+            if git:
+                def build(lookup: pa.Table) -> list[ReservedSection]:
+                    row_of = {p: r for r, p in enumerate(lookup.column("relative_path")
+                                                         .to_pylist())}
+                    packs = _parse_live(view, live, parsed)
+                    counts[0] = len({o for _, p in packs for o in p.oids})
+                    counts[1] = len({c for _, p in packs for c in p.commits})
+                    return git_sections([(row_of[pack_path(i)], p) for i, p in packs],
+                                        every=every)
+                builders.append(build)
+            groups = {GroupKey(0, "", ""): rows} if live else {}
+            info = write_tail(fh, blob_bytes, groups, sections=reserved,
+                              section_builders=builders)
+        finally:
+            del view
+    return SealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
+                      counts[0], counts[1])
+
+
+def _parse_live(view: memoryview, live: list[tuple[int, tuple[int, int]]],
+                parsed: Mapping[int, ParsedPack]) -> list[tuple[int, ParsedPack]]:
+    """Every live pack parsed, in ordinal order; earlier packs resolve later REF deltas."""
+    bases = PackSet()
+    out = []
+    for ordinal, (offset, size) in live:
+        pack_view = view[offset:offset + size]
+        pack = parsed.get(offset)
+        if pack is None:
+            pack = index_pack(pack_view, name=pack_path(ordinal), external=bases)
+        pack.name = pack_path(ordinal)
+        bases.add(pack_view, pack)
+        out.append((ordinal, pack))
+    return out
