@@ -23,7 +23,8 @@ from ..errors import ZnippyError
 
 #: core: create ls cat extract verify info | query: sql | lifecycle: append store
 #: provenance: modules (+ options on create/verify) | catalog: catalog init|add|rm|ls|sql|...
-COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog")
+#: git: git import, git cat-file
+COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git")
 
 
 def build_parser() -> argparse.ArgumentParser:
