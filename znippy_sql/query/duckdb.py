@@ -80,17 +80,19 @@ def install(con: "duckdb.DuckDBPyConnection") -> None:
     import duckdb
 
     from znippy_sql.udfs.archive_udfs import UDFS
+    from znippy_sql.udfs.git_udfs import UDFS as GIT_UDFS
 
     from .sql import load_sql
 
-    for name, fn, params, returns, side_effects in UDFS:
+    for name, fn, params, returns, side_effects in UDFS + GIT_UDFS:
         try:
             con.remove_function(name)
         except duckdb.Error:
             pass
         con.create_function(name, fn, [duckdb.sqltype(p) for p in params],
                             duckdb.sqltype(returns), type="arrow", side_effects=side_effects)
-    _run(con, ";\n".join(_statements(load_sql("macros.sql"))))
+    for script in ("macros.sql", "git_macros.sql"):
+        _run(con, ";\n".join(_statements(load_sql(script))))
     state.installed = True
 
 
