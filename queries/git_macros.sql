@@ -25,4 +25,4 @@ CREATE OR REPLACE TEMP MACRO git_cat(name, object_id) AS TABLE
     SELECT unnest(g.obj)
     FROM (SELECT znippy_git_cat(s.archive, object_id::VARCHAR) AS obj
           FROM query_table(name || '__archive') AS s) AS g
-    WHERE g.obj IS NOT NULL;
+    WHERE g.obj.type IS NOT NULL;

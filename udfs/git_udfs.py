@@ -2,7 +2,7 @@
 one object's bytes, read through :class:`znippy_sql.git.objects.GitObjects`.
 
 Ids come as git prints them (40 hex digits). An id that is not in the archive gives an empty
-list (``git_log``, ``git_reachable``) or NULL (``git_cat``); text that is not an id is an error.
+list (``git_log``, ``git_reachable``) or NULL fields (``git_cat``); text that is not an id is an error.
 """
 
 from __future__ import annotations
@@ -85,11 +85,12 @@ def reachable_udf(archives: Any, oids: Any) -> pa.Array:
 
 
 def cat_udf(archives: Any, oids: Any) -> pa.Array:
-    """``znippy_git_cat(archive, oid) -> STRUCT(type, size, content)`` (NULL if absent)."""
+    """``znippy_git_cat(archive, oid) -> STRUCT(type, size, content)`` (NULL fields if
+    absent)."""
     out: list[dict[str, Any] | None] = []
     for row in _rows(archives, oids):
-        if row is None or row[1] is None:
-            out.append(None)
+        if row is None or row[1] is None:  # a struct of NULLs: DuckDB wants no NULL result
+            out.append({"type": None, "size": None, "content": None})
             continue
         kind, content = row[0].read(row[1])
         out.append({"type": kind, "size": len(content), "content": content})
