@@ -20,7 +20,7 @@ from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..read.reader import Archive
 from .graph import tree_closure
 from .pack import (OFS_DELTA, REF_DELTA, TREE, PackError, entry_header, object_id, ofs_distance,
-                   read_object, tree_entries)
+                   read_object, tree_entries, tree_links)
 
 HEX = frozenset("0123456789abcdef")
 
@@ -212,15 +212,7 @@ class _TreeReader:
 
     def get(self, oid: bytes) -> tuple[list[bytes], list[bytes]] | None:
         kind, content = self.objects._read(oid)
-        if kind != TREE:
-            return None
-        subtrees, blobs = [], []
-        for mode, _name, child in tree_entries(content):
-            if mode == 0o40000:
-                subtrees.append(child)
-            elif mode != 0o160000:
-                blobs.append(child)
-        return subtrees, blobs
+        return tree_links(content) if kind == TREE else None
 
 
 def _varints(data: bytes) -> tuple[int, int]:

@@ -20,6 +20,7 @@ at a time. Delta instructions are applied by dulwich's C ``apply_delta``. Every 
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
@@ -332,6 +333,21 @@ def tree_entries(content: bytes) -> list[tuple[int, bytes, bytes]]:
     return out
 
 
+_ENTRY = re.compile(rb"([0-7]+) [^\x00]*\x00(.{20})", re.S)
+
+
+def tree_links(content: bytes) -> tuple[list[bytes], list[bytes]]:
+    """``(subtree oids, blob oids)`` of a tree object's bytes; gitlinks (mode 160000, a
+    commit of another repository) left out, as ``git rev-list --objects`` leaves them."""
+    subtrees, blobs = [], []
+    for mode, oid in _ENTRY.findall(content):
+        if mode == b"40000":
+            subtrees.append(oid)
+        elif mode != b"160000":
+            blobs.append(oid)
+    return subtrees, blobs
+
+
 def index_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | None = None
                ) -> ParsedPack:
     """:func:`parse_pack`, keeping each commit's links and each tree's children."""
@@ -343,13 +359,7 @@ def index_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | 
             if kind == COMMIT:
                 commits[oid] = parse_commit(content)
             elif kind == TREE:
-                subtrees, blobs = [], []
-                for mode, _name, child in tree_entries(content):
-                    if mode == 0o40000:
-                        subtrees.append(child)
-                    elif mode != 0o160000:  # a gitlink names a commit of another repository
-                        blobs.append(child)
-                trees[oid] = (subtrees, blobs)
+                trees[oid] = tree_links(content)
         except (ValueError, IndexError) as exc:
             raise PackError(f"pack {name}: {TYPE_NAMES[kind].decode()} {oid.hex()} is "
                             f"malformed: {exc}") from None

@@ -33,7 +33,7 @@ REACH_SCHEMA = pa.schema([
 ])
 #: a commit gets a stored bitmap when its generation is a multiple of this, or it has no
 #: children (a tip); the others are completed from their nearest bitmapped ancestors
-BITMAP_EVERY = 1
+BITMAP_EVERY = 32
 
 
 def bitmapped(generation: int, is_tip: bool, every: int = BITMAP_EVERY) -> bool:
