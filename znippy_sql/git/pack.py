@@ -125,7 +125,7 @@ class PackError_(Exception):
 
 
 def check_header(data: memoryview, name: str) -> int:
-    """The object count, after checking magic, version, length and the trailing SHA-1."""
+    """The object count, after checking length, magic and version."""
     if len(data) < HEADER_LEN + TRAILER_LEN:
         raise PackError(f"pack {name}: {len(data)} bytes, too short for a pack")
     if bytes(data[:4]) != b"PACK":
@@ -133,9 +133,14 @@ def check_header(data: memoryview, name: str) -> int:
     version = int.from_bytes(data[4:8], "big")
     if version not in (2, 3):
         raise PackError(f"pack {name}: unsupported pack version {version}")
-    if hashlib.sha1(data[:-TRAILER_LEN]).digest() != bytes(data[-TRAILER_LEN:]):
-        raise PackError(f"pack {name}: trailing SHA-1 does not match (truncated or damaged)")
     return int.from_bytes(data[8:12], "big")
+
+
+def check_trailer(data: memoryview, name: str) -> None:
+    """The trailing SHA-1 over everything before it (checked after the objects, so a
+    truncated pack is reported at the object it cuts)."""
+    if hashlib.sha1(data[:-TRAILER_LEN]).digest() != bytes(data[-TRAILER_LEN:]):
+        raise PackError(f"pack {name}: trailing SHA-1 does not match its bytes (damaged)")
 
 
 def parse_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | None = None,
@@ -160,6 +165,9 @@ def parse_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | 
 
     for i in range(count):
         at = pos
+        if pos >= end:
+            raise fail(i, at, f"the pack ends before it (truncated: the header says {count} "
+                              "objects)")
         try:
             kind, size, pos = entry_header(view, pos, end)
             base: int | bytes | None = None
@@ -208,6 +216,7 @@ def parse_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | 
     if pos != end:
         raise PackError(f"pack {name}: {end - pos} bytes after its last object "
                         f"(the header says {count} objects)")
+    check_trailer(view, name)
 
     def resolve(seeds: list[tuple[int, int, bytes]]) -> None:
         """Apply the deltas of ``(entry, type, base content)``, then theirs, depth first."""
