@@ -224,6 +224,21 @@ def test_import_matches_git(repo: Repo, archive: Path) -> None:
     assert con.execute("SELECT * FROM git_cat('g', ?)", ["0" * 40]).fetchall() == []
 
 
+def test_polars_sections_equal_the_duckdb_views(archive: Path) -> None:
+    from znippy_sql.polars import scan
+
+    con = duckdb.connect()
+    register(con, archive, "g")
+    for section, view in (("git_objects", "g_git_objects"), ("git_commits", "g_git_commits"),
+                          ("git_reach", "g_git_reach")):
+        frame = scan(archive, section).collect()
+        cols = ", ".join(f'"{c}"' for c in frame.columns)
+        assert sorted(frame.rows()) == sorted(con.execute(f"SELECT {cols} FROM {view}")
+                                              .fetchall()), section
+    objects = scan(archive, "git_objects").collect()
+    assert set(objects["type_name"]) == {"commit", "tree", "blob", "tag"}
+
+
 def test_one_pack_mode_and_thinned_bitmaps(repo: Repo, tmp_path: Path) -> None:
     out = tmp_path / "one.znippy"
     import_repository(repo.path, out, mode="one-pack", bitmap_every=3)

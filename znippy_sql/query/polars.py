@@ -63,7 +63,8 @@ def scan(archive_path: str | os.PathLike[str] | Archive, section: Section = "fil
             raise _absent(archive, section)
         from ..format.gitindex import decode_oid_index
 
-        objects = decode_oid_index(archive.section(GIT_OID), path=archive.path)
+        objects = decode_oid_index(archive.section(GIT_OID), path=archive.path,
+                                   lookup_rows=archive.lookup.num_rows)
         return _table_scan(lambda: objects, objects.schema, section)
     if section == "lookup" and archive.lookup_in_memory:  # the Rust tool's layout
         return _table_scan(lambda: archive.lookup, LOOKUP_SCHEMA, section)
