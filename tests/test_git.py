@@ -175,7 +175,8 @@ def check_against_git(r: Repo, path: Path, *, rev_list_every: int = 1) -> None:
         (ln.split(" ", 1)[0], ln.split(" ", 1)[1]) for ln in log_all}
     # generation: git's own commit-graph (topological level), read back with dulwich
     r.git("commit-graph", "write", "--reachable")
-    graph = read_commit_graph(str(r.path / ".git" / "objects" / "info" / "commit-graph"))
+    graph = read_commit_graph(str(r.path / r.git("rev-parse", "--git-path",
+                                                 "objects/info/commit-graph").strip()))
     assert graph is not None
     assert {c[0]: c[2] for c in commits} == {e.commit_id.decode(): e.generation for e in graph}
     times = {c[0]: c[3] for c in commits}
@@ -398,7 +399,8 @@ def check_against_git_sample(r: Repo, path: Path) -> None:
     assert dict(con.execute("SELECT lower(hex(oid)), type_name FROM g_git_objects").fetchall()
                 ) == {o: k for o, (k, _s) in expected.items()}
     r.git("commit-graph", "write", "--reachable")
-    graph = read_commit_graph(str(r.path / ".git" / "objects" / "info" / "commit-graph"))
+    graph = read_commit_graph(str(r.path / r.git("rev-parse", "--git-path",
+                                                 "objects/info/commit-graph").strip()))
     assert graph is not None
     assert dict(con.execute("SELECT lower(hex(oid)), generation FROM g_git_commits").fetchall()
                 ) == {e.commit_id.decode(): e.generation for e in graph}

@@ -147,15 +147,17 @@ def test_a_crash_between_the_fsyncs_leaves_orphan_bytes_not_a_row(tmp_path: Path
 
 def test_the_journal_flush_is_load_bearing(tmp_path: Path) -> None:
     """Without the flush, the fsync syncs nothing: a SIGKILL after the ack loses the row."""
-    for faults, kept in ((Faults(), True), (Faults(skip_journal_flush=True), False)):
-        blobs = tmp_path / f"b{int(kept)}"
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            w = SafeWriter(blobs, faults=faults)
-            w.append(b"acked")
-            os.kill(os.getpid(), signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFSIGNALED(status)
+    child = ("import os, signal, sys\n"
+             "from znippy_sql.git.writers import Faults, SafeWriter\n"
+             "w = SafeWriter(sys.argv[1], faults=Faults(skip_journal_flush=sys.argv[2] == '1'))\n"
+             "w.append(b'acked')\n"
+             "print('ACK', flush=True)\n"
+             "os.kill(os.getpid(), signal.SIGKILL)\n")
+    for skip, kept in (("0", True), ("1", False)):
+        blobs = tmp_path / f"b{skip}"
+        done = subprocess.run([sys.executable, "-c", child, str(blobs), skip],
+                              capture_output=True, text=True)
+        assert done.returncode == -signal.SIGKILL and done.stdout == "ACK\n"
         assert read_journal(str(blobs) + ".journal") == ([(0, 5)] if kept else [])
 
 

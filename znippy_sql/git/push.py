@@ -30,7 +30,7 @@ class Receiver:
             state = JournalState.of(read_journal(self.writer.journal))
             self._ordinal = len(state.packs)
             for ordinal, (offset, size) in state.live():
-                data = os.pread(self.writer._fd, size, offset)
+                data = self.writer.pread(offset, size)
                 self._keep(offset, memoryview(data),
                            index_pack(data, name=pack_path(ordinal), external=self.bases))
         except BaseException:

@@ -71,7 +71,12 @@ class _BlobFile:
 
     @property
     def cursor(self) -> int:
+        """Where the next append lands (the blob file's length at open, plus every append)."""
         return self._cursor
+
+    def pread(self, offset: int, size: int) -> bytes:
+        """Bytes of the blob file, as written (for reading acked packs back)."""
+        return os.pread(self._fd, size, offset)
 
     def close(self) -> None:
         if self._fd >= 0:
