@@ -209,6 +209,9 @@ def test_the_repository_has_what_the_checks_need(repo: Repo) -> None:
 
 def test_import_matches_git(repo: Repo, archive: Path) -> None:
     check_against_git(repo, archive)
+    with open_archive(archive) as a:
+        assert a.verify().ok  # every pack's BLAKE3, the tail, the sections
+        assert a.lookup.column("compressed").to_pylist() == [False] * 4
     con = duckdb.connect()
     register(con, archive, "g")
     refs = dict(con.execute("SELECT key, value FROM g_meta").fetchall())
