@@ -358,6 +358,8 @@ def test_import_cli(repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["git", "import", str(tmp_path), "-o", str(tmp_path / "x.znippy")]) == 2
     assert "not a git repository" in capsys.readouterr().err
     assert not (tmp_path / "x.znippy").exists()
+    assert main(["git", "import", str(repo.path), "-o", str(tmp_path / "no" / "x.znippy")]) == 2
+    assert "staging directory" in capsys.readouterr().err and not (tmp_path / "no").exists()
 
 
 def fast_import_stream(commits: int) -> Iterator[bytes]:

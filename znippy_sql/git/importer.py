@@ -102,7 +102,11 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
     objects = _objects_dir(repo)
     refs = _refs(repo)
     stage = f"{out}.import-{os.getpid()}"
-    os.makedirs(stage, exist_ok=False)
+    try:
+        os.mkdir(stage)
+    except OSError as exc:
+        raise ZnippyError(f"cannot create the staging directory {stage}: {exc.strerror}",
+                          path=out) from None
     try:
         with Receiver(os.path.join(stage, "objects.pack")) as rx:
             pushed = 0
