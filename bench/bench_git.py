@@ -10,7 +10,7 @@ bare git dir; not part of this repository). Every comparison runs its peer in th
 alternating rounds, page cache warm for both; the figures are medians.
 
 1. **ack**: one 8 KiB append, FastWriter (page cache) vs SafeWriter (blob fsync, journal row,
-   journal fsync), per-append latency.
+   journal fsync) vs UringWriter (the same steps as one linked io_uring chain), per append.
 2. **import**: ``znippy-sql git import REPO -o OUT`` (a fresh process) vs ``git clone --mirror
    --no-local REPO`` + ``tar cf`` of the clone.
 3. **cat**: one object read in process from an open archive (``GitObjects.pretty``) vs ``git
@@ -45,6 +45,7 @@ from znippy_sql import open_archive  # noqa: E402
 from znippy_sql.duckdb import register  # noqa: E402
 from znippy_sql.git.importer import import_repository  # noqa: E402
 from znippy_sql.git.objects import GitObjects  # noqa: E402
+from znippy_sql.git.uring import UringWriter  # noqa: E402
 from znippy_sql.git.writers import FastWriter, SafeWriter  # noqa: E402
 
 
@@ -76,19 +77,20 @@ def ms(x: float) -> str:
 # -- 1. ack latency ---------------------------------------------------------------------------
 def bench_ack(lines: list[str]) -> None:
     data = os.urandom(8192)
-    counts = {"FastWriter": 4000, "SafeWriter": 400}
+    counts = {"FastWriter": 4000, "SafeWriter": 400, "UringWriter": 400}
+    writers = (FastWriter, SafeWriter, UringWriter)
     lat: dict[str, list[float]] = {k: [] for k in counts}
     for _round in range(3):
-        for cls in (FastWriter, SafeWriter):
+        for cls in writers:
             d = fresh(os.path.join(WORK, "ack"))
             with cls(os.path.join(d, "objects.pack")) as w:
                 for _ in range(counts[cls.name]):
                     lat[cls.name].append(timed(lambda: w.append(data)))
     fast, safe = (statistics.median(lat[k]) for k in ("FastWriter", "SafeWriter"))
     lines += ["## Ack latency per 8 KiB append", "",
-              "3 rounds alternating; 4,000 Fast and 400 Safe appends a round.", "",
+              "3 rounds alternating; 4,000 Fast and 400 Safe and Uring appends a round.", "",
               "| writer | durability | median | p99 |", "|---|---|---:|---:|"]
-    for cls in (FastWriter, SafeWriter):
+    for cls in writers:
         xs = sorted(lat[cls.name])
         lines.append(f"| {cls.name} | {cls.durability} | {us(statistics.median(xs))} | "
                      f"{us(xs[int(len(xs) * 0.99)])} |")

@@ -90,6 +90,26 @@ class _BlobFile:
         self.close()
 
 
+def open_log(jfd: int, journal: str) -> int:
+    """Ready the journal open at ``jfd`` for appending; its length. The schema goes in once per
+    file; a torn final message (a row that was never acked: acks follow its fsync) is cut so
+    later rows stay readable. A whole row is never cut."""
+    size = os.fstat(jfd).st_size
+    if size:
+        with open(journal, "rb") as fh:
+            _rows, whole = scan_journal(fh.read(), path=journal)
+        if whole < size:
+            os.ftruncate(jfd, whole)
+            os.fsync(jfd)
+            size = whole
+    if size == 0:
+        schema = encode_schema()
+        write_all(jfd, schema, 0)
+        os.fsync(jfd)
+        size = len(schema)
+    return size
+
+
 class FastWriter(_BlobFile):
     """The ceiling: returns once the bytes are handed to the kernel. No fsync, no journal."""
 
@@ -121,25 +141,10 @@ class SafeWriter(_BlobFile):
         self._jbuf = bytearray()  # the userspace buffer a flush moves to the kernel
         self._jlock = threading.Lock()
         try:
-            self._open_log()
+            open_log(self._jfd, self.journal)
         except BaseException:
             self.close()
             raise
-
-    def _open_log(self) -> None:
-        """Append to the log as it is: the schema once per file; a torn final message (a row
-        that was never acked: acks follow its fsync) is cut so later rows stay readable."""
-        size = os.fstat(self._jfd).st_size
-        if size:
-            with open(self.journal, "rb") as fh:
-                _rows, whole = scan_journal(fh.read(), path=self.journal)
-            if whole < size:
-                os.ftruncate(self._jfd, whole)
-                os.fsync(self._jfd)
-                size = whole
-        if size == 0:
-            write_all(self._jfd, encode_schema())
-            os.fsync(self._jfd)
 
     def append(self, data: bytes | memoryview) -> Extent:
         """Write ``data`` verbatim at the end; return once bytes and row are durable."""
