@@ -232,7 +232,7 @@ def bench_bitmaps(repo: str, lines: list[str]) -> None:
     packs = sum(os.path.getsize(os.path.join(sub, "objects", "pack", f))
                 for f in os.listdir(os.path.join(sub, "objects", "pack")) if f.endswith(".pack"))
     lines += ["## Reachability bitmaps: every commit or every k-th?", "",
-              f"A {n:,}-commit repository (refs of the benchmark repository taken until their "
+              f"A history of {n:,} commits (refs of the benchmark repository taken until their "
               f"history reaches 10,000 commits; packs {packs / 2**20:.1f} MiB). A commit gets a "
               "stored bitmap when its generation is a multiple of k or it is a tip; the others "
               "are completed from their nearest bitmapped ancestors (20 unstored commits).", "",
