@@ -22,16 +22,19 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from ..errors import ZnippyError
 
 #: core: create ls cat extract verify info | query: sql | lifecycle: append store
-#: provenance: modules (+ options on create/verify) | catalog: catalog init|add|rm|ls|sql|...
-#: git: git import, git cat-file
-COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git")
+#: provenance: options on create/verify | catalog: catalog init|add|rm|ls|sql|...
+#: git: git import, git cat-file | modules: modules, <module> ARCHIVE <command>
+COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git", "modules")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``command`` not a core command, also that module's commands."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(
-        prog="znippy-sql", description="Query, write, extract and verify znippy archives."
+        prog="znippy-sql", description="Query, write, extract and verify znippy archives.",
+        epilog="A package-type module brings its own commands: znippy-sql MODULE ARCHIVE "
+               "COMMAND ... (see znippy-sql modules)."
     )
     parser.add_argument("--version", action="version", version=f"znippy-sql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -43,11 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # that area is not installed in this build
             raise
         module.register(sub)
+    if command and command not in sub.choices and "modules" in sub.choices:
+        importlib.import_module(f"{__name__}.modules").register_module(sub, command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -1,4 +1,4 @@
-"""Provenance on the command line: ``modules``, and the options ``create``/``verify`` take.
+"""Provenance on the command line: the options ``create``/``verify`` take.
 
 ``create`` (and ``append``/``seal``, through :func:`writer_kwargs`): ``--meta KEY=VALUE``
 (repeatable), ``--meta-file FACTS.jsonl`` (per-file facts), ``--no-provenance``,
@@ -10,35 +10,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from ..errors import ZnippyError
 
 
-# -- modules ------------------------------------------------------------------------------------
-def cmd_modules(args: argparse.Namespace) -> int:
-    from .. import modules
-
-    found = [{"name": m.name, "pkg_type": m.pkg_type, "source": type(m).__module__,
-              "columns": [{"name": f.name, "type": str(f.type)} for f in m.fields]}
-             for m in modules.all_modules()]
-    if args.json:
-        json.dump(found, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    for m in found:
-        print(f"{m['name']}  (pkg_type {m['pkg_type']}, {m['source']})")
-        for col in m["columns"]:
-            print(f"    {col['name']:<24}{col['type']}")
-    return 0
-
-
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("modules", help="list the package-type modules and their columns")
-    p.add_argument("--json", action="store_true", help="the list as JSON")
-    p.set_defaults(func=cmd_modules)
+    """No command of its own (``modules`` is in ``cli/modules.py``): options on others."""
 
 
 # -- create / append / seal ---------------------------------------------------------------------

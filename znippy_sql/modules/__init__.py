@@ -1,8 +1,10 @@
-"""Package-type modules: which files a module claims, the prefixed columns it owns.
+"""Package-type modules: which files a module claims, the prefixed columns it owns, and the
+commands it brings.
 
 The core knows no module by name. It asks this registry for the module of a pkg_type (or,
 with ``pkg_type="auto"``, for the first module that claims a path) and lets the module fill
-its own columns on ``chunk_seq = 0`` rows.
+its own columns on ``chunk_seq = 0`` rows. A module may also have ``commands`` (a sequence of
+:class:`~znippy_sql.modules.commands.Command`): ``znippy-sql <name> ARCHIVE <command> ...``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ class Module(Protocol):
     def claims(self, relative_path: str) -> bool: ...
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]: ...
+
+    # Optional: ``commands``, a sequence of ``modules.commands.Command`` (checked where used,
+    # so a module can import its command code only when a command runs).
 
 
 #: Third-party modules announce themselves in this entry-point group (docs/modules.md).
@@ -90,6 +95,12 @@ def for_pkg_type(pkg_type: int) -> Module | None:
     if not 1 <= pkg_type <= 127:
         return None  # no module may own it (register): the untyped group loads no plugins
     return next((m for m in all_modules() if m.pkg_type == pkg_type), None)
+
+
+def by_name(name: str) -> Module | None:
+    """The registered module called ``name``, if any."""
+    _load()
+    return _REGISTRY.get(name)
 
 
 def claim(relative_path: str) -> Module | None:

@@ -14,12 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-#: SemVer 2.0.0 (semver.org's own regex).
-SEMVER = re.compile(
-    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
-)
+from .semver import SEMVER
+
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 
 
@@ -46,6 +42,14 @@ class CargoModule:
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:
         return parse_filename(relative_path.rsplit("/", 1)[-1]) or {}
+
+    @property
+    def commands(self) -> tuple[Any, ...]:
+        """``lookup NAME[@VERSION]`` and ``versions NAME`` (SemVer precedence)."""
+        from . import semver
+        from .commands import NameVersion
+
+        return NameVersion(self, "cargo_name", "cargo_version", semver.key, "@").commands()
 
 
 def parse_filename(filename: str) -> dict[str, Any] | None:

@@ -39,6 +39,14 @@ class NpmModule:
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:
         return parse_path(relative_path) or {}
 
+    @property
+    def commands(self) -> tuple[Any, ...]:
+        """``lookup [@SCOPE/]NAME[@VERSION]`` and ``versions NAME`` (SemVer precedence)."""
+        from . import semver
+        from .commands import NameVersion
+
+        return NameVersion(self, "npm_name", "npm_version", semver.key, "@").commands()
+
 
 def parse_path(relative_path: str) -> dict[str, Any] | None:
     *dirs, filename = relative_path.split("/")

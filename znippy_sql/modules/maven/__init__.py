@@ -65,6 +65,13 @@ class MavenModule:
             coords.update(declared)
         return coords
 
+    @property
+    def commands(self) -> tuple[Any, ...]:
+        """``lookup``, ``versions``, ``pom``, ``deps``, ``extract-closure`` (commands.py)."""
+        from .commands import make_commands
+
+        return make_commands(self)
+
 
 def parse_path(relative_path: str) -> dict[str, Any] | None:
     """Coordinates from the layout alone, or ``None`` when the path is not in it."""
