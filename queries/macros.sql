@@ -41,3 +41,49 @@ CREATE OR REPLACE TEMP MACRO znippy_meta(name, key) AS TABLE
     FROM query_table(name || '_meta') AS m
     WHERE m.key = key
     ORDER BY m.relative_path NULLS FIRST, m.value;
+
+-- Package-type modules (udfs/module_udfs.py): the answers of `znippy-sql maven|pypi ...`.
+-- The versions of 'groupId:artifactId' in Maven's order (ComparableVersion): its files and
+-- whether a POM (no classifier) is there.
+CREATE OR REPLACE TEMP MACRO maven_versions(name, ga) AS TABLE
+    WITH mf AS (
+        SELECT f.maven_version AS v, f.maven_extension AS ext, f.maven_classifier AS cls
+        FROM query_table(name || '_files') AS f
+        WHERE f.module = 'maven' AND f.maven_version IS NOT NULL
+          AND f.maven_group_id = split_part(ga, ':', 1)
+          AND f.maven_artifact_id = split_part(ga, ':', 2)),
+    ranked AS (
+        SELECT unnest(s.l) AS v, generate_subscripts(s.l, 1) AS ordinal
+        FROM (SELECT maven_sort_versions(list(DISTINCT mf.v)) AS l FROM mf) AS s)
+    SELECT r.v AS version, count(*) AS files,
+           bool_or(mf.ext = 'pom' AND mf.cls IS NULL) AS pom
+    FROM ranked AS r JOIN mf ON mf.v = r.v
+    GROUP BY r.v, r.ordinal
+    ORDER BY r.ordinal;
+
+-- The dependency closure of 'groupId:artifactId:version' from the POMs in the archive, as
+-- `znippy-sql maven ARCHIVE deps`: one row per artifact in tree order (missing/reason set
+-- when it is not all there), then the problems of the root itself. scope: compile, runtime,
+-- test (default test: all of them; a UDF given NULL would answer NULL).
+CREATE OR REPLACE TEMP MACRO maven_deps(name, gav, scope := NULL) AS TABLE
+    SELECT unnest(maven_closure(
+        (SELECT s.archive FROM query_table(name || '__archive') AS s), gav,
+        coalesce(scope, 'test')),
+        recursive := true);
+
+-- The versions of a Python project (name normalised as PEP 503 says) in PEP 440 order.
+CREATE OR REPLACE TEMP MACRO pypi_versions(name, pkg) AS TABLE
+    WITH pf AS (
+        SELECT f.pypi_version AS v, f.pypi_kind AS kind
+        FROM query_table(name || '_files') AS f
+        WHERE f.module = 'pypi' AND f.pypi_version IS NOT NULL
+          AND f.pypi_name = lower(regexp_replace(pkg, '[-_.]+', '-', 'g'))),
+    ranked AS (
+        SELECT unnest(s.l) AS v, generate_subscripts(s.l, 1) AS ordinal
+        FROM (SELECT pypi_sort_versions(list(DISTINCT pf.v)) AS l FROM pf) AS s)
+    SELECT r.v AS version, count(*) AS files,
+           count(*) FILTER (WHERE pf.kind = 'wheel') AS wheels,
+           count(*) FILTER (WHERE pf.kind = 'sdist') AS sdists
+    FROM ranked AS r JOIN pf ON pf.v = r.v
+    GROUP BY r.v, r.ordinal
+    ORDER BY r.ordinal;

@@ -138,6 +138,11 @@ def with_sizes(archive: ArchiveView, rows: Iterable[dict[str, Any]]) -> list[dic
     return out
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 file``, ``2 files``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def files_text(rows: Sequence[dict[str, Any]]) -> str:
     """One line a file: its size, right-aligned, then its path."""
     width = max((len(str(r.get("size", ""))) for r in rows), default=1)
@@ -158,6 +163,8 @@ class NameVersion:
     separator: str
     normalize: Callable[[str], str] = field(default=lambda name: name)
     extra_columns: tuple[str, ...] = ()
+    #: when versions are equal although spelt differently (PEP 440: ``1.0 == 1.0.0``)
+    version_equal: Callable[[str, str], bool] | None = None
 
     def split(self, spec: str) -> tuple[str, str | None]:
         """``NAME`` or ``NAME<sep>VERSION`` (a leading ``@`` is part of an npm scope)."""
@@ -172,10 +179,15 @@ class NameVersion:
     def rows(self, archive: ArchiveView, name: str, version: str | None, *,
              repo: str | None) -> list[dict[str, Any]]:
         where = {self.name_column: name}
-        if version is not None:
+        if version is not None and self.version_equal is None:
             where[self.version_column] = version
         cols = [self.name_column, self.version_column, *self.extra_columns]
-        return module_rows(archive, self.module, cols, where=where, repo=repo)
+        rows = module_rows(archive, self.module, cols, where=where, repo=repo)
+        if version is not None and self.version_equal is not None:
+            same = self.version_equal
+            rows = [r for r in rows if r[self.version_column] is not None
+                    and same(r[self.version_column], version)]
+        return rows
 
     def sorted_versions(self, versions: Iterable[str]) -> list[str]:
         return sorted(set(versions), key=lambda v: (self.version_key(v), v))
@@ -203,7 +215,7 @@ class NameVersion:
         files = [{"relative_path": r["relative_path"], "repo": r["repo"], "size": r["size"],
                   "name": r[self.name_column], "version": r[self.version_column],
                   **{c: r[c] for c in self.extra_columns}} for r in rows]
-        shown = name + (f"{sep}{version}" if version else "")
+        shown = name + (f"{self.separator}{version}" if version else "")
         if not files:
             return Answer({"files": []}, status=1,
                           message=f"no {self.module.name} files for {shown}")

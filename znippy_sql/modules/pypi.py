@@ -53,12 +53,21 @@ class PypiModule:
         pa.field("pypi_platform_tag", pa.utf8()),
         pa.field("pypi_kind", pa.utf8()),
     )
+    #: PEP 503 name normalisation (the commands use it: pypi_commands.py)
+    normalize = staticmethod(normalize)
 
     def claims(self, relative_path: str) -> bool:
         return parse_filename(relative_path.rsplit("/", 1)[-1]) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:
         return parse_filename(relative_path.rsplit("/", 1)[-1]) or {}
+
+    @property
+    def commands(self) -> tuple[Any, ...]:
+        """``lookup NAME[==VERSION]``, ``versions NAME``, ``deps NAME==VERSION``."""
+        from .pypi_commands import make_commands
+
+        return make_commands(self)
 
 
 def parse_filename(filename: str) -> dict[str, Any] | None:

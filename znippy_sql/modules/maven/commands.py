@@ -11,7 +11,7 @@ import re
 import weakref
 from typing import Any
 
-from ..commands import Answer, ArchiveView, Command, files_text, with_sizes
+from ..commands import Answer, ArchiveView, Command, counted, files_text, with_sizes
 from .index import MavenIndex
 from .model import Environment
 from .resolve import SCOPES, Closure, Resolver
@@ -189,7 +189,7 @@ def make_commands(module: Any) -> tuple[Command, ...]:
                         repo=args.repo, env=Environment(jdk=args.jdk))
         data = closure_data(found)
         message = None if found.complete else \
-            f"{':'.join(args.coords)}: {_count(len(found.missing), 'coordinate')} missing"
+            f"{':'.join(args.coords)}: {counted(len(found.missing), 'coordinate')} missing"
         return Answer(data, _deps_text(found), 0 if found.complete else 1, message)
 
     def run_extract(archive: ArchiveView, args: argparse.Namespace) -> Answer:
@@ -201,13 +201,13 @@ def make_commands(module: Any) -> tuple[Command, ...]:
         data = {**closure_data(found), "dest": args.out, "extracted": len(paths) - len(failed),
                 "bytes": report.bytes_written if report is not None else 0,
                 "failed": failed}
-        lines = [f"{args.out}: {_count(len(paths) - len(failed), 'file')} of the closure of "
-                 f"{found.root} ({_count(len(found.resolved), 'artifact')})"]
+        lines = [f"{args.out}: {counted(len(paths) - len(failed), 'file')} of the closure of "
+                 f"{found.root} ({counted(len(found.resolved), 'artifact')})"]
         lines += [f"missing: {m.coordinates} ({m.what}): {m.reason}" for m in found.missing]
         lines += [f"failed: {p}: {why}" for p, why in sorted(failed.items())]
         ok = found.complete and not failed
-        message = None if ok else (f"{_count(len(found.missing), 'coordinate')} missing, "
-                                   f"{_count(len(failed), 'file')} failed")
+        message = None if ok else (f"{counted(len(found.missing), 'coordinate')} missing, "
+                                   f"{counted(len(failed), 'file')} failed")
         return Answer(data, "\n".join(lines) + "\n", 0 if ok else 1, message)
 
     return (
@@ -233,10 +233,6 @@ def _depth(text: str) -> int:
     return n
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _xml_text(data: bytes) -> str:
     m = re.match(rb"^<\?xml[^>]*encoding=[\"']([A-Za-z0-9._-]+)[\"']", data.lstrip())
     encoding = m.group(1).decode("ascii") if m else "utf-8"
@@ -255,5 +251,5 @@ def _deps_text(found: Closure) -> str:
     for m in found.missing:
         via = f" (via {m.via})" if m.via else ""
         lines.append(f"missing: {m.coordinates} ({m.what}): {m.reason}{via}")
-    lines.append(f"{_count(len(found.resolved), 'artifact')}, {len(found.missing)} missing")
+    lines.append(f"{counted(len(found.resolved), 'artifact')}, {len(found.missing)} missing")
     return "\n".join(lines) + "\n"
