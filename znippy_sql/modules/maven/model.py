@@ -17,7 +17,6 @@ is reported where it is used.
 
 from __future__ import annotations
 
-import platform
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -31,8 +30,16 @@ PomSource = Callable[[str, str, str], "tuple[str, bytes] | None"]
 _EXPR = re.compile(r"\$\{([^}]+)\}")
 
 
+def _uname() -> tuple[str, str, str]:
+    """(system, release, machine) of this machine, lower case."""
+    import platform  # only when an Environment is made: it costs every CLI start otherwise
+
+    u = platform.uname()
+    return u.system.lower(), u.release.lower(), u.machine.lower()
+
+
 def _java_arch() -> str:
-    machine = platform.machine().lower()
+    machine = _uname()[2]
     return {"x86_64": "amd64", "aarch64": "aarch64", "arm64": "aarch64"}.get(machine, machine)
 
 
@@ -45,9 +52,9 @@ class Environment:
     """
 
     jdk: str = "17"
-    os_name: str = field(default_factory=lambda: platform.system().lower())
+    os_name: str = field(default_factory=lambda: _uname()[0])
     os_arch: str = field(default_factory=_java_arch)
-    os_version: str = field(default_factory=lambda: platform.release().lower())
+    os_version: str = field(default_factory=lambda: _uname()[1])
 
     @property
     def os_family(self) -> set[str]:

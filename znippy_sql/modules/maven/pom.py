@@ -134,21 +134,18 @@ def _local(tag: object) -> str:
 
 
 def _child(node: ET.Element | None, name: str) -> ET.Element | None:
-    if node is None:
-        return None
-    return next((c for c in node if _local(c.tag) == name), None)
+    return None if node is None else node.find(name)
 
 
 def _children(node: ET.Element | None, name: str) -> list[ET.Element]:
-    return [] if node is None else [c for c in node if _local(c.tag) == name]
+    return [] if node is None else node.findall(name)
 
 
 def _text(node: ET.Element | None, *path: str) -> str | None:
-    for step in path:
-        node = _child(node, step)
-    if node is None:
+    found = None if node is None else node.find("/".join(path))
+    if found is None:
         return None
-    return (node.text or "").strip()
+    return (found.text or "").strip()
 
 
 def _html_entities(data: bytes) -> bytes:
@@ -172,7 +169,10 @@ def parse(data: bytes) -> Pom:
             root = ET.fromstring(_html_entities(data))
         except ET.ParseError as exc2:
             raise PomError(f"not XML: {exc2}") from None
-    if _local(root.tag) != "project":
+    for el in root.iter():  # local names from here on: any namespace, or none
+        if isinstance(el.tag, str) and "}" in el.tag:
+            el.tag = el.tag.rsplit("}", 1)[1]
+    if root.tag != "project":
         raise PomError(f"the root element is <{_local(root.tag)}>, not <project>")
     parent = _child(root, "parent")
     parent_coords = None
@@ -197,8 +197,7 @@ def parse(data: bytes) -> Pom:
 
 
 def _properties(node: ET.Element | None) -> dict[str, str]:
-    return {_local(p.tag): (p.text or "").strip()
-            for p in _children_all(_child(node, "properties"))}
+    return {p.tag: (p.text or "").strip() for p in _children_all(_child(node, "properties"))}
 
 
 def _children_all(node: ET.Element | None) -> list[ET.Element]:
