@@ -19,7 +19,8 @@ Peers, measured in the same run: ``find REPO -path ...`` for ``versions`` and ``
 fresh process walking the tree, page cache warm); for ``deps``, the same resolver reading the
 POMs from the directory (a fresh Python process, ``DirRepository`` below) and, where Java and
 Maven's jars are installed, Maven 3.8's own resolver (``tests/data/maven/MavenDeps.java``, a
-fresh JVM). Ratios are ours / the peer's (below 1: we are faster).
+fresh JVM). Ratios are the peer's time over ours (above 1: we are faster), as in
+BENCHMARKS.md.
 
 ``--all`` also resolves every POM of the repository as a root, in one process each side: ours
 from the archive, Maven's in one JVM; it reports the time of each and how many trees agree
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -67,12 +69,25 @@ print(len(found.resolved), len(found.missing))
 '''
 
 
+#: CPU milliseconds of each measured call (this process and the children it waited for)
+CPU: list[float] = []
+
+
+def _cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def median_ms(fn, runs: int) -> tuple[float, list[float]]:
-    times = []
+    """Median wall milliseconds of ``runs`` calls; their CPU medians go to ``CPU``."""
+    times, cpu = [], []
     for _ in range(runs):
-        t = time.perf_counter()
+        c, t = _cpu_s(), time.perf_counter()
         fn()
         times.append((time.perf_counter() - t) * 1000)
+        cpu.append((_cpu_s() - c) * 1000)
+    CPU.append(statistics.median(cpu))
     return statistics.median(times), times
 
 
@@ -105,28 +120,34 @@ def main() -> None:
     versions_out = run([ZNIPPY, "maven", archive, "versions", args.ga]).split()
     lookup_v = versions_out[-1]
     module = modules.by_name("maven")
-    rows: list[tuple[str, str, float, list[float]]] = []
+    rows: list[tuple[str, str, float, list[float], float]] = []
+
+    def add(op: str, how: str, ms: float, all_: list[float]) -> None:
+        rows.append((op, how, ms, all_, CPU[-1]))
 
     def cold(name: str, argv: list[str]) -> None:
         ms, all_ = median_ms(lambda: run(argv), args.runs)
-        rows.append((name, "cold process", ms, all_))
+        add(name, "cold process", ms, all_)
 
     def first_warm(name: str, fn_factory) -> None:
-        firsts, warms = [], []
+        firsts, warms, fc, wc = [], [], [], []
         for _ in range(args.runs):
             with open_archive(archive) as arch:
                 fn = fn_factory(arch)
                 firsts.append(median_ms(fn, 1)[0])
+                fc.append(CPU[-1])
                 warms.append(median_ms(fn, 3)[0])
-        rows.append((name, "first call, archive open", statistics.median(firsts), firsts))
-        rows.append((name, "warm call", statistics.median(warms), warms))
+                wc.append(CPU[-1])
+        rows.append((name, "first call, archive open", statistics.median(firsts), firsts,
+                     statistics.median(fc)))
+        rows.append((name, "warm call", statistics.median(warms), warms, statistics.median(wc)))
 
     # versions
     cold(f"versions {args.ga}", [ZNIPPY, "maven", archive, "versions", args.ga])
     first_warm(f"versions {args.ga}", lambda arch: lambda: mc.versions(arch, module, g, a))
     pattern = f"*/{g.replace('.', '/')}/{a}/*/*.pom"
     ms, all_ = median_ms(lambda: run(["find", args.repo, "-path", pattern]), args.runs)
-    rows.append((f"versions {args.ga}", f"peer: find -path '{pattern}'", ms, all_))
+    add(f"versions {args.ga}", f"peer: find -path '{pattern}'", ms, all_)
     # lookup
     coords = (g, a, lookup_v)
     cold(f"lookup {':'.join(coords)}", [ZNIPPY, "maven", archive, "lookup", ":".join(coords)])
@@ -135,7 +156,7 @@ def main() -> None:
     pattern = f"*/{g.replace('.', '/')}/{a}/{lookup_v}/*"
     ms, all_ = median_ms(lambda: run(["find", args.repo, "-path", pattern, "-type", "f",
                                       "-printf", "%s %p\n"]), args.runs)
-    rows.append((f"lookup {':'.join(coords)}", f"peer: find -path '{pattern}'", ms, all_))
+    add(f"lookup {':'.join(coords)}", f"peer: find -path '{pattern}'", ms, all_)
     # deps
     found = mc.closure(open_archive(archive), module, gav)
     name = f"deps {args.gav}"
@@ -146,33 +167,38 @@ def main() -> None:
             mc._CACHE.pop(arch, None)  # "first": nothing built yet for this archive
             mc.closure(arch, module, gav)
         return fn
-    firsts, warms = [], []
+    firsts, warms, fc, wc = [], [], [], []
     for _ in range(args.runs):
         with open_archive(archive) as arch:
             firsts.append(median_ms(fresh_closure(arch), 1)[0])
+            fc.append(CPU[-1])
             warms.append(median_ms(lambda: mc.closure(arch, module, gav), 3)[0])
-    rows.append((name, "first call, archive open", statistics.median(firsts), firsts))
-    rows.append((name, "warm call", statistics.median(warms), warms))
+            wc.append(CPU[-1])
+    rows.append((name, "first call, archive open", statistics.median(firsts), firsts,
+                 statistics.median(fc)))
+    rows.append((name, "warm call", statistics.median(warms), warms, statistics.median(wc)))
     ms, all_ = median_ms(lambda: run([sys.executable, "-c", DISK_DEPS, args.repo, args.gav]),
                          args.runs)
-    rows.append((name, "peer: Python script, POMs from disk (same resolver)", ms, all_))
+    add(name, "peer: Python script, POMs from disk (same resolver)", ms, all_)
     have_maven = shutil.which("java") and glob.glob("/usr/share/maven/lib/maven-resolver*.jar")
     if have_maven:
         ms, all_ = median_ms(lambda: run(["java", "-cp", "/usr/share/maven/lib/*", MAVEN_REF,
                                           args.repo, args.gav]), args.runs)
-        rows.append((name, "peer: Maven 3.8 resolver (fresh JVM, MavenDeps.java)", ms, all_))
+        add(name, "peer: Maven 3.8 resolver (fresh JVM, MavenDeps.java)", ms, all_)
 
     print(f"\ndeps {args.gav}: {len(found.resolved)} artifacts, depth "
           f"{max(r.depth for r in found.resolved)}, {len(found.poms)} POMs read, "
           f"{len(found.missing)} missing")
     print(f"versions {args.ga}: {len(versions_out)} versions; lookup of version {lookup_v}\n")
-    print("| operation | how | median ms | runs (ms) | ratio to peer |")
-    print("|---|---|---|---|---|")
-    peers = {op: ms for op, how, ms, _ in rows if how.startswith("peer: find")
+    print("| operation | how | wall ms (median) | runs (ms) | CPU ms | peer / ours: wall, CPU |")
+    print("|---|---|---|---|---|---|")
+    peers = {op: (ms, cpu) for op, how, ms, _, cpu in rows if how.startswith("peer: find")
              or how.startswith("peer: Python")}
-    for op, how, ms, all_ in rows:
-        ratio = "" if how.startswith("peer") or op not in peers else f"{ms / peers[op]:.2f}x"
-        print(f"| {op} | {how} | {ms:.1f} | {', '.join(f'{x:.1f}' for x in all_)} | {ratio} |")
+    for op, how, ms, all_, cpu in rows:
+        ratio = "" if how.startswith("peer") or op not in peers else \
+            f"{peers[op][0] / ms:.2f}x, {peers[op][1] / max(cpu, 0.001):.2f}x"
+        print(f"| {op} | {how} | {ms:.1f} | {', '.join(f'{x:.1f}' for x in all_)} | "
+              f"{cpu:.1f} | {ratio} |")
     if args.all and have_maven:
         every_root(archive, args.repo, module)
     print(f"\nload average at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}")

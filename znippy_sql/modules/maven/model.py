@@ -12,7 +12,7 @@ the scope defaults to ``compile``.
 
 A model that cannot be built (a missing or unreadable POM, parent or BOM) is a
 :class:`Broken` saying why; a value whose ``${...}`` cannot be resolved stays as written and
-is reported where it is used.
+is reported by the resolver where a coordinate needs it.
 """
 
 from __future__ import annotations
@@ -84,8 +84,6 @@ class Effective:
     #: archive paths of the POMs read: its own, its parents', its BOMs' (and theirs)
     poms: tuple[str, ...]
     relocation: Coords | None = None
-    #: values left with an unresolved ``${...}``: (where, expression)
-    unresolved: tuple[tuple[str, str], ...] = ()
 
     @property
     def coords(self) -> Coords:
@@ -186,8 +184,7 @@ class ModelBuilder:
         return Effective(
             group_id=model.group_id or coords[0], artifact_id=model.artifact_id or coords[1],
             version=model.version or coords[2], packaging=model.packaging or "jar",
-            dependencies=deps, managed=managed, poms=poms, relocation=reloc,
-            unresolved=tuple(props.unresolved))
+            dependencies=deps, managed=managed, poms=poms, relocation=reloc)
 
     def _import(self, model: Pom, coords: Coords, poms: tuple[str, ...]
                 ) -> tuple[tuple[Dep, ...], tuple[str, ...], Broken | None]:
@@ -244,7 +241,7 @@ def _manage(d: Dep, managed: tuple[Dep, ...]) -> Dep:
 
 
 class _Properties:
-    """Resolves ``${...}`` as Maven's model interpolator does, recording what it cannot."""
+    """Resolves ``${...}`` as Maven's model interpolator does; what it cannot stays as is."""
 
     _MODEL = ("groupId", "artifactId", "version", "packaging")
 
@@ -257,7 +254,6 @@ class _Properties:
         self.fields = {k: v for k, v in fields.items() if v is not None}
         self.props = model.properties
         self.system = env.system_properties()
-        self.unresolved: list[tuple[str, str]] = []
         self._cache: dict[str, str | None] = {}
 
     def lookup(self, name: str, stack: tuple[str, ...]) -> str | None:
@@ -277,47 +273,37 @@ class _Properties:
                 raw = self.system[name]
             elif name in self._MODEL and name in self.fields:
                 raw = self.fields[name]
-        value = None if raw is None else self.expand(raw, stack + (name,), where=None)
+        value = None if raw is None else self.expand(raw, stack + (name,))
         self._cache[name] = value
         return value
 
-    def expand(self, text: str | None, stack: tuple[str, ...] = (), *,
-               where: str | None = "") -> str | None:
+    def expand(self, text: str | None, stack: tuple[str, ...] = ()) -> str | None:
         if text is None or "${" not in text:
             return text
 
         def sub(m: re.Match[str]) -> str:
             value = self.lookup(m.group(1), stack)
-            if value is None:
-                if where is not None:
-                    self.unresolved.append((where, m.group(0)))
-                return m.group(0)
-            return value
+            return m.group(0) if value is None else value
         return _EXPR.sub(sub, text)
 
 
 def _interpolate(model: Pom, props: _Properties) -> Pom:
-    def dep(d: Dep, where: str) -> Dep:
-        x = props.expand
-        return Dep(group_id=x(d.group_id, where=where), artifact_id=x(d.artifact_id, where=where),
-                   version=x(d.version, where=where), type=x(d.type, where=where),
-                   classifier=x(d.classifier, where=where), scope=x(d.scope, where=where),
-                   optional=x(d.optional, where=where), system_path=x(d.system_path, where=None),
-                   exclusions=tuple((x(g, where=where) or "", x(a, where=where) or "")
-                                    for g, a in d.exclusions))
+    x = props.expand
+
+    def dep(d: Dep) -> Dep:
+        return Dep(group_id=x(d.group_id), artifact_id=x(d.artifact_id), version=x(d.version),
+                   type=x(d.type), classifier=x(d.classifier), scope=x(d.scope),
+                   optional=x(d.optional), system_path=x(d.system_path),
+                   exclusions=tuple((x(g) or "", x(a) or "") for g, a in d.exclusions))
 
     reloc = model.relocation
     return replace(
         model,
-        group_id=props.expand(model.group_id, where="groupId"),
-        version=props.expand(model.version, where="version"),
-        artifact_id=props.expand(model.artifact_id, where="artifactId"),
-        packaging=props.expand(model.packaging, where="packaging"),
-        dependencies=tuple(dep(d, f"dependency {d.group_id}:{d.artifact_id}")
-                           for d in model.dependencies),
-        managed=tuple(dep(d, f"managed {d.group_id}:{d.artifact_id}") for d in model.managed),
-        relocation=None if reloc is None else tuple(  # type: ignore[arg-type]
-            props.expand(v, where="relocation") for v in reloc),
+        group_id=x(model.group_id), version=x(model.version),
+        artifact_id=x(model.artifact_id), packaging=x(model.packaging),
+        dependencies=tuple(dep(d) for d in model.dependencies),
+        managed=tuple(dep(d) for d in model.managed),
+        relocation=None if reloc is None else tuple(x(v) for v in reloc),  # type: ignore[arg-type]
     )
 
 
