@@ -207,3 +207,13 @@ def test_macros_equal_the_cli(tmp_path: Path, capsys) -> None:
     assert [r["version"] for r in cli] == ["1.0", "1.9rc1", "1.9", "1.10"]  # PEP 440
     sql = con.sql("SELECT version, files FROM pypi_versions('b', 'DEMO.pkg')").fetchall()
     assert sql == [(r["version"], r["files"]) for r in cli]
+
+
+def test_a_wheel_that_is_not_a_zip_is_reported(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "w.znippy"
+    write_archive(out, [Entry("bad-1.0-py3-none-any.whl", data=b"not a zip")],
+                  pkg_type="auto", workers=1)
+    assert main(["pypi", str(out), "deps", "bad==1.0"]) == 1
+    captured = capsys.readouterr()
+    assert "bad-1.0-py3-none-any.whl is not a wheel with a METADATA" in captured.out
+    assert captured.err == "znippy-sql pypi deps: bad==1.0: 1 requirement not met\n"

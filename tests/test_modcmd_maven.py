@@ -343,7 +343,9 @@ RULES = {
         "t:never:1", "t:opt2:1", "t:test2:1", "t:ranged:1.0", "t:ranged:1.5", "t:ranged:2.0")},
     "t:broken:1": _pom("t", "broken", "1", deps="".join([
         _dep("t:nover"), _dep("t:prop:${undefined.prop}"), _dep("t:orphan:1"),
-        _dep("t:bomless:1"), _dep("t:ranged:[1.0,2.0)"), _dep("t:ghost:1")])),
+        _dep("t:bomless:1"), _dep("t:ranged:[1.0,2.0)"), _dep("t:ghost:1"),
+        _dep("t:junk:1")])),
+    "t:junk:1": "<project><dependencies>",
     "t:orphan:1": _pom("t", "orphan", "1", parent="t:gone:1"),
     "t:bomless:1": _pom("t", "bomless", "1", managed=_dep("t:gonebom:1", type="pom",
                                                           scope="import")),
@@ -390,6 +392,7 @@ def test_broken_coordinates_say_why(rules_repo: Path, tmp_path: Path) -> None:
     assert why["t:orphan:1"][0] == "parent" and "t:gone:1" in why["t:orphan:1"][1]
     assert why["t:bomless:1"][0] == "import" and "t:gonebom:1" in why["t:bomless:1"][1]
     assert why["t:ghost:1"] == ("pom", "no POM in the archive")
+    assert why["t:junk:1"][0] == "pom" and "t/junk/1/junk-1.pom: not XML" in why["t:junk:1"][1]
     ranged = next(r for r in found.resolved if r.artifact_id == "ranged")
     assert ranged.version == "1.5"  # the highest version here inside [1.0,2.0)
 
@@ -484,3 +487,15 @@ def test_maven_commands_are_listed(capsys) -> None:
 def test_environment_defaults_to_this_machine() -> None:
     env = Environment()
     assert env.jdk == "17" and env.os_name == os.uname().sysname.lower()
+
+
+def test_pom_reader_takes_what_mavens_lenient_reader_takes() -> None:
+    from znippy_sql.modules.maven import pom
+
+    got = pom.parse(b"<project><name>J&oslash;rgen &amp; co</name><groupId> g </groupId>"
+                    b"<artifactId>a</artifactId><version>1</version></project>")
+    assert (got.group_id, got.artifact_id, got.version) == ("g", "a", "1")  # trimmed
+    with pytest.raises(pom.PomError, match="not <project>"):
+        pom.parse(b"<metadata/>")
+    with pytest.raises(pom.PomError, match="not XML"):
+        pom.parse(b"<project>")

@@ -160,7 +160,7 @@ def test_what_is_missing_is_said(archive: Path, capsys) -> None:
     code, ours = _ours(archive, capsys, "gamma==1.0", "--platform", "manylinux_2_17_x86_64")
     assert code == 1 and ours["file"] is None
     assert ours["missing"][0]["reason"].startswith("no wheel for this Python and platform")
-    code, ours = _ours(archive, capsys, "beta==3")
+    code, ours = _ours(archive, capsys, "beta==3")  # a version that is not here
     assert code == 1 and "no version allowed by ==3" in ours["missing"][0]["reason"]
     with pytest.raises(SystemExit) as stop:
         main(["pypi", str(archive), "deps", "beta"])

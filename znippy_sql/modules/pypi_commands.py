@@ -158,13 +158,15 @@ class Distributions:
         return best
 
     def metadata(self, path: str) -> Any:
-        """The wheel's ``*.dist-info/METADATA`` headers (``None`` when it has none)."""
-        with zipfile.ZipFile(io.BytesIO(self.archive.read(path))) as z:
-            names = [n for n in z.namelist()
-                     if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
-            if not names:
-                return None
-            return BytesHeaderParser().parsebytes(z.read(names[0]))
+        """The wheel's ``*.dist-info/METADATA`` headers; ``None`` when it has none or is not
+        a readable zip."""
+        try:
+            with zipfile.ZipFile(io.BytesIO(self.archive.read(path))) as z:
+                names = [n for n in z.namelist()
+                         if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+                return BytesHeaderParser().parsebytes(z.read(names[0])) if names else None
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError):
+            return None
 
 
 def _ordered(supported: set[Any]) -> list[Any]:
@@ -242,7 +244,7 @@ def resolve(archive: ArchiveView, module: Any, name: str, version: str, *, targe
         meta = dists.metadata(chosen.file)
         if meta is None:
             missing.append({"name": want, "requirement": text, "via": via,
-                            "reason": f"{chosen.file} has no METADATA"})
+                            "reason": f"{chosen.file} is not a wheel with a METADATA"})
             continue
         for line in meta.get_all("Requires-Dist") or ():
             try:
