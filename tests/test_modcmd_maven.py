@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from znippy_sql import modules, open_archive, write_archive
+from znippy_sql import modules, open_archive
 from znippy_sql.cli import main
 from znippy_sql.modules.maven import version as mv
 from znippy_sql.modules.maven.commands import closure

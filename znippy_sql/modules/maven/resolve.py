@@ -31,7 +31,7 @@ from typing import Protocol
 
 from . import version as mversion
 from .model import Broken, Coords, Effective, Environment, ModelBuilder, gav
-from .pom import TYPES, Dep
+from .pom import Dep
 
 #: what each output scope filter keeps
 SCOPES = {"compile": {"compile", "provided", "system"}, "runtime": {"compile", "runtime"},
