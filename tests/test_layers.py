@@ -14,7 +14,7 @@ PKG = Path(__file__).resolve().parent.parent / "znippy_sql"
 #: bottom to top; a module may import its own layer and any layer below it
 LAYERS = [
     {"errors"},
-    {"format", "modules"},
+    {"format", "modules", "remote"},
     {"read"},
     {"provenance"},
     {"write"},

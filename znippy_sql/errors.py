@@ -69,6 +69,13 @@ class PackError(FormatError):
     """A git packfile is malformed: truncated, wrong magic, bad zlib, a missing delta base."""
 
 
+class RemoteError(ZnippyError):
+    """An object in remote storage could not be read or written (``path`` is its URL):
+    a bad URL, a missing bucket or object, denied access, a server that failed after the
+    last retry, an object that changed while it was read, a reply that is not the range
+    asked for."""
+
+
 __all__ = [
     "ZnippyError",
     "FormatError",
@@ -83,4 +90,5 @@ __all__ = [
     "SignatureError",
     "OutputError",
     "PackError",
+    "RemoteError",
 ]

@@ -515,6 +515,31 @@ def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor 
 
 def _write_unit(archive: "Archive", unit: list[_Part], prefix: str
                 ) -> list[tuple[str, Outcome]]:
+    span = _prefetch(archive, unit) if archive.source.fetches else None
+    try:
+        return _write_parts(archive, unit, prefix)
+    finally:
+        if span is not None:  # a remote unit's fetched blobs go with it
+            archive.source.release(*span)
+
+
+def _prefetch(archive: "Archive", unit: list[_Part]) -> tuple[int, int] | None:
+    """Ask a remote source for the unit's blobs at once (it coalesces and fetches them in
+    parallel); the span they cover, or None."""
+    c = archive._cols
+    rows = [r for p in unit if p.chunks is None and 0 <= p.row < p.end <= c.n
+            for r in range(p.row, p.end)]
+    offsets = c.blob_offset[rows].tolist() + [ch.blob_offset for p in unit for ch in p.chunks or ()]
+    sizes = c.blob_size[rows].tolist() + [ch.blob_size for p in unit for ch in p.chunks or ()]
+    if not offsets:
+        return None
+    archive.source.prefetch(offsets, sizes)
+    start = min(offsets)
+    return start, max(o + n for o, n in zip(offsets, sizes)) - start
+
+
+def _write_parts(archive: "Archive", unit: list[_Part], prefix: str
+                 ) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
     # the one-chunk files' bytes, checked and decoded together (one GIL-free call)

@@ -12,7 +12,7 @@ import fnmatch
 import os
 import re
 import struct
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
@@ -29,7 +29,7 @@ from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import describe, read_stream
 from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
-from ..format.rangeio import RangeSource
+from ..format.rangeio import MappedSource, RangeSource
 from ..format.rollback import recover
 from ..format.schema import (
     ARROW_SECTIONS,
@@ -152,11 +152,12 @@ class _Columns:
 class Archive:
     """A read-only view of one archive file. Use :func:`open_archive`."""
 
-    def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True,
+                 storage_options: Mapping[str, Any] | None = None,
+                 cache: bool | str | os.PathLike[str] = True) -> None:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
-        recover(self.path)  # an interrupted append is rolled back first (one stat when none)
-        self.source = RangeSource(self.path)
+        self.source: RangeSource = _source(self.path, storage_options, cache)
         try:
             self._open_tail()
         except BaseException:
@@ -231,6 +232,13 @@ class Archive:
             return raw  # an unknown reserved section that is not an Arrow stream
         return read_stream(self.source, row.index_offset, row.index_len, name)
 
+    def _fetch_paths(self) -> None:
+        """A remote source fetches the lookup and the trie together (one request)."""
+        if getattr(self.source, "fetches", False):
+            rows = [self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", n)) for n in (LOOKUP, TRIE)]
+            self.source.prefetch([r.index_offset for r in rows], [r.index_len for r in rows],
+                                 keep=True)
+
     @cached_property
     def lookup(self) -> pa.Table:
         """``__lookup__``, or, in an archive without one, the same table built in memory."""
@@ -238,6 +246,7 @@ class Archive:
             from .memlookup import memory_lookup
 
             return memory_lookup(self.groups, self.group_table)
+        self._fetch_paths()
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
         table = read_stream(self.source, row.index_offset, row.index_len, LOOKUP, LOOKUP_SCHEMA)
         if table.num_rows != row.row_count:
@@ -266,6 +275,7 @@ class Archive:
             from .memlookup import SortedPaths
 
             return SortedPaths(self.lookup, self._cols)
+        self._fetch_paths()
         row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", TRIE))
         buf = self.source.read(row.index_offset, row.index_len, TRIE)
         problem = fst_problem(buf)
@@ -372,7 +382,7 @@ class Archive:
             key = items[i][0].encode("utf-8")
             if names[starts[k]:ends[k]] != key or (row + 1 < n and names[ends[k]:nexts[k]] == key):
                 continue
-            view = whole[b : b + s]
+            view = whole[b : b + s] if whole is not None else self.source.view(b, s)
             if p:
                 frames.append((view, u))
                 at.append(i)
@@ -392,9 +402,11 @@ class Archive:
         return out
 
     @cached_property
-    def _bytes(self) -> memoryview:
-        """The whole file as unsigned bytes (slices are bounded by the checked rows)."""
-        return memoryview(self.source.buffer).cast("B")
+    def _bytes(self) -> memoryview | None:
+        """The whole file as unsigned bytes (slices are bounded by the checked rows), or
+        None for a source that fetches its ranges (they come through ``source.view``)."""
+        buffer = getattr(self.source, "buffer", None)
+        return None if buffer is None else memoryview(buffer).cast("B")
 
     def _need(self, path: str) -> FileInfo:
         info = self.find(path)
@@ -542,6 +554,28 @@ def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
                           path=path) from None
 
 
-def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True) -> Archive:
-    """Open an archive: reads the footer and the manifest, nothing else."""
-    return Archive(path, verify_checksums=verify_checksums)
+def _source(path: str, storage_options: Mapping[str, Any] | None,
+            cache: bool | str | os.PathLike[str]) -> RangeSource:
+    """A memory map for a local path or ``file://`` URL, a remote source for other URLs."""
+    from ..remote import is_url, local_path, open_source
+
+    if is_url(path):
+        local = local_path(path)
+        if local is None:
+            return open_source(path, storage_options=storage_options, cache=cache)
+        path = local
+    recover(path)  # an interrupted append is rolled back first (one stat when none)
+    return MappedSource(path)
+
+
+def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True,
+                 storage_options: Mapping[str, Any] | None = None,
+                 cache: bool | str | os.PathLike[str] = True) -> Archive:
+    """Open an archive: reads the footer and the manifest, nothing else.
+
+    ``path``: a local path, or a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``,
+    ``file://``; see ``docs/remote.md``). ``storage_options``: endpoint, region, credentials,
+    retries, timeouts of a remote store. ``cache``: where remote tails are kept (True: the
+    user cache directory; False: not at all)."""
+    return Archive(path, verify_checksums=verify_checksums, storage_options=storage_options,
+                   cache=cache)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format.rangeio import RangeSource
+from ..format.rangeio import MappedSource, RangeSource
 from ..read.reader import Archive
 from ..write.tail import write_tail
 
@@ -44,7 +44,7 @@ class _SplitSource:
 
     def __init__(self, tail: RangeSource, sidecar: str, blob_end: int) -> None:
         self.tail = tail
-        self.blobs = RangeSource(sidecar)
+        self.blobs = MappedSource(sidecar)
         if self.blobs.size < blob_end:
             raise FormatError(f"sidecar is {self.blobs.size} bytes, its rows reach {blob_end}",
                               path=sidecar)
@@ -63,6 +63,19 @@ class _SplitSource:
         if 0 <= offset and offset + length <= self.blob_end and length >= 0:
             return self.blobs.read(offset, length, what)
         return self.tail.read(offset, length, what)
+
+    fetches = False
+
+    def view(self, offset: int, length: int) -> memoryview:
+        if 0 <= offset and offset + length <= self.blob_end and length >= 0:
+            return self.blobs.view(offset, length)
+        return self.tail.view(offset, length)
+
+    def prefetch(self, offsets: object, lengths: object, *, keep: bool = False) -> None:
+        pass
+
+    def release(self, offset: int, length: int) -> None:
+        self.blobs.release(offset, length)
 
     def close(self) -> None:
         self.tail.close()

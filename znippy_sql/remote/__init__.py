@@ -1,0 +1,50 @@
+"""Archives in object storage and on HTTP servers, read through byte ranges.
+
+- ``url``: which URLs are remote, the store and key they name, the storage options.
+- ``client``: one remote object (``obstore``, or ``fsspec`` for other schemes): checked
+  range GETs, errors worded as :class:`~znippy_sql.errors.RemoteError`.
+- ``source``: :class:`RemoteSource`, the ``RangeSource`` the reader reads through.
+- ``cache``: tails kept on disk per URL and ETag.
+- ``upload``: a write to a URL: a local staging file, uploaded on a clean exit.
+
+The request plan and the measured choices are in ``docs/remote.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .url import is_url, local_path
+
+__all__ = ["is_url", "local_path", "open_source"]
+
+
+def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
+                cache: bool | str | os.PathLike[str] = True) -> Any:
+    """A :class:`~znippy_sql.remote.source.RemoteSource` for ``url`` after one suffix GET (or
+    one conditional GET answered from the tail cache). ``cache``: True for the default
+    directory, a directory, or False."""
+    from .cache import TailCache
+    from .client import connect
+    from .source import TAIL_GUESS, RemoteSource
+    from .url import parse
+
+    target = parse(url, storage_options)
+    obj = connect(target)
+    store = None if cache is False else TailCache(None if cache is True else cache)
+    key = target.url + "|" + str(target.config.get("endpoint", ""))
+    cached = store.get(key) if store is not None else None
+    tail = obj.tail(TAIL_GUESS, unless=cached.meta if cached is not None else None)
+    if tail is None:  # 304: the cached tail is this version's
+        assert cached is not None
+        tail = cached
+    elif store is not None:
+        store.put(key, tail.meta, tail.start, tail.data)
+
+    def keep(start: int, buf: Any) -> None:
+        if store is not None:
+            store.put(key, tail.meta, start, buf)
+
+    return RemoteSource(obj, tail, on_tail=keep)

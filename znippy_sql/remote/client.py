@@ -1,0 +1,282 @@
+"""One remote object, read by byte ranges: ``obstore`` first, ``fsspec`` for other schemes.
+
+Every reply is checked before it is data: the range is the one asked for, the body has its
+length, and the object is the version first seen (each GET carries ``If-Match`` with the
+ETag of the first reply, and S3 versions are pinned when the store has them), so a changed
+object fails with :class:`RemoteError` instead of mixing bytes of two versions. Failures of
+the store become one :class:`RemoteError` each, naming the URL (never credentials).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import RemoteError
+from .url import Target
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What identifies one version of the object."""
+
+    size: int
+    etag: str | None
+    version: str | None
+
+
+@dataclass(frozen=True)
+class Tail:
+    meta: Meta
+    start: int      # offset of data[0]
+    data: Any       # a buffer (bytes-like)
+
+
+class RemoteObject(Protocol):
+    url: str
+    requests: int   #: requests sent (retries inside the client not counted)
+    fetched: int    #: body bytes received
+
+    def tail(self, n: int, *, unless: Meta | None = None) -> Tail | None:
+        """The last ``n`` bytes (all of a smaller object); None if ``unless`` is still the
+        current version (one conditional request)."""
+
+    def get(self, start: int, end: int, meta: Meta) -> Any:
+        """Bytes ``[start, end)`` of version ``meta``."""
+
+    def put_file(self, path: str) -> None:
+        """Upload a local file as the object (multipart when large)."""
+
+
+def connect(target: Target) -> RemoteObject:
+    if target.backend == "obstore":
+        return ObstoreObject(target)
+    return FsspecObject(target)
+
+
+# -- obstore ---------------------------------------------------------------------------------
+_STORES: dict[tuple[Any, ...], Any] = {}
+_STORES_LOCK = threading.Lock()
+
+
+class ObstoreObject:
+    def __init__(self, target: Target) -> None:
+        self.url = target.url
+        self.target = target
+        self.key = target.key
+        self.requests = 0
+        self.fetched = 0
+        self.store = _store(target)
+
+    def tail(self, n: int, *, unless: Meta | None = None) -> Tail | None:
+        import obstore
+        from obstore.exceptions import NotModifiedError
+
+        options: dict[str, Any] = {"range": {"suffix": n}}
+        if unless is not None and unless.etag:
+            options["if_none_match"] = unless.etag
+        self.requests += 1
+        try:
+            result = obstore.get(self.store, self.key, options=options)
+            data = result.bytes()
+        except NotModifiedError:
+            return None
+        except Exception as exc:  # noqa: BLE001 (every store failure is worded below)
+            raise remote_error(exc, self.url, "reading the tail") from None
+        meta = _meta(result.meta)
+        start, end = result.range
+        self.fetched += len(data)
+        if end != meta.size or len(data) != end - start or end - start < min(n, meta.size):
+            raise RemoteError(f"asked for the last {n} bytes, got bytes [{start}, {end}) "
+                              f"({len(data)} received) of {meta.size}: the server does not "
+                              f"answer ranges as asked", path=self.url)
+        return Tail(meta, start, data)
+
+    def get(self, start: int, end: int, meta: Meta) -> Any:
+        import obstore
+
+        options: dict[str, Any] = {"range": (start, end)}
+        if meta.etag:
+            options["if_match"] = meta.etag
+        if meta.version:
+            options["version"] = meta.version
+        self.requests += 1
+        try:
+            result = obstore.get(self.store, self.key, options=options)
+            data = result.bytes()
+        except Exception as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, f"reading bytes [{start}, {end})") from None
+        self.fetched += len(data)
+        got = _meta(result.meta)
+        if meta.etag and got.etag and got.etag != meta.etag:
+            raise changed(self.url, meta.etag, got.etag)
+        if tuple(result.range) != (start, end) or len(data) != end - start:
+            raise RemoteError(f"asked for bytes [{start}, {end}), got "
+                              f"[{result.range[0]}, {result.range[1]}) with {len(data)} "
+                              f"bytes: a short read or a server ignoring Range", path=self.url)
+        return data
+
+    def put_file(self, path: str) -> None:
+        import obstore
+
+        self.requests += 1
+        try:
+            with open(path, "rb") as fh:
+                obstore.put(self.store, self.key, fh, chunk_size=8 << 20, max_concurrency=4)
+        except RemoteError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, "uploading") from None
+
+
+def _store(target: Target) -> Any:
+    """One store per root and options in this process (its connections are reused)."""
+    key = (target.root, tuple(sorted((k, str(v)) for k, v in target.config.items())),
+           tuple(sorted(target.client.items())))
+    with _STORES_LOCK:
+        store = _STORES.get(key)
+        if store is None:
+            try:
+                from obstore.store import from_url
+            except ImportError:  # pragma: no cover - a dependency
+                raise RemoteError("reading remote archives needs obstore (pip install obstore)",
+                                  path=target.url) from None
+            try:
+                store = from_url(target.root, config=target.config or None,
+                                 client_options=target.client_options(),
+                                 retry_config=target.retry_config())
+            except Exception as exc:  # noqa: BLE001
+                raise remote_error(exc, target.url, "setting up the store") from None
+            _STORES[key] = store
+        return store
+
+
+def _meta(meta: Any) -> Meta:
+    return Meta(int(meta["size"]), meta.get("e_tag"), meta.get("version"))
+
+
+# -- fsspec ----------------------------------------------------------------------------------
+class FsspecObject:
+    """An object of any fsspec filesystem: ``info`` for its size and ETag, ``cat_file`` for
+    ranges. fsspec has no conditional reads, so a change is caught by comparing the ETag (or
+    modification time) of ``info`` once per batch of reads, not by the server."""
+
+    def __init__(self, target: Target) -> None:
+        self.url = target.url
+        self.requests = 0
+        self.fetched = 0
+        try:
+            import fsspec
+        except ImportError:
+            raise RemoteError(f"no client for {target.scheme}:// (pip install fsspec)",
+                              path=target.url) from None
+        try:
+            self.fs, self.path = fsspec.core.url_to_fs(target.key, **target.config)
+        except (ImportError, ValueError) as exc:
+            raise RemoteError(f"no client for {target.scheme}://: {exc}", path=target.url) from None
+
+    def _info(self) -> Meta:
+        self.requests += 1
+        try:
+            info = self.fs.info(self.path)
+        except FileNotFoundError:
+            raise RemoteError("no such object", path=self.url) from None
+        except PermissionError:
+            raise RemoteError("access denied", path=self.url) from None
+        except Exception as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, "looking up the object") from None
+        tag = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("created")
+        return Meta(int(info["size"]), None if tag is None else str(tag), None)
+
+    def tail(self, n: int, *, unless: Meta | None = None) -> Tail | None:
+        meta = self._info()
+        if unless is not None and meta == unless and meta.etag is not None:
+            return None
+        start = max(meta.size - n, 0)
+        data = self._cat(start, meta.size)
+        return Tail(meta, start, data)
+
+    def get(self, start: int, end: int, meta: Meta) -> Any:
+        data = self._cat(start, end)
+        now = self._info()
+        if now != meta:
+            raise changed(self.url, meta.etag, now.etag)
+        return data
+
+    def _cat(self, start: int, end: int) -> bytes:
+        self.requests += 1
+        try:
+            data = self.fs.cat_file(self.path, start=start, end=end)
+        except Exception as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, f"reading bytes [{start}, {end})") from None
+        self.fetched += len(data)
+        if len(data) != end - start:
+            raise RemoteError(f"asked for bytes [{start}, {end}), got {len(data)} bytes",
+                              path=self.url)
+        return bytes(data)
+
+    def put_file(self, path: str) -> None:
+        self.requests += 1
+        try:
+            self.fs.put_file(path, self.path)
+        except Exception as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, "uploading") from None
+
+
+# -- errors ----------------------------------------------------------------------------------
+_QUERY = re.compile(r"\?[^\s\"']*")
+
+
+_TRIES = re.compile(r"after (\d+) retries")
+_STATUS = re.compile(r"status code: (\d{3}[^:]*)")
+_TIMEOUT = re.compile(r"timed? ?out|TimedOut|deadline", re.I)
+
+
+def _why(text: str) -> str:
+    """``after 3 retries: 503 Service Unavailable`` from an object_store error text."""
+    tries = _TRIES.search(text)
+    status = _STATUS.search(text)
+    said = f" after {tries.group(1)} retries" if tries else ""
+    if status:
+        return f"{said}: the server answered {status.group(1).strip()}"
+    if _TIMEOUT.search(text):
+        return f"{said}: timed out (storage options timeout, connect_timeout)"
+    if "connect" in text.lower() or "reset" in text.lower() or "closed" in text.lower():
+        return f"{said}: the connection failed or was dropped"
+    return ""
+
+
+def changed(url: str, was: str | None, now: str | None) -> RemoteError:
+    return RemoteError(f"the object changed while it was read (ETag {was} when opened, now "
+                       f"{now}): open it again", path=url)
+
+
+def remote_error(exc: BaseException, url: str, doing: str) -> RemoteError:
+    """A store failure as a one-line :class:`RemoteError` that says which kind it is."""
+    from obstore import exceptions as ox
+
+    text = str(exc)
+    first = _QUERY.sub("", text.split("\n", 1)[0])[:240]
+    if isinstance(exc, ox.NotFoundError) or isinstance(exc, FileNotFoundError):
+        if "NoSuchBucket" in text or "ContainerNotFound" in text:
+            return RemoteError("no such bucket", path=url)
+        return RemoteError("no such object", path=url)
+    if isinstance(exc, (ox.PermissionDeniedError, ox.UnauthenticatedError, PermissionError)):
+        return RemoteError("access denied (check the credentials in the environment or "
+                           "the storage options)", path=url)
+    if isinstance(exc, ox.PreconditionError):
+        return RemoteError("the object changed while it was read (its ETag no longer "
+                           "matches): open it again", path=url)
+    if isinstance(exc, ox.UnknownConfigurationKeyError):
+        return RemoteError(f"unknown storage option: {first}", path=url)
+    if isinstance(exc, ox.NotSupportedError) and "range" in text.lower():
+        return RemoteError(f"{doing}: the server does not answer Range requests (it sent "
+                           f"the whole object)", path=url)
+    if "non-partial" in text.lower() or "NotPartial" in text or "Content-Range" in text:
+        return RemoteError(f"{doing}: the server ignored the Range header (it sent the "
+                           f"whole object)", path=url)
+    if isinstance(exc, (ox.GenericError, ox.BaseError, OSError, TimeoutError)):
+        return RemoteError(f"{doing} failed{_why(text) or ': ' + first}", path=url)
+    return RemoteError(f"{doing} failed: {type(exc).__name__}: {first}", path=url)
