@@ -486,11 +486,11 @@ def test_directory_walk_is_lazy_and_in_whole_path_byte_order(tmp_path: Path) -> 
 
 
 def test_released_pages_read_back_the_same(tmp_path: Path) -> None:
-    from znippy_sql.format.rangeio import RangeSource
+    from znippy_sql.format.rangeio import MappedSource
 
     data = random_bytes(300_000, 9)
     (tmp_path / "f").write_bytes(data)
-    src = RangeSource(tmp_path / "f")
+    src = MappedSource(tmp_path / "f")
     view = src.read(1000, 250_000)
     assert bytes(view) == data[1000:251_000]
     keep = bytearray(random_bytes(1 << 20, 10))  # heap memory of this process
