@@ -48,7 +48,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         module.register(sub)
     if command and command not in sub.choices and "modules" in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)
+    for each in sub.choices.values():  # every command may name remote archives
+        _remote_options(each)
     return parser
+
+
+def _remote_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
+    g.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   dest="storage_options",
+                   help="endpoint, region, credentials, max_retries, timeout, ... (repeatable)")
+    g.add_argument("--no-cache", action="store_true",
+                   help="do not keep or use the cached tails of remote archives")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -61,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .common import Interrupted
 
     try:
+        _configure_remote(args, parser)
         return int(args.func(args) or 0)
     except ZnippyError as exc:
         print(f"znippy-sql: error: {exc}", file=sys.stderr)
@@ -77,6 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"znippy-sql: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+
+
+def _configure_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """The command's ``--storage-option`` and ``--no-cache`` for every remote open it makes."""
+    given = getattr(args, "storage_options", [])
+    from ..remote import configure
+    from ..remote.url import parse_option
+
+    try:
+        options = dict(parse_option(text) for text in given)
+    except ValueError as exc:
+        parser.error(str(exc))
+    configure(storage_options=options, cache=not getattr(args, "no_cache", False))
 
 
 if __name__ == "__main__":  # pragma: no cover

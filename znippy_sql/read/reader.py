@@ -154,7 +154,7 @@ class Archive:
 
     def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True,
                  storage_options: Mapping[str, Any] | None = None,
-                 cache: bool | str | os.PathLike[str] = True) -> None:
+                 cache: bool | str | os.PathLike[str] | None = None) -> None:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
         self.source: RangeSource = _source(self.path, storage_options, cache)
@@ -555,7 +555,7 @@ def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
 
 
 def _source(path: str, storage_options: Mapping[str, Any] | None,
-            cache: bool | str | os.PathLike[str]) -> RangeSource:
+            cache: bool | str | os.PathLike[str] | None) -> RangeSource:
     """A memory map for a local path or ``file://`` URL, a remote source for other URLs."""
     from ..remote import is_url, local_path, open_source
 
@@ -570,12 +570,12 @@ def _source(path: str, storage_options: Mapping[str, Any] | None,
 
 def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True,
                  storage_options: Mapping[str, Any] | None = None,
-                 cache: bool | str | os.PathLike[str] = True) -> Archive:
+                 cache: bool | str | os.PathLike[str] | None = None) -> Archive:
     """Open an archive: reads the footer and the manifest, nothing else.
 
     ``path``: a local path, or a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``,
     ``file://``; see ``docs/remote.md``). ``storage_options``: endpoint, region, credentials,
     retries, timeouts of a remote store. ``cache``: where remote tails are kept (True: the
-    user cache directory; False: not at all)."""
+    user cache directory; a directory; False: not at all; None: the process default)."""
     return Archive(path, verify_checksums=verify_checksums, storage_options=storage_options,
                    cache=cache)

@@ -18,20 +18,35 @@ from typing import Any
 
 from .url import is_url, local_path
 
-__all__ = ["is_url", "local_path", "open_source"]
+__all__ = ["configure", "is_url", "local_path", "open_source"]
+
+Cache = bool | str | os.PathLike[str] | None
+#: what a process (the CLI) set for every open that names no options of its own
+_DEFAULT: dict[str, Any] = {"storage_options": {}, "cache": True}
+
+
+def configure(*, storage_options: Mapping[str, Any] | None = None, cache: Cache = None) -> None:
+    """Defaults for every remote open of this process that gives none (the CLI's
+    ``--storage-option`` and ``--no-cache``)."""
+    if storage_options is not None:
+        _DEFAULT["storage_options"] = dict(storage_options)
+    if cache is not None:
+        _DEFAULT["cache"] = cache
 
 
 def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
-                cache: bool | str | os.PathLike[str] = True) -> Any:
+                cache: Cache = None) -> Any:
     """A :class:`~znippy_sql.remote.source.RemoteSource` for ``url`` after one suffix GET (or
     one conditional GET answered from the tail cache). ``cache``: True for the default
-    directory, a directory, or False."""
+    directory, a directory, False for none, None for what :func:`configure` set."""
     from .cache import TailCache
     from .client import connect
     from .source import TAIL_GUESS, RemoteSource
     from .url import parse
 
-    target = parse(url, storage_options)
+    target = parse(url, {**_DEFAULT["storage_options"], **(storage_options or {})})
+    if cache is None:
+        cache = _DEFAULT["cache"]
     obj = connect(target)
     store = None if cache is False else TailCache(None if cache is True else cache)
     key = target.url + "|" + str(target.config.get("endpoint", ""))

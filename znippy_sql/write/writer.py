@@ -13,9 +13,10 @@ refuses (a newline in a name ...) and lists it in ``WriteReport.skipped`` instea
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,13 +256,32 @@ def write_archive(
     posix: bool = False,
     skip_unsafe: bool = False,
     compat: Compat | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
 
     ``posix=True``: record modes, mtimes, symbolic links and directories of a walked source
     in ``__meta__``. ``skip_unsafe=True``: leave out files whose paths the format refuses
     (listed in the report) instead of failing. ``compat="rust-0.8"``: an archive the Rust tool
-    0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections)."""
+    0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections).
+    ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
+    clean finish only (``znippy_sql.remote.upload``), with ``storage_options``."""
+    from ..remote import is_url, local_path
+
+    if is_url(out):
+        local = local_path(os.fspath(out))
+        if local is None:
+            from ..remote.upload import upload_on_exit
+
+            with upload_on_exit(os.fspath(out), storage_options=storage_options) as staging:
+                report = write_archive(staging, source, repo=repo, pkg_type=pkg_type,
+                                       level=level, block_size=block_size, workers=workers,
+                                       reserved_sections=reserved_sections,
+                                       section_builders=section_builders, meta=meta,
+                                       signer=signer, fsync=False, progress=progress,
+                                       posix=posix, skip_unsafe=skip_unsafe, compat=compat)
+            return dataclasses.replace(report, path=os.fspath(out))
+        out = local
     check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
                  signer=signer, posix=posix)
     if meta is not None and isinstance(source, (str, os.PathLike)):
