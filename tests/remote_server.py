@@ -44,7 +44,7 @@ class Hit:
 class Fault:
     """What to do to the next request matching ``method`` (None: any)."""
 
-    kind: str  # "status" | "reset" | "short" | "ignore_range" | "etag"
+    kind: str  # "status" | "reset" | "hang" | "short" | "ignore_range" | "etag"
     status: int = 503
     method: str | None = "GET"
 
@@ -117,6 +117,10 @@ class _Handler(BaseHTTPRequestHandler):
     state: _State
     protocol_version = "HTTP/1.1"
 
+    def setup(self) -> None:
+        super().setup()  # headers and body go out at once, not 40 ms apart (Nagle)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, *args: object) -> None:
         pass
 
@@ -177,6 +181,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "reset":
             self._reset()
+            return
+        if fault is not None and fault.kind == "hang":  # answer nothing for a while
+            self._count(0, 0)
+            time.sleep(1.5)
+            self.close_connection = True
             return
         if self.state.upstream is not None:
             self._proxy(fault)

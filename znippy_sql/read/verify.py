@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -66,8 +66,12 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
 def _content(archive: "Archive", rows: pa.Table, report: VerifyReport,
              progress: Callable[[int, int], None] | None) -> None:
     cols = [rows.column(n).to_pylist() for n in BASE_NAMES]
+    fetch = archive.source.fetches  # a remote source gets the blobs a batch at a time
+    span: tuple[int, int] | None = None
     for i, (path, *vals) in enumerate(zip(*cols)):
         chunk = Chunk(*vals)
+        if fetch and i % _BATCH == 0:
+            span = _next_batch(archive, cols, i, span)
         try:
             data = archive.chunk_view(path, chunk, verify=True)
             report.bytes_checked += len(data)
@@ -78,8 +82,25 @@ def _content(archive: "Archive", rows: pa.Table, report: VerifyReport,
             report.files += 1
         if progress is not None and i % 256 == 0:
             progress(report.chunks, report.bytes_checked)
+    if span is not None:
+        archive.source.release(*span)
     if progress is not None:
         progress(report.chunks, report.bytes_checked)
+
+
+_BATCH = 512
+_OFFSET, _SIZE = BASE_NAMES.index("blob_offset"), BASE_NAMES.index("blob_size")
+
+
+def _next_batch(archive: "Archive", cols: list[list[Any]], i: int,
+                done: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Release the last batch's blobs, prefetch the next ``_BATCH`` rows' (their span)."""
+    if done is not None:
+        archive.source.release(*done)
+    offsets, sizes = cols[_OFFSET][i : i + _BATCH], cols[_SIZE][i : i + _BATCH]
+    archive.source.prefetch(offsets, sizes)
+    start = min(offsets)
+    return start, max(o + n for o, n in zip(offsets, sizes)) - start
 
 
 def _structure(archive: "Archive", say: Say) -> pa.Table | None:

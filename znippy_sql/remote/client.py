@@ -231,7 +231,9 @@ _QUERY = re.compile(r"\?[^\s\"']*")
 
 _TRIES = re.compile(r"after (\d+) retries")
 _STATUS = re.compile(r"status code: (\d{3}[^:]*)")
-_TIMEOUT = re.compile(r"timed? ?out|TimedOut|deadline", re.I)
+_TIMEOUT = re.compile(r"TimedOut|timed out|operation timed out|deadline has elapsed", re.I)
+_CONNECT = re.compile(r"ConnectionRefused|ConnectionReset|connection closed|tcp connect error|"
+                      r"error sending request|dns error|BrokenPipe|IncompleteMessage", re.I)
 
 
 def _why(text: str) -> str:
@@ -243,7 +245,7 @@ def _why(text: str) -> str:
         return f"{said}: the server answered {status.group(1).strip()}"
     if _TIMEOUT.search(text):
         return f"{said}: timed out (storage options timeout, connect_timeout)"
-    if "connect" in text.lower() or "reset" in text.lower() or "closed" in text.lower():
+    if _CONNECT.search(text):
         return f"{said}: the connection failed or was dropped"
     return ""
 
