@@ -268,8 +268,9 @@ class _Handler(BaseHTTPRequestHandler):
         out = {k: v for k, v in resp.getheaders()
                if k.lower() not in ("content-length", "transfer-encoding", "connection")}
         conn.close()
-        if fault is not None and fault.kind == "etag" and "ETag" in out:
-            out["ETag"] = '"changed-' + out["ETag"].strip('"') + '"'
+        if fault is not None and fault.kind == "etag":  # (Go servers send "Etag")
+            for k in [k for k in out if k.lower() == "etag"]:
+                out[k] = '"changed-' + out[k].strip('"') + '"'
         self.send_response(status)
         for k, v in out.items():
             self.send_header(k, v)

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from znippy_sql.format.files import file_digest
 from znippy_sql.read.reader import Archive, open_archive
+from znippy_sql.remote import is_url, local_path
 from znippy_sql.format.schema import resolve_pkg_type
 from znippy_sql.udfs.module_udfs import module_udfs
 
@@ -32,7 +33,15 @@ EXTRACT_ROW = "STRUCT(relative_path VARCHAR, bytes_written UBIGINT, checksum_ok 
 
 
 def archive_at(path: str) -> Archive:
-    """One open :class:`Archive` per file, reopened when the file changes."""
+    """One open :class:`Archive` per file, reopened when the file changes. A remote URL is
+    opened once: its reads are pinned to the version first seen (a changed object fails
+    them clearly, ``docs/remote.md``)."""
+    if is_url(path) and local_path(path) is None:
+        with _LOCK:
+            hit = _OPEN.get(path)
+            if hit is None:
+                hit = _OPEN[path] = ((0, 0, 0), open_archive(path))
+            return hit[1]
     st = os.stat(path)
     stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
     with _LOCK:

@@ -10,6 +10,7 @@ is passed to the store as its configuration (``endpoint``, ``region``, ``access_
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -81,9 +82,11 @@ class Target:
     def client_options(self) -> dict[str, Any]:
         out: dict[str, Any] = {"timeout": self.client["timeout"],
                                "connect_timeout": self.client["connect_timeout"]}
-        endpoint = str(self.config.get("endpoint", ""))
-        if self.scheme == "http" or endpoint.startswith("http://"):
-            out["allow_http"] = True
+        endpoint = str(self.config.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL")
+                       or os.environ.get("AWS_ENDPOINT") or "")
+        if (self.scheme == "http" or endpoint.startswith("http://")
+                or os.environ.get("AWS_ALLOW_HTTP", "").lower() == "true"):
+            out["allow_http"] = True  # (options given here replace the ones of the env)
         return out
 
 
