@@ -412,3 +412,32 @@ def test_cli_ls_cat_and_errors(srv: RangeServer, archive: Path, tmp_path: Path) 
     assert bad.stderr.decode().count("\n") == 1 and "no such object" in bad.stderr.decode()
     usage = _cli("ls", _url(srv), "--storage-option", "novalue")
     assert usage.returncode == 2 and b"KEY=VALUE" in usage.stderr
+
+
+# -- DuckDB ---------------------------------------------------------------------------------
+def test_duckdb_register_reads_the_manifest_and_stream_heads_only(
+        srv: RangeServer, archive: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import duckdb
+
+    from znippy_sql.duckdb import register
+
+    monkeypatch.setattr(rsource, "TAIL_GUESS", 4096)
+    monkeypatch.setattr(rsource, "GAP", 0)  # (so the heads are not widened into the bodies)
+    local = open_archive(archive)
+    index_bytes = archive.stat().st_size - local.tail_offset
+    con = duckdb.connect()
+    register(con, _url(srv), "r")
+    register(con, archive, "l")
+    assert len(srv.gets()) <= 1 + 5  # open; the heads of the lookup and 4 groups (parallel)
+    assert srv.bytes_sent() <= 6 * 4096 < index_bytes / 8
+    srv.reset()
+    q = "SELECT repo, count(*), sum(size) FROM {}_files GROUP BY repo ORDER BY repo"
+    assert con.sql(q.format("r")).fetchall() == con.sql(q.format("l")).fetchall()
+    first = len(srv.gets())
+    assert 1 <= first <= 4 and srv.bytes_sent() < index_bytes  # the sub-indexes, once
+    srv.reset()
+    assert con.sql(q.format("r")).fetchall() == con.sql(q.format("l")).fetchall()
+    assert srv.hits == []  # the second scan reads what the first one fetched
+    lk = "SELECT count(*) FROM {}_lookup"
+    assert con.sql(lk.format("r")).fetchall() == con.sql(lk.format("l")).fetchall()
+    con.close()

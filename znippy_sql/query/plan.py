@@ -44,13 +44,18 @@ class ArchiveViews:
 def plan_views(path: str, name: str, *, trust: Any = None) -> ArchiveViews:
     archive = open_archive(path)
     plan = ArchiveViews(name, archive)
-    # an archive without __lookup__ (the Rust tool's layout): the reader's in-memory one
-    lookup = archive.lookup if archive.lookup_in_memory else section_table(archive, LOOKUP)
-    groups = [(key, group_table(archive, key)) for key in archive.groups]
+    if archive.source.fetches and not archive.lookup_in_memory:
+        # remote: the index streams are read on first scan
+        lookup, groups = _lazy_tables(archive)
+        single = False  # (knowing would cost the trie; the summing views serve any layout)
+    else:
+        # an archive without __lookup__ (the Rust tool's layout): the reader's in-memory one
+        lookup = archive.lookup if archive.lookup_in_memory else section_table(archive, LOOKUP)
+        groups = [(key, group_table(archive, key)) for key in archive.groups]
+        # every file one chunk ⇔ as many trie keys as lookup rows: the files views need no sums
+        single = _file_count(archive) == lookup.num_rows
     if not groups:
         groups = [(GroupKey(0, "", ""), LOOKUP_SCHEMA.empty_table())]
-    # every file one chunk ⇔ as many trie keys as lookup rows: the files views need no sums
-    single = _file_count(archive) == lookup.num_rows
     chunk_parts, file_parts = [], []
     for i, (key, table) in enumerate(groups):
         obj = plan.add_object(f"g{i}", table)
@@ -77,6 +82,24 @@ def plan_views(path: str, name: str, *, trust: Any = None) -> ArchiveViews:
     return plan
 
 
+def _lazy_tables(archive: Archive) -> tuple[Any, list[tuple[GroupKey, Any]]]:
+    """The lookup and each sub-index as :class:`LazyTable` objects: their schemas now (the
+    streams' first bytes, fetched together), their rows when DuckDB first scans them."""
+    from .lazy import LazyTable, fetch_heads, stream_schema
+
+    lk = archive.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
+    rows = [archive.manifest_row(key) for key in archive.groups]
+    fetch_heads(archive, [lk, *rows])
+    lookup = LazyTable(lambda: section_table(archive, LOOKUP),
+                       stream_schema(archive, lk, LOOKUP), lk.row_count)
+    groups = []
+    for key, row in zip(archive.groups, rows):
+        what = f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
+        groups.append((key, LazyTable(lambda k=key: group_table(archive, k),
+                                      stream_schema(archive, row, what), row.row_count)))
+    return lookup, groups
+
+
 def _file_count(archive: Archive) -> int:
     try:
         return len(archive.trie)
@@ -101,7 +124,7 @@ def _group_rows(archive: Archive) -> pa.Table:
     return pa.table(cols)
 
 
-def _sections(plan: ArchiveViews, lookup: pa.Table, trust: Any) -> None:
+def _sections(plan: ArchiveViews, lookup: Any, trust: Any) -> None:
     archive = plan.archive
     if archive.has_section(META):
         meta = plan.add_object("meta", section_table(archive, META))
@@ -114,6 +137,8 @@ def _sections(plan: ArchiveViews, lookup: pa.Table, trust: Any) -> None:
     if archive.has_section(GIT_OID):
         from ..format.gitindex import decode_oid_index
 
+        if not isinstance(lookup, pa.Table):  # a remote archive's lazy lookup
+            lookup = lookup.table()
         objects = decode_oid_index(archive.section(GIT_OID), lookup_rows=lookup.num_rows,
                                    path=archive.path)
         rows = np.unique(objects.column("pack_row").to_numpy())
