@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format.ipc import names_problem
 from ..format.manifest import ManifestRow
 from ..read.reader import Archive
 
@@ -61,18 +62,20 @@ def fetch_heads(archive: Archive, rows: Sequence[ManifestRow]) -> None:
 
 
 def stream_schema(archive: Archive, row: ManifestRow, what: str) -> pa.Schema:
-    """The schema message at the start of a stream's range, read alone."""
+    """The schema message at the start of a stream's range, reading only its own bytes."""
     src = archive.source
-    if row.index_len < _PREFIX.size:
-        raise FormatError(f"{what} is {row.index_len} bytes, too short for an Arrow stream",
-                          path=archive.path)
-    marker, length = _PREFIX.unpack(src.read(row.index_offset, _PREFIX.size, what).to_pybytes())
-    if marker != 0xFFFFFFFF or not 0 < length <= row.index_len - _PREFIX.size:
-        raise FormatError(f"{what} does not start with an Arrow schema message",
-                          path=archive.path)
-    msg = src.read(row.index_offset, _PREFIX.size + length, what)
+    head = src.read(row.index_offset, min(_PREFIX.size, row.index_len), what).to_pybytes()
+    if len(head) < _PREFIX.size or head[:4] != b"\xff\xff\xff\xff":
+        raise FormatError(f"{what} does not start with an Arrow IPC message", path=archive.path)
+    (meta_len,) = struct.unpack("<i", head[4:8])
+    if meta_len <= 0 or _PREFIX.size + meta_len > row.index_len:
+        raise FormatError(f"{what}: schema message runs past its range", path=archive.path)
+    buf = src.read(row.index_offset, _PREFIX.size + meta_len, what)
     try:
-        return pa.ipc.read_schema(pa.ipc.read_message(msg))
-    except (pa.ArrowException, ValueError, OSError) as exc:
-        raise FormatError(f"{what} has no readable schema message: {exc}",
-                          path=archive.path) from None
+        schema = pa.ipc.read_schema(pa.BufferReader(buf))
+    except (pa.ArrowException, ValueError, OSError) as exc:  # OSError: bad flatbuffers
+        raise FormatError(f"{what}: unreadable schema: {exc}", path=archive.path) from None
+    problem = names_problem(schema)
+    if problem is not None:
+        raise FormatError(f"{what} {problem}", path=archive.path)
+    return schema

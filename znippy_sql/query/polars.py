@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal
 
@@ -87,23 +86,9 @@ def _absent(archive: Archive, section: str) -> ZnippyError:
 
 def _peek_schema(archive: Archive, key: GroupKey, what: str) -> pa.Schema:
     """The schema message at the start of a stream, reading only its own bytes."""
-    row = archive.manifest_row(key)
-    src = archive.source
-    head = src.read(row.index_offset, min(8, row.index_len), what).to_pybytes()
-    if len(head) < 8 or head[:4] != b"\xff\xff\xff\xff":
-        raise FormatError(f"{what} does not start with an Arrow IPC message", path=archive.path)
-    (meta_len,) = struct.unpack("<i", head[4:8])
-    if meta_len <= 0 or 8 + meta_len > row.index_len:
-        raise FormatError(f"{what}: schema message runs past its range", path=archive.path)
-    buf = src.read(row.index_offset, 8 + meta_len, what)
-    try:
-        schema = pa.ipc.read_schema(pa.BufferReader(buf))
-    except (pa.ArrowException, ValueError, OSError) as exc:  # OSError: bad flatbuffers
-        raise FormatError(f"{what}: unreadable schema: {exc}", path=archive.path) from None
-    problem = names_problem(schema)
-    if problem is not None:
-        raise FormatError(f"{what} {problem}", path=archive.path)
-    return schema
+    from .lazy import stream_schema
+
+    return stream_schema(archive, archive.manifest_row(key), what)
 
 
 def _table_scan(load: Callable[[], pa.Table], schema: pa.Schema, name: str) -> pl.LazyFrame:
@@ -149,6 +134,10 @@ class _GroupScan:
         self.archive = archive
         self.section = section
         self.keys = archive.groups
+        if archive.source.fetches:  # remote: every group's schema message in one go
+            from .lazy import fetch_heads
+
+            fetch_heads(archive, [archive.manifest_row(k) for k in self.keys])
         self.schemas = {k: _peek_schema(archive, k, f"sub-index {k}") for k in self.keys}
         for k, schema in self.schemas.items():  # before module_fields takes a renamed one
             head = pa.schema(list(schema)[: len(BASE_FIELDS)])

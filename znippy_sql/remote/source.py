@@ -9,7 +9,8 @@ in buffers placed so that a file offset that is a multiple of 64 is a multiple o
   life of the source: they are what every later query reads.
 - ``prefetch(offsets, lengths)`` (extract's units) coalesces the ranges whose gaps are below
   ``GAP`` into requests of at most ``PIECE`` bytes, fetched in parallel, and keeps them as
-  *transient* extents, dropped by ``release`` or once more than ``TRANSIENT_MAX`` bytes wait.
+  *transient* extents of the calling thread, dropped by its ``release`` or once more than
+  ``TRANSIENT_MAX`` bytes wait.
 - A blob read that no extent holds is one GET of exactly that blob, handed to the caller and
   not kept, so streaming a large file holds one chunk at a time.
 
@@ -61,10 +62,11 @@ def _pool() -> ThreadPoolExecutor:
 
 
 class _Extent:
-    __slots__ = ("start", "end", "buf", "transient")
+    __slots__ = ("start", "end", "buf", "transient", "owner")
 
     def __init__(self, start: int, buf: pa.Buffer, transient: bool) -> None:
         self.start, self.end, self.buf, self.transient = start, start + buf.size, buf, transient
+        self.owner = threading.get_ident() if transient else 0
 
 
 def aligned(start: int, data: Any) -> pa.Buffer:
@@ -123,10 +125,12 @@ class RemoteSource:
             self._add(_Extent(start, buf, True))
 
     def release(self, offset: int, length: int) -> None:
-        end = offset + length
+        """Drop the transient extents inside the range that this thread prefetched (another
+        worker's unit may span the same offsets while it still reads them)."""
+        end, me = offset + length, threading.get_ident()
         with self._lock:
-            for start, ext in list(self._transient.items()):
-                if ext.start >= offset and ext.end <= end:
+            for ext in list(self._transient.values()):
+                if ext.owner == me and ext.start >= offset and ext.end <= end:
                     self._drop(ext)
 
     def close(self) -> None:
