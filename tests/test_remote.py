@@ -152,14 +152,21 @@ def test_polars_filter_on_repo_reads_only_that_group(
 
     monkeypatch.setattr(rsource, "TAIL_GUESS", 4096)
     local = open_archive(archive)
+    from znippy_sql.query.lazy import HEAD
+
     with open_archive(_url(srv), cache=False) as arc:
         srv.reset()
-        got = scan(arc).filter(pl.col("repo") == "snapshots").collect()
+        lf = scan(arc).filter(pl.col("repo") == "snapshots")  # the groups' schema heads
+        assert len(srv.gets()) <= len(arc.groups)
+        assert all(b - a <= HEAD + rsource.KEEP_GAP for a, b in _ranges(srv))
+        srv.reset()
+        got = lf.collect()
         want = scan(archive).filter(pl.col("repo") == "snapshots").collect()
         assert got.sort("relative_path").equals(want.sort("relative_path"))
         start, end = _group_range(local, "snapshots")
-        assert all(a <= start + 64 and end - 64 <= b for a, b in _ranges(srv))
-        assert srv.bytes_sent() < (end - start) + rsource.GAP
+        assert len(srv.gets()) == 1
+        assert all(start <= a and b <= end for a, b in _ranges(srv))  # that group's range only
+        assert srv.bytes_sent() <= end - start
 
 
 def test_extract_of_a_repo_coalesces_its_blobs(srv: RangeServer, archive: Path,

@@ -39,6 +39,9 @@ TAIL_GUESS = 256 << 10
 #: ranges closer than this are fetched in one request (the bytes between are thrown away):
 #: on loopback a request costs what ~256 KiB of body does (bench/results-remote.md)
 GAP = 256 << 10
+#: index ranges kept for the archive's life (stream heads, lookup + trie) are merged only
+#: across gaps below this: their bytes stay in memory, and a pruned scan reads one group
+KEEP_GAP = 16 << 10
 #: at most this many bytes per request, so a large run of blobs is fetched in parallel
 PIECE = 8 << 20
 #: a unit's prefetch fetches at most this much; the rest is fetched blob by blob on demand
@@ -116,7 +119,8 @@ class RemoteSource:
 
     def prefetch(self, offsets: Sequence[int], lengths: Sequence[int], *,
                  keep: bool = False) -> None:
-        want = self._missing(offsets, lengths, budget=PREFETCH_MAX)
+        want = self._missing(offsets, lengths, budget=PREFETCH_MAX,
+                             gap=KEEP_GAP if keep else GAP)
         if keep:
             for start, end in want:
                 self._extend(start, end)
@@ -171,11 +175,11 @@ class RemoteSource:
 
     def _extend(self, offset: int, end: int) -> pa.Buffer:
         """Fetch what is missing of ``[offset, end)`` (widened to kept extents less than
-        ``GAP`` away) and keep it as one extent in place of the ones it covers."""
+        ``KEEP_GAP`` away) and keep it as one extent in place of the ones it covers."""
         with self._lock:
             lo, hi = offset, end
             for ext in self._extents:
-                if not ext.transient and ext.end + GAP >= lo and ext.start <= hi + GAP:
+                if not ext.transient and ext.end + KEEP_GAP >= lo and ext.start <= hi + KEEP_GAP:
                     lo, hi = min(lo, ext.start), max(hi, ext.end)
             parts = [e for e in self._extents if not e.transient and e.start >= lo and e.end <= hi]
         gaps, at = [], lo
@@ -205,7 +209,7 @@ class RemoteSource:
         return merged.buf.slice(offset - lo, end - offset)
 
     def _missing(self, offsets: Sequence[int], lengths: Sequence[int], *,
-                 budget: int) -> list[tuple[int, int]]:
+                 budget: int, gap: int) -> list[tuple[int, int]]:
         """The coalesced ``[start, end)`` requests for the ranges no extent holds."""
         o = np.asarray(offsets, dtype=np.int64)
         n = np.asarray(lengths, dtype=np.int64)
@@ -221,7 +225,7 @@ class RemoteSource:
             for s, t in zip(o.tolist(), e.tolist()):
                 if s < 0 or t > self.size or self._covering(s, t) is not None:
                     continue  # out of range: the read says so; held: nothing to fetch
-                if out and s - out[-1][1] < GAP and t - out[-1][0] <= PIECE:
+                if out and s - out[-1][1] < gap and t - out[-1][0] <= PIECE:
                     out[-1] = (out[-1][0], max(out[-1][1], t))
                 else:
                     if total >= budget:
