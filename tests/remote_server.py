@@ -48,6 +48,7 @@ class Fault:
     kind: str  # "status" | "reset" | "hang" | "short" | "ignore_range" | "etag"
     status: int = 503
     method: str | None = "GET"
+    seconds: float = 1.5  # how long a "hang" answers nothing
 
 
 @dataclass
@@ -83,9 +84,9 @@ class RangeServer:
         return f"{self.url}/{name}"
 
     def fault(self, kind: str, *, times: int = 1, status: int = 503,
-              method: str | None = "GET") -> None:
+              method: str | None = "GET", seconds: float = 1.5) -> None:
         with self.state.lock:
-            self.state.faults.extend(Fault(kind, status, method) for _ in range(times))
+            self.state.faults.extend(Fault(kind, status, method, seconds) for _ in range(times))
 
     def reset(self) -> None:
         """Forget the counted requests and any pending fault."""
@@ -185,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "hang":  # answer nothing for a while
             self._count(0, 0)
-            time.sleep(1.5)
+            time.sleep(fault.seconds)
             self.close_connection = True
             return
         if self.state.upstream is not None:

@@ -329,6 +329,25 @@ def test_timeout_is_set_and_named(srv: RangeServer) -> None:
                      storage_options={"timeout": "300ms", "max_retries": "0"})
 
 
+def test_ctrl_c_is_not_held_by_a_stalled_request(srv: RangeServer) -> None:
+    import signal
+    import time
+
+    srv.fault("hang", seconds=20)
+    code = ("import sys; from znippy_sql import open_archive; print('go', flush=True); "
+            f"open_archive({_url(srv)!r}, cache=False)")
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stdout.readline() == b"go\n"
+        while not srv.hits:  # the request is out and stalled
+            time.sleep(0.02)
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=10)
+    assert time.monotonic() - started < 3
+    assert b"KeyboardInterrupt" in err
+
+
 # -- errors ---------------------------------------------------------------------------------
 def test_missing_object_and_bad_urls(srv: RangeServer) -> None:
     with pytest.raises(RemoteError, match="no such object") as err:

@@ -9,10 +9,13 @@ the store become one :class:`RemoteError` each, naming the URL (never credential
 
 from __future__ import annotations
 
+import queue
 import re
 import threading
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..errors import RemoteError
 from .url import Target
@@ -50,6 +53,52 @@ class RemoteObject(Protocol):
         """Upload a local file as the object (multipart when large)."""
 
 
+_T = TypeVar("_T")
+
+
+class Daemons:
+    """Worker threads for requests, daemonic: a request stuck on a stalled server holds up
+    neither Ctrl-C (the caller waits on a future, which a signal interrupts) nor the exit of
+    the process (``ThreadPoolExecutor`` joins its threads at exit)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._jobs: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]]] = queue.SimpleQueue()
+        self._started = 0
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[[], _T]) -> Future[_T]:
+        with self._lock:
+            if self._started < self.n:
+                self._started += 1
+                threading.Thread(target=self._work, name="znippy-remote", daemon=True).start()
+        fut: Future[_T] = Future()
+        self._jobs.put((fut, fn))
+        return fut
+
+    def _work(self) -> None:
+        while True:
+            fut, fn = self._jobs.get()
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 (handed to the waiting caller)
+                fut.set_exception(exc)
+
+
+#: the parallel requests of a prefetch, and the main thread's own, run on these
+DAEMONS = Daemons(4)
+
+
+def interruptible(fn: Callable[[], _T]) -> _T:
+    """``fn()``, run by a daemon worker when called from the main thread, so that Ctrl-C
+    interrupts the wait (a Rust call holding the thread would not see it until it returns)."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    return DAEMONS.submit(fn).result()
+
+
 def connect(target: Target) -> RemoteObject:
     if target.backend == "obstore":
         return ObstoreObject(target)
@@ -71,7 +120,6 @@ class ObstoreObject:
         self.store = _store(target)
 
     def tail(self, n: int, *, unless: Meta | None = None) -> Tail | None:
-        import obstore
         from obstore.exceptions import NotModifiedError
 
         options: dict[str, Any] = {"range": {"suffix": n}}
@@ -79,8 +127,7 @@ class ObstoreObject:
             options["if_none_match"] = unless.etag
         self.requests += 1
         try:
-            result = obstore.get(self.store, self.key, options=options)
-            data = result.bytes()
+            result, data = interruptible(lambda: _fetch(self.store, self.key, options))
         except NotModifiedError:
             return None
         except Exception as exc:  # noqa: BLE001 (every store failure is worded below)
@@ -95,8 +142,6 @@ class ObstoreObject:
         return Tail(meta, start, data)
 
     def get(self, start: int, end: int, meta: Meta) -> Any:
-        import obstore
-
         options: dict[str, Any] = {"range": (start, end)}
         if meta.etag:
             options["if_match"] = meta.etag
@@ -104,8 +149,7 @@ class ObstoreObject:
             options["version"] = meta.version
         self.requests += 1
         try:
-            result = obstore.get(self.store, self.key, options=options)
-            data = result.bytes()
+            result, data = interruptible(lambda: _fetch(self.store, self.key, options))
         except Exception as exc:  # noqa: BLE001
             raise remote_error(exc, self.url, f"reading bytes [{start}, {end})") from None
         self.fetched += len(data)
@@ -124,7 +168,8 @@ class ObstoreObject:
         self.requests += 1
         try:
             with open(path, "rb") as fh:
-                obstore.put(self.store, self.key, fh, chunk_size=8 << 20, max_concurrency=4)
+                interruptible(lambda: obstore.put(self.store, self.key, fh,
+                                                  chunk_size=8 << 20, max_concurrency=4))
         except RemoteError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -151,6 +196,13 @@ def _store(target: Target) -> Any:
                 raise remote_error(exc, target.url, "setting up the store") from None
             _STORES[key] = store
         return store
+
+
+def _fetch(store: Any, key: str, options: dict[str, Any]) -> tuple[Any, Any]:
+    import obstore
+
+    result = obstore.get(store, key, options=options)
+    return result, result.bytes()
 
 
 def _meta(meta: Any) -> Meta:

@@ -24,14 +24,13 @@ import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
-from .client import Meta, RemoteObject, Tail
+from .client import DAEMONS, Meta, RemoteObject, Tail
 
 #: bytes of the first (suffix) GET: measured in bench/results-remote.md, this holds the
 #: whole tail of archives up to ~4,000 files and the manifest of any archive we made
@@ -49,21 +48,6 @@ PREFETCH_MAX = 32 << 20
 #: transient extents waiting beyond this are dropped oldest first (they are fetched again
 #: if still needed)
 TRANSIENT_MAX = 128 << 20
-#: parallel requests of one prefetch
-PARALLEL = 4
-
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(PARALLEL, thread_name_prefix="znippy-remote")
-        return _POOL
-
-
 class _Extent:
     __slots__ = ("start", "end", "buf", "transient", "owner")
 
@@ -243,7 +227,8 @@ class RemoteSource:
 
         if len(ranges) == 1:
             return [one(ranges[0])]
-        return list(_pool().map(one, ranges))
+        futures = [DAEMONS.submit(lambda r=r: one(r)) for r in ranges]  # DAEMONS.n at a time
+        return [f.result() for f in futures]
 
     def _add(self, ext: _Extent) -> None:
         with self._lock:
