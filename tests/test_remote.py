@@ -23,6 +23,12 @@ from znippy_sql.remote.url import parse
 REPOS = ("central", "local", "mirror", "snapshots")
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tails an open keeps by default go under the test's own directory."""
+    monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
+
+
 def _entries() -> list[Entry]:
     """Four repos of 300 files each, a few multi-chunk files, some incompressible."""
     out = []

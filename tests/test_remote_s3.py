@@ -27,6 +27,12 @@ from znippy_sql.polars import scan
 BUCKET = "znippy-test"
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tails an open keeps by default go under the test's own directory."""
+    monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
+
+
 @pytest.fixture(scope="module")
 def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
     server = Seaweed(tmp_path_factory.mktemp("weed"))
@@ -302,6 +308,6 @@ def test_failed_write_leaves_nothing_under_the_key(s3: dict[str, str], tmp_path:
 def test_info_json_names_the_url(full: tuple[Path, str], s3: dict[str, str],
                                  capsys: pytest.CaptureFixture[str]) -> None:
     _, url = full
-    code, out = _run(capsys, "info", url, "--json", *[f"--storage-option={k}={v}"
-                                                      for k, v in s3.items()])
+    code, out = _run(capsys, "info", url, "--json", "--no-cache",
+                     *[f"--storage-option={k}={v}" for k, v in s3.items()])
     assert code == 0 and url in json.dumps(json.loads(out))

@@ -235,7 +235,8 @@ class Archive:
     def _fetch_paths(self) -> None:
         """A remote source fetches the lookup and the trie together (one request)."""
         if getattr(self.source, "fetches", False):
-            rows = [self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", n)) for n in (LOOKUP, TRIE)]
+            keys = [GroupKey(RESERVED_PKG_TYPE, "", n) for n in (LOOKUP, TRIE)]
+            rows = [self._by_key[k] for k in keys if k in self._by_key]
             self.source.prefetch([r.index_offset for r in rows], [r.index_len for r in rows],
                                  keep=True)
 

@@ -138,10 +138,15 @@ class RemoteSource:
         return self.obj.fetched
 
     # -- inside ----------------------------------------------------------------------------
-    def _covering(self, offset: int, end: int) -> _Extent | None:
+    def _covering(self, offset: int, end: int, *, owner: int | None = None) -> _Extent | None:
+        """An extent holding ``[offset, end)`` (extents may overlap: concurrent units fetch
+        their own); with ``owner``, only a kept one or one that thread prefetched."""
         i = bisect.bisect_right(self._starts, offset) - 1
-        if i >= 0 and self._extents[i].end >= end:
-            return self._extents[i]
+        while i >= 0:
+            ext = self._extents[i]
+            if ext.end >= end and (owner is None or ext.owner in (0, owner)):
+                return ext
+            i -= 1
         return None
 
     def _get(self, offset: int, length: int, *, keep: bool) -> pa.Buffer:
@@ -205,9 +210,10 @@ class RemoteSource:
         o, e = o[order], e[order]
         out: list[tuple[int, int]] = []
         total = 0
+        me = threading.get_ident()  # another thread's blobs may be released while we read
         with self._lock:
             for s, t in zip(o.tolist(), e.tolist()):
-                if s < 0 or t > self.size or self._covering(s, t) is not None:
+                if s < 0 or t > self.size or self._covering(s, t, owner=me) is not None:
                     continue  # out of range: the read says so; held: nothing to fetch
                 if out and s - out[-1][1] < gap and t - out[-1][0] <= PIECE:
                     out[-1] = (out[-1][0], max(out[-1][1], t))
