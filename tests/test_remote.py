@@ -473,3 +473,12 @@ def test_duckdb_register_reads_the_manifest_and_stream_heads_only(
     lk = "SELECT count(*) FROM {}_lookup"
     assert con.sql(lk.format("r")).fetchall() == con.sql(lk.format("l")).fetchall()
     con.close()
+
+
+def test_append_to_a_url_is_refused_clearly(srv: RangeServer, tmp_path: Path) -> None:
+    from znippy_sql import append_archive
+
+    with pytest.raises(RemoteError, match="local archives only") as err:
+        append_archive(_url(srv), [Entry("new.txt", data=b"x")])
+    assert err.value.path == _url(srv)
+    assert srv.hits == []

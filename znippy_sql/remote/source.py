@@ -105,12 +105,11 @@ class RemoteSource:
                  keep: bool = False) -> None:
         want = self._missing(offsets, lengths, budget=PREFETCH_MAX,
                              gap=KEEP_GAP if keep else GAP)
-        if keep:
-            for start, end in want:
-                self._extend(start, end)
+        if keep and len(want) == 1:  # (merged with the kept bytes it touches)
+            self._extend(*want[0])
             return
-        for start, buf in self._fetch_all(want):
-            self._add(_Extent(start, buf, True))
+        for start, buf in self._fetch_all(want):  # in parallel
+            self._add(_Extent(start, buf, not keep))
 
     def release(self, offset: int, length: int) -> None:
         """Drop the transient extents inside the range that this thread prefetched (another

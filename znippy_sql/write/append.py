@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DuplicatePathError, FormatError, SignatureError, ZnippyError
+from ..errors import DuplicatePathError, FormatError, RemoteError, SignatureError, ZnippyError
 from ..format import codec
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
@@ -536,6 +536,14 @@ def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: i
                     drop_signatures: bool = False, move: bool = False, posix: bool = False,
                     skip_unsafe: bool = False) -> Appender:
     """An :class:`Appender` for ``path``, to use as a context manager."""
+    from ..remote import is_url, local_path
+
+    if is_url(path):  # appending rewrites the tail in place: a local file only
+        local = local_path(os.fspath(path))
+        if local is None:
+            raise RemoteError("append works on local archives only (it rewrites the tail in "
+                              "place): download the archive, append, upload it", path=path)
+        path = local
     return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
                     workers=workers, meta=meta, signer=signer, drop_signatures=drop_signatures,
                     move=move, posix=posix, skip_unsafe=skip_unsafe)
