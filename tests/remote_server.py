@@ -165,8 +165,8 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in (headers or {}).items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
         self._count(status, len(body) if send_body else 0)  # before the client can see it
+        self.end_headers()
         if send_body and body:
             self.wfile.write(body)
 
@@ -238,19 +238,18 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in headers.items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
+        sent = 0 if not body else len(data) // 2 if short else len(data)
+        self._count(status, sent)  # before the client can see any of it
         self.end_headers()
         if not body:
-            self._count(status, 0)
             return
         if short:  # promise len(data) bytes, send half, then drop the connection
-            half = data[: len(data) // 2]
-            self._count(status, len(half))
+            half = data[:sent]
             self.wfile.write(half)
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
             return
-        self._count(status, len(data))
         self.wfile.write(data)
 
     def _proxy(self, fault: Fault | None) -> None:
@@ -277,8 +276,8 @@ class _Handler(BaseHTTPRequestHandler):
         for k, v in out.items():
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
         self._count(status, len(data) if self.command != "HEAD" else 0)
+        self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
 

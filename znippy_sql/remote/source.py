@@ -32,8 +32,8 @@ import pyarrow as pa
 from ..errors import FormatError
 from .client import DAEMONS, Meta, RemoteObject, Tail
 
-#: bytes of the first (suffix) GET: measured in bench/results-remote.md, this holds the
-#: whole tail of archives up to ~4,000 files and the manifest of any archive we made
+#: bytes of the first (suffix) GET (docs/remote.md): the whole tail of archives up to ~1,200
+#: files (~210 bytes a file), the footer and manifest of any with fewer than ~2,500 groups
 TAIL_GUESS = 256 << 10
 #: ranges closer than this are fetched in one request (the bytes between are thrown away):
 #: on loopback a request costs what ~256 KiB of body does (bench/results-remote.md)
