@@ -154,8 +154,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._proxy_or(405)
 
     def _proxy_or(self, status: int) -> None:
-        if self.state.upstream is not None:
-            self._proxy(self._fault())
+        fault = self._fault()
+        if fault is not None and fault.kind == "status":  # the upload is read, then refused
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            self._reply(fault.status, b"busy")
+        elif self.state.upstream is not None:
+            self._proxy(fault)
         else:
             self._reply(status, b"")
 

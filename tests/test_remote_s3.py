@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -311,3 +312,23 @@ def test_info_json_names_the_url(full: tuple[Path, str], s3: dict[str, str],
     code, out = _run(capsys, "info", url, "--json", "--no-cache",
                      *[f"--storage-option={k}={v}" for k, v in s3.items()])
     assert code == 0 and url in json.dumps(json.loads(out))
+
+
+def test_failed_upload_leaves_nothing_under_the_key(s3: dict[str, str], proxy: RangeServer,
+                                                    tmp_path: Path) -> None:
+    from conftest import random_bytes
+
+    entries = [Entry(f"r/{i}.bin", data=random_bytes(1 << 20, seed=i)) for i in range(12)]
+    url = f"s3://{BUCKET}/made/refused.znippy"
+    staging = set(Path(tempfile.gettempdir()).glob("znippy-upload-*"))
+    proxy.reset()
+    proxy.fault("status", times=1000, method="PUT")  # every part refused, every retry too
+    opts = _options(proxy.url, max_retries="1", init_backoff="10ms")
+    with pytest.raises(RemoteError, match="uploading") as err:
+        write_archive(url, entries, storage_options=opts, workers=2)
+    assert err.value.path == url
+    assert set(Path(tempfile.gettempdir()).glob("znippy-upload-*")) == staging  # removed
+    proxy.reset()
+    with pytest.raises(RemoteError, match="no such object"):
+        open_archive(url, storage_options=s3, cache=False)
+
