@@ -31,8 +31,6 @@ CLIENT_KEYS = frozenset({"backend", "max_retries", "retry_timeout", "timeout",
 DEFAULTS = {"max_retries": "3", "retry_timeout": "60s", "timeout": "120s",
             "connect_timeout": "10s", "init_backoff": "100ms", "max_backoff": "2s"}
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
-#: never shown: in an error, a URL loses its user:password@ and its query string
-_SECRET_KEYS = re.compile(r"secret|password|token|key|sas|credential|signature", re.I)
 
 
 def is_url(path: object) -> bool:
@@ -70,7 +68,8 @@ class Target:
     key: str
     backend: str    # "obstore" | "fsspec"
     client: dict[str, str] = field(default_factory=dict)  # CLIENT_KEYS, defaults filled
-    config: dict[str, Any] = field(default_factory=dict)  # the store's own options
+    #: the store's own options (credentials among them: never in a repr)
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def retry_config(self) -> dict[str, Any]:
         return {"max_retries": int(self.client["max_retries"]),
@@ -143,11 +142,6 @@ def duration(text: str, key: str, *, url: str | None = None) -> timedelta:
         raise RemoteError(f"storage option {key}={text!r} is not a duration (10s, 250ms, 2m)",
                           path=url)
     return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2) or "s"])
-
-
-def redacted(options: Mapping[str, Any]) -> dict[str, Any]:
-    """``options`` with every secret-looking value replaced (for logs and reprs)."""
-    return {k: ("***" if _SECRET_KEYS.search(k) else v) for k, v in options.items()}
 
 
 def parse_option(text: str) -> tuple[str, str]:
