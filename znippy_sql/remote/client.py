@@ -9,6 +9,7 @@ the store become one :class:`RemoteError` each, naming the URL (never credential
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import threading
@@ -107,6 +108,7 @@ def connect(target: Target) -> RemoteObject:
 
 # -- obstore ---------------------------------------------------------------------------------
 _STORES: dict[tuple[Any, ...], Any] = {}
+_ENV = ("AWS_", "GOOGLE_", "AZURE_")  # what the stores read from the environment
 _STORES_LOCK = threading.Lock()
 
 
@@ -177,9 +179,11 @@ class ObstoreObject:
 
 
 def _store(target: Target) -> Any:
-    """One store per root and options in this process (its connections are reused)."""
+    """One store per root, options and credential environment in this process (its
+    connections are reused)."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV)))
     key = (target.root, tuple(sorted((k, str(v)) for k, v in target.config.items())),
-           tuple(sorted(target.client.items())))
+           tuple(sorted(target.client.items())), env)
     with _STORES_LOCK:
         store = _STORES.get(key)
         if store is None:
