@@ -26,7 +26,6 @@ import polars as pl
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
-from ..format.ipc import names_problem
 from ..format.files import files_schema, files_table, module_fields
 from ..read.reader import Archive, open_archive
 from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA,
