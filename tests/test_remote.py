@@ -483,3 +483,20 @@ def test_append_to_a_url_is_refused_clearly(srv: RangeServer, tmp_path: Path) ->
         append_archive(_url(srv), [Entry("new.txt", data=b"x")])
     assert err.value.path == _url(srv)
     assert srv.hits == []
+
+
+def test_rust_layout_archive_reads_the_same_remotely(srv: RangeServer, tmp_path: Path) -> None:
+    """No __lookup__ / __trie__ (the Rust tool's layout): the lookup is built from the
+    sub-indexes, fetched by range like any other."""
+    entries = [Entry(f"r{i % 3}/f{i}.txt", data=text_bytes(300 + i, seed=i), repo=f"r{i % 3}")
+               for i in range(60)]
+    out = tmp_path / "rust.znippy"
+    write_archive(out, entries, compat="rust-0.8", fsync=False)
+    url = srv.put("rust.znippy", out.read_bytes())
+    local = open_archive(out)
+    with open_archive(url, cache=False) as arc:
+        assert arc.lookup_in_memory and arc.select() == local.select()
+        assert all(arc.read(p) == local.read(p) for p in local.select())
+        report = arc.extract(tmp_path / "x", repo="r1")
+        assert report.ok and report.files == 20
+        assert arc.verify().ok

@@ -230,7 +230,17 @@ def staging_prefix(path: str | os.PathLike[str]) -> str:
 
 def check_output(path: str) -> None:
     """Refuse, before any work, an output that cannot be written: a directory, or one whose
-    parent directory does not exist."""
+    parent directory does not exist; a URL that names no object."""
+    from ..remote import is_url, local_path
+
+    if is_url(path):
+        local = local_path(path)
+        if local is None:
+            from ..remote.url import parse
+
+            parse(path)  # staged locally, uploaded at the end (remote/upload.py)
+            return
+        path = local
     if os.path.isdir(path):
         raise ZnippyError("is a directory: give the archive's file name", path=path)
     parent = os.path.dirname(os.path.abspath(path))
