@@ -18,6 +18,7 @@ import threading
 from typing import Any
 
 import openzl.ext as zl
+import zstandard
 
 from . import zlframe
 from ..errors import CodecError
@@ -35,6 +36,69 @@ SKIP_SUFFIXES: frozenset[str] = frozenset(
     webm ogg oga ogv opus flac aac wmv wma pdf parquet orc avro arrow feather woff woff2 dmg iso
     squashfs cab msi docx xlsx pptx odt ods odp epub""".split()
 )
+
+
+#: What the writer does with a chunk (``pipeline.Job.mode``): compress it (the frame kept when
+#: smaller), store it raw without trying, or :func:`probe` it first (skip-listed chunks).
+COMPRESS, RAW, PROBE = 0, 1, 2
+
+#: The probe [docs/format.md]: up to ``PROBE_SAMPLES`` samples of ``PROBE_SAMPLE`` bytes (start,
+#: middle, end; the whole chunk when it is no longer than that) compressed by zstd at
+#: ``PROBE_LEVEL``; the chunk is worth compressing when they shrink below ``PROBE_RATIO``.
+PROBE_SAMPLE = 4 << 10
+PROBE_SAMPLES = 3
+PROBE_LEVEL = 1
+PROBE_RATIO = 0.90
+
+
+def probe_samples(chunk: bytes | memoryview) -> list[bytes | memoryview]:
+    """The parts of ``chunk`` the probe compresses."""
+    n = len(chunk)
+    if n <= PROBE_SAMPLE * PROBE_SAMPLES:
+        return [chunk]
+    view = memoryview(chunk)
+    step = (n - PROBE_SAMPLE) // (PROBE_SAMPLES - 1)
+    return [view[i * step : i * step + PROBE_SAMPLE] for i in range(PROBE_SAMPLES)]
+
+
+def probe_verdict(sample_bytes: int, compressed_bytes: int) -> bool:
+    """True when samples of ``sample_bytes`` that compressed to ``compressed_bytes`` say the
+    chunk is worth a full compression."""
+    return compressed_bytes < PROBE_RATIO * sample_bytes
+
+
+def probe(chunk: bytes | memoryview) -> bool:
+    """True when a skip-listed chunk is worth compressing (a stored-entry jar, a jmod, the
+    headers of a zip): a function of the chunk's bytes only."""
+    return probe_many([chunk])[0]
+
+
+def probe_many(chunks: list[bytes | memoryview]) -> list[bool]:
+    """:func:`probe` of each chunk, the samples compressed in one call without the GIL."""
+    samples: list[bytes | memoryview] = []
+    owner: list[int] = []
+    for i, chunk in enumerate(chunks):
+        if chunk:
+            parts = probe_samples(chunk)
+            samples += parts
+            owner += [i] * len(parts)
+    if not samples:
+        return [False] * len(chunks)
+    zs = _probe_compressor().multi_compress_to_buffer(samples, threads=1)
+    raw = [0] * len(chunks)
+    packed = [0] * len(chunks)
+    for k, i in enumerate(owner):
+        raw[i] += len(samples[k])
+        packed[i] += len(zs[k])
+    return [bool(r) and probe_verdict(r, p) for r, p in zip(raw, packed)]
+
+
+def _probe_compressor() -> zstandard.ZstdCompressor:
+    z = getattr(_LOCAL, "probe", None)
+    if z is None:
+        z = _LOCAL.probe = zstandard.ZstdCompressor(level=PROBE_LEVEL, write_checksum=False,
+                                                    write_content_size=False)
+    return z
 
 
 def is_skipped(path: str) -> bool:

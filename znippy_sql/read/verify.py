@@ -143,18 +143,27 @@ def _difference(expected: pa.Table, lk: pa.Table) -> str:
 
 
 def _extents(archive: "Archive", lk: pa.Table, say: Say) -> None:
-    """Every blob inside the blob region, no two overlapping."""
+    """Every blob inside the blob region; two extents either the same blob of the same
+    content (a shared blob: same offset, size, codec flag, length and checksum) or disjoint."""
     spans = sorted(zip(lk.column("blob_offset").to_pylist(), lk.column("blob_size").to_pylist(),
-                       lk.column("relative_path").to_pylist(), lk.column("chunk_seq").to_pylist()))
+                       lk.column("relative_path").to_pylist(), lk.column("chunk_seq").to_pylist(),
+                       lk.column("compressed").to_pylist(),
+                       lk.column("uncompressed_size").to_pylist(),
+                       lk.column("checksum").to_pylist()))
     prev_end, prev = 0, None
-    for off, size, path, seq in spans:
+    for off, size, path, seq, *content in spans:
         if off + size > archive.tail_offset:
             say(f"{path!r} chunk {seq}: blob [{off}, {off + size}) runs past the blob region "
                 f"(ends at {archive.tail_offset})")
+        if size and prev is not None and (off, size) == prev[:2]:
+            if tuple(content) != prev[4:]:
+                say(f"{path!r} chunk {seq}: shares the blob at {off} of {prev[2]!r} chunk "
+                    f"{prev[3]} but not its content (codec flag, size or checksum differ)")
+            continue
         if size and off < prev_end:
-            say(f"{path!r} chunk {seq}: blob at {off} overlaps the blob of {prev!r}")
+            say(f"{path!r} chunk {seq}: blob at {off} overlaps the blob of {prev[2]!r}")  # type: ignore[index]
         if size and off + size > prev_end:
-            prev_end, prev = off + size, path
+            prev_end, prev = off + size, (off, size, path, seq, *content)
 
 
 def _chunks(lk: pa.Table, say: Say) -> None:

@@ -224,7 +224,7 @@ class _Stored:
 
 
 def _options(path: str, old: _Old, level: int | None, block_size: int | None,
-             workers: int | None) -> WriteOptions:
+             workers: int | None, dedup: bool = True) -> WriteOptions:
     """The archive's own options (recorded on its sub-indexes); a different one is refused."""
     def recorded(key: str, default: int) -> int:
         try:
@@ -245,7 +245,7 @@ def _options(path: str, old: _Old, level: int | None, block_size: int | None,
                                   f"{name}={given} would mix two settings", path=path)
     return WriteOptions(level=level if level is not None else recorded_level,
                         block_size=block_size if block_size is not None else recorded_block,
-                        workers=workers)
+                        workers=workers, dedup=dedup)
 
 
 # -- merging ------------------------------------------------------------------------------------
@@ -262,6 +262,15 @@ class Merged:
 def group_label(key: GroupKey) -> str:
     """``pypi/pypi-local/pypi``: a group as a user names it (``-`` for an empty part)."""
     return f"{pkg_type_name(key.pkg_type)}/{key.repo or '-'}/{key.module_name or '-'}"
+
+
+def _unshared(dead: list[tuple[int, int]], live: Iterable[pa.Table]) -> list[tuple[int, int]]:
+    """The extents of ``dead`` that no row of ``live`` still points at (shared blobs)."""
+    if not dead:
+        return dead
+    kept = {(o, s) for t in live if t.num_rows
+            for o, s in zip(t.column("blob_offset").to_pylist(), t.column("blob_size").to_pylist())}
+    return [d for d in dict.fromkeys(dead) if d not in kept]
 
 
 def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
@@ -306,7 +315,7 @@ def merge_rows(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table], *,
             out[key] = table
     moved.sort(key=lambda m: m[0].encode("utf-8"))
     return Merged({k: t.combine_chunks() for k, t in out.items()}, len(was_in) - len(moved),
-                  rows_replaced, _merge_ranges(dead), moved)
+                  rows_replaced, _merge_ranges(_unshared(dead, out.values())), moved)
 
 
 def _merge_ranges(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -330,8 +339,10 @@ class Appender:
                  pkg_type: int | str = 0, level: int | None = None,
                  block_size: int | None = None, workers: int | None = None,
                  meta: Any = None, signer: Any = None, drop_signatures: bool = False,
-                 move: bool = False, posix: bool = False, skip_unsafe: bool = False) -> None:
+                 move: bool = False, posix: bool = False, skip_unsafe: bool = False,
+                 dedup: bool = True) -> None:
         self.path = os.fspath(path)
+        self._dedup = dedup
         self._repo, self._pkg_type = repo, pkg_type
         self._level, self._block_size, self._workers = level, block_size, workers
         self._meta, self._signer = meta, signer
@@ -368,12 +379,13 @@ class Appender:
                     "signatures over content it no longer has: re-sign (--sign-key and "
                     "--sign-cert, signer=) or drop them (--drop-signatures, "
                     "drop_signatures=True)", path=self.path)
-            options = _options(self.path, old, self._level, self._block_size, self._workers)
+            options = _options(self.path, old, self._level, self._block_size, self._workers,
+                               self._dedup)
             self.options = options
             journal = True  # from here a journal of ours may exist; the archive is untouched
             write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
-                                  pkg_type=self._pkg_type)
+                                  pkg_type=self._pkg_type, existing=old.groups.values())
             self._feed = Feed(self._ingest.add, posix=self._posix, skip_unsafe=self._skip_unsafe,
                               exclude=[self.path, journal_path(self.path)],
                               exclude_prefixes=[staging_prefix(self.path)],
@@ -534,7 +546,7 @@ def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: i
                     level: int | None = None, block_size: int | None = None,
                     workers: int | None = None, meta: Any = None, signer: Any = None,
                     drop_signatures: bool = False, move: bool = False, posix: bool = False,
-                    skip_unsafe: bool = False) -> Appender:
+                    skip_unsafe: bool = False, dedup: bool = True) -> Appender:
     """An :class:`Appender` for ``path``, to use as a context manager."""
     from ..remote import is_url, local_path
 
@@ -546,7 +558,7 @@ def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: i
         path = local
     return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
                     workers=workers, meta=meta, signer=signer, drop_signatures=drop_signatures,
-                    move=move, posix=posix, skip_unsafe=skip_unsafe)
+                    move=move, posix=posix, skip_unsafe=skip_unsafe, dedup=dedup)
 
 
 def append_archive(
@@ -564,6 +576,7 @@ def append_archive(
     move: bool = False,
     posix: bool = False,
     skip_unsafe: bool = False,
+    dedup: bool = True,
 ) -> AppendReport:
     """Append ``source`` (a directory or :class:`Entry` objects) to the archive at ``path``.
 
@@ -572,12 +585,13 @@ def append_archive(
     old facts). A signed archive is refused unless ``signer=`` re-signs the new content or
     ``drop_signatures=True`` drops the old signatures (named in the report). A path already in
     the archive is replaced in its group; one that would go to another group is refused
-    unless ``move=True``. ``posix``/``skip_unsafe`` as for ``write_archive``.
+    unless ``move=True``. ``posix``/``skip_unsafe`` as for ``write_archive``. With ``dedup``
+    (the default) a new chunk identical to one already in the archive points at its blob.
     """
     appender = open_for_append(path, repo=repo, pkg_type=pkg_type, level=level,
                                block_size=block_size, workers=workers, meta=meta, signer=signer,
                                drop_signatures=drop_signatures, move=move, posix=posix,
-                               skip_unsafe=skip_unsafe)
+                               skip_unsafe=skip_unsafe, dedup=dedup)
     with appender:
         appender.add_all(source)
     assert appender.report is not None

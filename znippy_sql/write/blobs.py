@@ -1,4 +1,8 @@
-"""Blobs back to back from an offset, and the index rows that point at them, per group."""
+"""Blobs back to back from an offset, and the index rows that point at them, per group.
+
+With a :class:`~znippy_sql.write.dedup.DedupIndex`, a chunk whose content has a blob already
+gets a row pointing at that blob and writes nothing (FORMAT §3, shared blobs).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..modules import Module
+from .dedup import DedupIndex
 from .pipeline import BatchResult, Job
 from ..format.schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
 
@@ -25,7 +30,7 @@ class GroupRows:
     dict (or None) per row."""
 
     __slots__ = ("key", "module", "has_extra", "paths", "seqs", "offsets", "compressed",
-                 "sizes", "blob_offsets", "blob_sizes", "digests", "extra")
+                 "sizes", "blob_offsets", "blob_sizes", "digests", "extra", "order")
 
     def __init__(self, key: GroupKey, module: Module | None) -> None:
         self.key = key
@@ -41,6 +46,9 @@ class GroupRows:
         self.blob_sizes = array("Q")
         self.digests = bytearray()
         self.extra: list[dict[str, Any] | None] = []
+        #: each row's place in production order over all groups (kept when the sink is
+        #: asked to: the store's ordinals)
+        self.order = array("Q")
 
     def schema(self) -> pa.Schema:
         fields = list(BASE_FIELDS)
@@ -95,14 +103,22 @@ class ChunkTag(NamedTuple):
 
 
 class BlobSink:
-    """Writes blobs at ``cursor`` of an open file descriptor and records their rows."""
+    """Writes blobs at ``cursor`` of an open file descriptor and records their rows.
 
-    def __init__(self, fd: int, start: int) -> None:
+    ``dedup``: the index that shares identical chunks (None: every chunk its own blob).
+    ``track_order``: record each row's production place (``GroupRows.order``).
+    """
+
+    def __init__(self, fd: int, start: int, *, dedup: DedupIndex | None = None,
+                 track_order: bool = False) -> None:
         self.fd = fd
         self.cursor = start
+        self.dedup = dedup
+        self.track_order = track_order
         self.groups: dict[GroupKey, GroupRows] = {}
         self.compressed_chunks = 0
         self.raw_chunks = 0
+        self.rows = 0
 
     def group(self, key: GroupKey, module: Module | None) -> GroupRows:
         rows = self.groups.get(key)
@@ -119,43 +135,60 @@ class BlobSink:
 
     def put_batch(self, tags: Sequence[ChunkTag], jobs: Sequence[Job],
                   result: BatchResult) -> None:
-        """Write a batch's blobs in order (one ``pwrite``, ``result.buffer`` holds them back
-        to back) and record their rows."""
-        stored = result.stored
-        starts = list(accumulate(stored[:-1], initial=self.cursor))
+        """Write a batch's blobs in order (``result.buffer`` holds them back to back; with
+        dedup, only those of new content) and record their rows."""
+        if self.dedup is None:
+            stored: list[int] = result.stored
+            flags: list[bool] = result.compressed
+            starts = list(accumulate(stored[:-1], initial=self.cursor))
+            pieces = [memoryview(result.buffer)]
+        else:
+            starts, stored, flags, pieces, _ = self.dedup.place(
+                [job.length for job in jobs], result.digests, result.compressed, result.stored,
+                result.buffer, self.cursor)
+        placed = (starts, stored, flags, result.digests)
         rows = tags[0].rows if tags else None
         if rows is not None and all(tag.rows is rows for tag in tags):
-            _extend(rows, tags, jobs, result, starts, 0, len(tags))  # the usual case
+            self._extend(rows, tags, jobs, placed, 0, len(tags))  # the usual case
         else:  # a batch that spans groups: runs of rows of the same group
             i = 0
             while i < len(tags):
                 rows, j = tags[i].rows, i + 1
                 while j < len(tags) and tags[j].rows is rows:
                     j += 1
-                _extend(rows, tags, jobs, result, starts, i, j)
+                self._extend(rows, tags, jobs, placed, i, j)
                 i = j
-        packed = sum(result.compressed)
+        self.rows += len(tags)
+        packed = sum(flags)
         self.compressed_chunks += packed
-        self.raw_chunks += len(result.stored) - packed
-        self._pwrite(result.buffer)
+        self.raw_chunks += len(flags) - packed
+        for piece in pieces:
+            self._pwrite(piece)
 
     def tables(self) -> dict[GroupKey, pa.Table]:
         return {k: g.table() for k, g in self.groups.items()}
 
+    def orders(self) -> dict[GroupKey, np.ndarray]:
+        """Each group's rows' places in production order (``track_order``)."""
+        return {k: np.frombuffer(g.order, dtype=np.uint64).astype(np.int64)
+                for k, g in self.groups.items()}
 
-def _extend(rows: GroupRows, tags: Sequence[ChunkTag], jobs: Sequence[Job], result: BatchResult,
-            starts: list[int], i: int, j: int) -> None:
-    """Append the rows of batch items ``i:j`` (all of ``rows``' group), column by column."""
-    whole = i == 0 and j == len(tags)
-    part_tags = tags if whole else tags[i:j]
-    part_jobs = jobs if whole else jobs[i:j]
-    rows.paths.extend([t.path for t in part_tags])
-    rows.seqs.extend([t.chunk_seq for t in part_tags])
-    rows.offsets.extend([job.offset for job in part_jobs])
-    rows.compressed.extend(result.compressed if whole else result.compressed[i:j])
-    rows.sizes.extend([job.length for job in part_jobs])
-    rows.blob_offsets.extend(starts if whole else starts[i:j])
-    rows.blob_sizes.extend(result.stored if whole else result.stored[i:j])
-    rows.digests += result.digests if whole else result.digests[32 * i : 32 * j]
-    if rows.has_extra:
-        rows.extra.extend([t.extra for t in part_tags])
+    def _extend(self, rows: GroupRows, tags: Sequence[ChunkTag], jobs: Sequence[Job],
+                placed: tuple[list[int], list[int], list[bool], bytes], i: int, j: int) -> None:
+        """Append the rows of batch items ``i:j`` (all of ``rows``' group), column by column."""
+        starts, stored, flags, digests = placed
+        whole = i == 0 and j == len(tags)
+        part_tags = tags if whole else tags[i:j]
+        part_jobs = jobs if whole else jobs[i:j]
+        rows.paths.extend([t.path for t in part_tags])
+        rows.seqs.extend([t.chunk_seq for t in part_tags])
+        rows.offsets.extend([job.offset for job in part_jobs])
+        rows.compressed.extend(flags if whole else flags[i:j])
+        rows.sizes.extend([job.length for job in part_jobs])
+        rows.blob_offsets.extend(starts if whole else starts[i:j])
+        rows.blob_sizes.extend(stored if whole else stored[i:j])
+        rows.digests += digests if whole else digests[32 * i : 32 * j]
+        if rows.has_extra:
+            rows.extra.extend([t.extra for t in part_tags])
+        if self.track_order:
+            rows.order.extend(range(self.rows + i, self.rows + j))

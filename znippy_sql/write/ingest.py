@@ -1,18 +1,29 @@
 """Files in, blobs and rows out: the part every writer shares before its tail.
 
 :class:`Ingest` resolves each entry's group (pkg_type, repo, module), refuses bad or duplicate
-paths, cuts files into ``block_size`` chunks, sends them through the :class:`Compressor` and
-writes the blobs, in input order, from a start offset of an open file.
+paths, cuts files into chunks, sends them through the :class:`Compressor` and writes the
+blobs, in input order, from a start offset of an open file.
+
+Chunks (docs/format.md §6): with ``dedup`` (the default), a zip-family file is cut at its
+entries (:mod:`~znippy_sql.write.zipcut`), a skip-listed chunk is probed rather than stored raw
+unseen, and a chunk whose content has a blob already points at it
+(:mod:`~znippy_sql.write.dedup`; seeded with the rows a writer already has: ``existing``).
+Without it, every file is cut into ``block_size`` chunks and every chunk gets its own blob.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+import pyarrow as pa
 
 from ..format import codec
 from .. import modules
+from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
+from .dedup import DedupIndex
 from ..errors import DuplicatePathError, ZnippyError
 from ..format.paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, BatchResult, Compressor, Job
@@ -22,6 +33,8 @@ from .source import Entry, data_origin
 
 #: the ``seen`` value of a path whose bytes came as ``data=``
 IN_MEMORY = "<data>"
+#: a zip-family file up to this size is read whole to be cut; a bigger one in pieces
+ZIP_READ_WHOLE = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -29,6 +42,8 @@ class WriteOptions:
     level: int = codec.DEFAULT_LEVEL
     block_size: int = DEFAULT_BLOCK_SIZE
     workers: int | None = None
+    #: zip entries cut apart, skip-listed chunks probed, identical chunks stored once
+    dedup: bool = True
 
     def schema_metadata(self) -> dict[str, str]:
         """Recorded on every data sub-index schema (docs/format.md)."""
@@ -42,16 +57,24 @@ class WriteOptions:
 
 
 class Ingest:
+    """``existing``: rows whose blobs lie before ``start`` (an archive's, a store's), which
+    new chunks may share; ``track_order``: keep each row's production place (the store)."""
+
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
-                 pkg_type: int | str | None = 0) -> None:
+                 pkg_type: int | str | None = 0, existing: Iterable[pa.Table] = (),
+                 track_order: bool = False) -> None:
         if options.block_size <= 0:
             raise ValueError("block_size must be positive")
         self.options = options
         self.default_repo = repo
         self.default_pkg_type = pkg_type
-        self.sink = BlobSink(fd, start)
+        self.dedup = DedupIndex() if options.dedup else None
+        if self.dedup is not None:
+            self.dedup.seed(existing, limit=start)
+        self.sink = BlobSink(fd, start, dedup=self.dedup, track_order=track_order)
         self.compressor = Compressor(level=options.level, workers=options.workers,
-                                     block_size=options.block_size)
+                                     block_size=options.block_size,
+                                     known=None if self.dedup is None else self.dedup.known)
         #: path → where it came from, for the duplicate error (see :func:`_origin`): never the
         #: Entry, which would keep every ``data=`` entry's bytes alive to the end (and give
         #: the cyclic GC every Entry to walk again and again)
@@ -105,20 +128,54 @@ class Ingest:
         extra = None
         if rows.has_extra:
             extra = dict(rows.module.columns(path, lambda: _read_all(entry)))  # type: ignore
-        skip = codec.is_skipped(path)
+        dedup = self.options.dedup
+        mode = codec.COMPRESS
+        if codec.is_skipped(path):
+            mode = codec.PROBE if dedup else codec.RAW
         block = self.options.block_size
-        data = entry.data
+        data: bytes | memoryview | None = entry.data
         file = None if entry.file is None else os.fspath(entry.file)
         self.files += 1
         self.bytes_in += size
+        if dedup and size and zipcut.is_zip_family(path):
+            data, spans = self._zip_spans(data, file, size)
+            if spans is not None:
+                for seq, (off, length, how) in enumerate(spans):
+                    part = data[off : off + length] if data is not None else None
+                    self._queue(Job(part, file, off, length, how),
+                                ChunkTag(rows, path, seq, extra if seq == 0 else None))
+                return
         if size <= block:
-            self._queue(Job(data, file, 0, size, skip), ChunkTag(rows, path, 0, extra))
+            self._queue(Job(data, file, 0, size, mode), ChunkTag(rows, path, 0, extra))
             return
         for seq, off in enumerate(range(0, size, block)):
             length = min(block, size - off)
             part = data[off : off + length] if data is not None else None
-            self._queue(Job(part, file, off, length, skip),
+            self._queue(Job(part, file, off, length, mode),
                         ChunkTag(rows, path, seq, extra if seq == 0 else None))
+
+    def _zip_spans(self, data: bytes | memoryview | None, file: str | None, size: int
+                   ) -> tuple[bytes | memoryview | None, list[zipcut.Span] | None]:
+        """A zip-family file's bytes (read whole when small, else None: read by chunk) and
+        its entry-boundary spans (None: cut it like any file)."""
+        block = self.options.block_size
+        if data is not None:
+            view = memoryview(data)
+            return view, zipcut.cut(view, block_size=block)
+        assert file is not None
+        try:
+            fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                if size > ZIP_READ_WHOLE:
+                    return None, zipcut.cut_file(fd, size, block_size=block)
+                whole = _read_exactly(fd, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ZnippyError(f"cannot read source file: {exc.strerror or exc}",
+                              path=file) from None
+        view = memoryview(whole)
+        return view, zipcut.cut(view, block_size=block)
 
     def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:
         """What ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with
@@ -171,6 +228,13 @@ def _origin(where: object, path: str) -> str:
     if isinstance(where, tuple):
         return str(where[0])
     return f"{where}{path}"
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = os.pread(fd, size, 0)
+    if len(data) != size:
+        raise OSError("short read at 0 (file changed while writing?)")
+    return data
 
 
 def _read_all(entry: Entry) -> bytes:

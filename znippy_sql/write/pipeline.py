@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
 from typing import NamedTuple
 
 import blake3
@@ -50,17 +51,25 @@ _READ = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 
 
 class Job(NamedTuple):
-    """One chunk: its bytes (``data``) or where to read them (``file``, ``offset``)."""
+    """One chunk: its bytes (``data``) or where to read them (``file``, ``offset``), and
+    what the codec does with it (``codec.COMPRESS``, ``codec.RAW`` or ``codec.PROBE``)."""
 
-    data: bytes | None
+    data: bytes | memoryview | None
     file: str | None
     offset: int
     length: int
-    skip: bool  # stored raw without trying the codec
+    mode: int
+
+
+#: ``known(digest, length)``: the chunk has a blob already (dedup), so it is not compressed
+Known = Callable[[bytes, int], bool]
 
 
 class BatchResult(NamedTuple):
     """Per job: 32-byte digest, compressed flag, stored size; one buffer with the blobs.
+
+    A chunk found ``known`` (dedup) is not compressed and has no bytes in the buffer
+    (stored size 0): the caller points its row at the existing blob.
 
     ``error`` is ``(file, problem)`` when a source file could not be read (the jobs after it
     were not run); the caller raises it as a :class:`ZnippyError` naming the file.
@@ -69,12 +78,12 @@ class BatchResult(NamedTuple):
     digests: bytes
     compressed: list[bool]
     stored: list[int]
-    buffer: bytes
+    buffer: bytes | memoryview
     encoded: int = 0  # input bytes that went through a full compression
     error: tuple[str, str] | None = None
 
 
-def read_chunk(job: Job) -> bytes:
+def read_chunk(job: Job) -> bytes | memoryview:
     if job.data is not None:
         return job.data
     assert job.file is not None
@@ -90,7 +99,7 @@ def read_chunk(job: Job) -> bytes:
     return data
 
 
-def read_small(jobs: list[Job]) -> tuple[list[bytes], bytes] | BatchResult:
+def read_small(jobs: list[Job]) -> tuple[list[bytes | memoryview], bytes] | BatchResult:
     """The chunks of a batch of small jobs and their BLAKE3 digests, read in the caller's
     thread (a worker thread doing this per file would wait for the GIL after every read);
     or the :class:`BatchResult` that reports a file that could not be read."""
@@ -107,10 +116,16 @@ def read_small(jobs: list[Job]) -> tuple[list[bytes], bytes] | BatchResult:
     return chunks, bytes(digests)
 
 
-def compress_small(jobs: list[Job], chunks: list[bytes], digests: bytes,
-                   level: int) -> BatchResult:
-    """Compress a batch read by :func:`read_small`, in one call without the GIL."""
-    todo = [i for i, (job, chunk) in enumerate(zip(jobs, chunks)) if chunk and not job.skip]
+def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: bytes,
+                   level: int, known: list[bool] | None = None) -> BatchResult:
+    """Compress a batch read by :func:`read_small`, in one call without the GIL (probes
+    first, in one call too). ``known[i]``: chunk ``i`` has a blob already (dedup)."""
+    todo = [i for i, (job, chunk) in enumerate(zip(jobs, chunks))
+            if chunk and job.mode != codec.RAW and not (known and known[i])]
+    probed = [i for i in todo if jobs[i].mode == codec.PROBE]
+    if probed:
+        verdicts = dict(zip(probed, codec.probe_many([chunks[i] for i in probed])))
+        todo = [i for i in todo if verdicts.get(i, True)]
     frames = codec.encoder(level).frames_if_smaller([chunks[i] for i in todo])
     framed = dict(zip(todo, frames))
     compressed: list[bool] = []
@@ -118,7 +133,9 @@ def compress_small(jobs: list[Job], chunks: list[bytes], digests: bytes,
     parts: list[object] = []
     for i, chunk in enumerate(chunks):
         frame = framed.get(i)
-        if frame is None:
+        if known and known[i]:
+            stored.append(0)
+        elif frame is None:
             parts.append(chunk)
             stored.append(len(chunk))
         else:
@@ -141,13 +158,14 @@ def incompressible(enc: codec.Encoder, chunk: bytes) -> bool:
     return True
 
 
-def run_batch(jobs: list[Job], level: int) -> BatchResult:
-    """Read, hash and compress each job; frames (and small raw chunks) in one buffer."""
+def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchResult:
+    """Read, hash and compress each job; frames (and small raw chunks) in one buffer.
+    A chunk ``known`` (dedup) is hashed only."""
     enc = codec.encoder(level)
     digests = bytearray()
     compressed: list[bool] = []
     stored: list[int] = []
-    parts: list[bytes] = []
+    parts: list[bytes | memoryview] = []
     encoded = 0
     for job in jobs:
         try:
@@ -156,9 +174,18 @@ def run_batch(jobs: list[Job], level: int) -> BatchResult:
             problem = f"cannot read source file: {exc.strerror or exc}"
             return BatchResult(bytes(digests), compressed, stored, b"", encoded,
                                (str(job.file), problem))
-        digests += blake3.blake3(chunk).digest()
+        digest = blake3.blake3(chunk).digest()
+        digests += digest
+        if known is not None and chunk and known(digest, len(chunk)):
+            compressed.append(False)
+            stored.append(0)
+            continue
         frame = None
-        if not job.skip and chunk:
+        if job.mode == codec.PROBE and chunk:
+            if codec.probe(chunk):
+                frame = enc.frame_if_smaller(chunk)
+                encoded += len(chunk)
+        elif job.mode == codec.COMPRESS and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
@@ -178,8 +205,10 @@ class Compressor:
     worker everything runs in the caller's thread.
     """
 
-    def __init__(self, *, level: int, workers: int | None, block_size: int = 10 << 20) -> None:
+    def __init__(self, *, level: int, workers: int | None, block_size: int = 10 << 20,
+                 known: Known | None = None) -> None:
         self.level = level
+        self.known = known
         self.workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
         self._pool: ThreadPoolExecutor | None = None
         self._window: deque[tuple[object, Future[BatchResult], int]] = deque()
@@ -188,7 +217,7 @@ class Compressor:
 
     def submit(self, batch: list[Job], tag: object) -> list[tuple[object, BatchResult]]:
         if self.workers == 1:
-            return [(tag, run_batch(batch, self.level))]
+            return [(tag, run_batch(batch, self.level, self.known))]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="znippy-compress")
         window = self._window
@@ -200,9 +229,16 @@ class Compressor:
                 future = Future()
                 future.set_result(prepared)
             else:
-                future = self._pool.submit(compress_small, batch, *prepared, self.level)
+                chunks, digests = prepared
+                known = None
+                if self.known is not None:
+                    known = [bool(job.length) and self.known(digests[32 * i : 32 * i + 32],
+                                                            job.length)
+                             for i, job in enumerate(batch)]
+                future = self._pool.submit(compress_small, batch, chunks, digests, self.level,
+                                           known)
         else:  # a big chunk: the worker reads, hashes and probes it (GIL released)
-            future = self._pool.submit(run_batch, batch, self.level)
+            future = self._pool.submit(run_batch, batch, self.level, self.known)
         window.append((tag, future, nbytes))
         self._in_flight += nbytes
         done = []

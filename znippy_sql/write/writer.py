@@ -58,6 +58,10 @@ class WriteReport:
     #: devices) any walk leaves out
     links_left_out: int = 0
     special_left_out: list[str] = field(default_factory=list)
+    #: rows that point at a blob written for an earlier identical chunk, and the blob bytes
+    #: they did not write (0 with ``dedup=False``)
+    shared_chunks: int = 0
+    bytes_saved: int = 0
 
     @property
     def ratio(self) -> float:
@@ -108,6 +112,7 @@ class ArchiveWriter:
         posix: bool = False,
         skip_unsafe: bool = False,
         compat: Compat | None = None,
+        dedup: bool = True,
     ) -> None:
         self.path = os.fspath(out)
         if level > MAX_LEVEL:  # OpenZL would say so only from a worker, after the walk began
@@ -115,7 +120,8 @@ class ArchiveWriter:
                               f"levels up to {MAX_LEVEL}", path=self.path)
         self.posix = posix
         self.skip_unsafe = skip_unsafe
-        self.options = WriteOptions(level=level, block_size=block_size, workers=workers)
+        self.options = WriteOptions(level=level, block_size=block_size, workers=workers,
+                                    dedup=dedup)
         check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
                      signer=signer, posix=posix)
         self.compat = compat
@@ -212,6 +218,8 @@ class ArchiveWriter:
                 symlinks=self._feed.facts.symlinks, directories=self._feed.directories,
                 links_left_out=self._feed.links_left_out,
                 special_left_out=list(self._feed.special_left_out),
+                shared_chunks=0 if sink.dedup is None else sink.dedup.hits,
+                bytes_saved=0 if sink.dedup is None else sink.dedup.saved,
             )
         finally:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
@@ -267,6 +275,7 @@ def write_archive(
     skip_unsafe: bool = False,
     compat: Compat | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    dedup: bool = True,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
 
@@ -275,7 +284,9 @@ def write_archive(
     (listed in the report) instead of failing. ``compat="rust-0.8"``: an archive the Rust tool
     0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections).
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
-    clean finish only (``znippy_sql.remote.upload``), with ``storage_options``."""
+    clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
+    ``dedup=False``: every file in ``block_size`` chunks, skip-listed files stored raw, every
+    chunk its own blob (no zip-entry cuts, no probe, no shared blobs)."""
     from ..remote import is_url, local_path
 
     if is_url(out):
@@ -289,7 +300,8 @@ def write_archive(
                                        reserved_sections=reserved_sections,
                                        section_builders=section_builders, meta=meta,
                                        signer=signer, fsync=False, progress=progress,
-                                       posix=posix, skip_unsafe=skip_unsafe, compat=compat)
+                                       posix=posix, skip_unsafe=skip_unsafe, compat=compat,
+                                       dedup=dedup)
             return dataclasses.replace(report, path=os.fspath(out))
         out = local
     check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
@@ -302,7 +314,7 @@ def write_archive(
         out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
         reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,
         signer=signer, fsync=fsync, progress=progress, posix=posix, skip_unsafe=skip_unsafe,
-        compat=compat,
+        compat=compat, dedup=dedup,
     )
     with writer:
         writer.add_all(source)
