@@ -28,6 +28,7 @@ BLOCK = 4096
 class Case:
     entries: Callable[[], list[Entry]]
     block_size: int = BLOCK
+    dedup: bool = True
 
 
 def _groups() -> list[Entry]:
@@ -38,6 +39,13 @@ def _groups() -> list[Entry]:
                 out.append(Entry(f"{repo}/{pkg}/file{i}.txt", data=text_bytes(300 + i * 700, i),
                                  repo=repo, pkg_type=pkg))
     return out
+
+
+def _skip_listed() -> list[Entry]:
+    return [Entry("lib/app.jar", data=text_bytes(10_000, 8)),  # text, not a zip
+            Entry("dist/pkg.whl", data=text_bytes(3000, 9)),
+            Entry("img/logo.PNG", data=text_bytes(500, 10)),
+            Entry("plain.txt", data=text_bytes(3000, 11))]
 
 
 CASES: dict[str, Case] = {
@@ -56,12 +64,8 @@ CASES: dict[str, Case] = {
         Entry("Zed/ǅ-ß.txt", data=b""),
         Entry("a/b/c/d/e/f/deep.txt", data=text_bytes(100, 7)),
     ]),
-    "skip_list": Case(lambda: [
-        Entry("lib/app.jar", data=text_bytes(10_000, 8)),
-        Entry("dist/pkg.whl", data=text_bytes(3000, 9)),
-        Entry("img/logo.PNG", data=text_bytes(500, 10)),
-        Entry("plain.txt", data=text_bytes(3000, 11)),
-    ]),
+    "skip_list": Case(lambda: _skip_listed()),
+    "skip_list_no_dedup": Case(lambda: _skip_listed(), dedup=False),
     "incompressible": Case(lambda: [
         Entry("random.bin", data=random_bytes(3 * BLOCK + 11, 12)),
         Entry("one_byte", data=b"\x00"),
@@ -83,7 +87,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[Arc
             case = CASES[name]
             entries = case.entries()
             out = tmp_path_factory.mktemp(name) / "a.znippy"
-            write_archive(out, entries, block_size=case.block_size, workers=1)
+            write_archive(out, entries, block_size=case.block_size, workers=1, dedup=case.dedup)
             cache[name] = (open_archive(out), {e.relative_path: e for e in entries})
         return cache[name]
 
@@ -164,7 +168,7 @@ def test_index_rows(built, name: str) -> None:
         assert [r["chunk_seq"] for r in rows] == list(range(len(rows)))
         assert [r["fdata_offset"] for r in rows] == [i * block for i in range(len(rows))]
         for r in rows:
-            if is_skipped(path) or r["uncompressed_size"] == 0:
+            if (is_skipped(path) and not CASES[name].dedup) or r["uncompressed_size"] == 0:
                 assert r["compressed"] is False
             if not r["compressed"]:
                 assert r["blob_size"] == r["uncompressed_size"]
@@ -177,10 +181,13 @@ def test_index_rows(built, name: str) -> None:
 
 
 def test_skip_list_and_incompressible_stored_raw(built) -> None:
-    archive, _ = built("skip_list")
+    archive, _ = built("skip_list_no_dedup")
     raw = {r["relative_path"]: r["compressed"] for r in archive.lookup.to_pylist()}
     assert raw == {"lib/app.jar": False, "dist/pkg.whl": False, "img/logo.PNG": False,
                    "plain.txt": True}
+    # with dedup a skip-listed name is probed: these hold text, so they are compressed
+    archive, _ = built("skip_list")
+    assert all(archive.lookup.column("compressed").to_pylist())
     archive, _ = built("incompressible")
     assert not any(archive.lookup.column("compressed").to_pylist())
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden-v1.znippy"
+GOLDEN_DEDUP = HERE / "golden-v2-dedup.znippy"
 BLOCK_SIZE = 4096
 WORDS = b"alpha beta gamma delta import class def return index chunk archive footer".split()
 
@@ -56,14 +57,55 @@ def golden_meta():  # type: ignore[no-untyped-def]
                      "key": ["made_by", "kind"], "value": ["tests/data/make_golden.py", "doc"]})
 
 
-def write_golden(out: Path) -> None:
+def stored_zip(members: list[tuple[str, bytes]]) -> bytes:
+    """A zip of stored (uncompressed) members with fixed time stamps and attributes: the same
+    bytes on every machine (deflate output depends on the zlib build, so none here)."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, date_time=(2024, 1, 2, 3, 4, 6))
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            z.writestr(info, data, compress_type=zipfile.ZIP_STORED)
+    return buf.getvalue()
+
+
+def golden_dedup_files() -> dict[tuple[str, int, str], bytes]:
+    """Two versions of a jar sharing most entries, a jar of stored text, a file twice."""
+    shared = [(f"com/x/C{i}.class", noise(600 + 40 * i, f"c{i}")) for i in range(6)]
+    big = ("com/x/Big.class", noise(5000, "big"))
+    v1 = stored_zip([*shared, big, ("META-INF/MANIFEST.MF", b"Version: 1.0\n")])
+    v2 = stored_zip([*shared[:3], ("com/x/New.class", noise(900, "new")), *shared[3:], big,
+                     ("META-INF/MANIFEST.MF", b"Version: 1.1\n")])
+    text = stored_zip([(f"doc/{i}.txt", words(1500, f"doc{i}")) for i in range(4)])
+    return {
+        ("", 0, "lib/x-1.0.jar"): v1,
+        ("", 0, "lib/x-1.1.jar"): v2,
+        ("", 0, "lib/docs.jar"): text,
+        ("", 0, "LICENSE"): words(2000, "license"),
+        ("", 0, "sub/LICENSE"): words(2000, "license"),
+        ("", 0, "notes.gz"): words(700, "gz"),  # skip-listed name, text inside: probed
+        ("", 0, "empty"): b"",
+    }
+
+
+def write_golden(out: Path, *, dedup: bool = False) -> None:
+    """golden-v1: the layout without dedup; with ``dedup``, golden-v2-dedup."""
     from znippy_sql import Entry, ReservedSection, write_archive
 
-    entries = [Entry(p, data=d, repo=r, pkg_type=t) for (r, t, p), d in golden_files().items()]
-    write_archive(out, entries, block_size=BLOCK_SIZE, workers=1,
-                  reserved_sections=[ReservedSection("__meta__", golden_meta())])
+    files = golden_dedup_files() if dedup else golden_files()
+    entries = [Entry(p, data=d, repo=r, pkg_type=t) for (r, t, p), d in files.items()]
+    sections = [] if dedup else [ReservedSection("__meta__", golden_meta())]
+    write_archive(out, entries, block_size=BLOCK_SIZE, workers=1, reserved_sections=sections,
+                  dedup=dedup)
 
 
 if __name__ == "__main__":
-    write_golden(GOLDEN)
-    print(f"wrote {GOLDEN} ({GOLDEN.stat().st_size} bytes)", file=sys.stderr)
+    which = sys.argv[1:] or ["v1", "v2"]
+    for name, path, dedup in (("v1", GOLDEN, False), ("v2", GOLDEN_DEDUP, True)):
+        if name in which:
+            write_golden(path, dedup=dedup)
+            print(f"wrote {path} ({path.stat().st_size} bytes)", file=sys.stderr)
