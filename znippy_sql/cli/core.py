@@ -217,6 +217,10 @@ def archive_info(archive: Any) -> dict[str, Any]:
                 for r in archive.manifest_rows]
     size = archive.source.size
     total = sum(g["bytes"] for g in groups)
+    from ..write.dedup import distinct_blob_bytes
+
+    referenced = sum(g["stored_bytes"] for g in groups)
+    stored = distinct_blob_bytes(archive.group_table(k) for k in archive.groups)
     return {
         "path": archive.path,
         "archive_bytes": size,
@@ -227,6 +231,11 @@ def archive_info(archive: Any) -> dict[str, Any]:
         "tail_offset": archive.tail_offset,
         "tail_bytes": size - archive.tail_offset,
         "ratio": round(total / size, 4) if size else 0.0,
+        # shared blobs (docs/format.md §6): blob bytes the rows point at, counted per row,
+        # against the bytes of the distinct blobs
+        "referenced_bytes": referenced,
+        "stored_blob_bytes": stored,
+        "dedup_saved_bytes": referenced - stored,
         "codec": codec_meta,
         # no __lookup__/__trie__ (the Rust tool's layout): the reader builds them in memory
         "lookup": "in memory" if archive.lookup_in_memory else "section",
@@ -248,6 +257,9 @@ def cmd_info(args: argparse.Namespace) -> int:
           f"{human(info['bytes'])}"
           f" -> blobs {human(info['blob_bytes'])}, tail {human(info['tail_bytes'])},"
           f" ratio {info['ratio']:.2f}")
+    print(f"dedup     {human(info['referenced_bytes'])} of blobs referenced, "
+          f"{human(info['stored_blob_bytes'])} stored: {human(info['dedup_saved_bytes'])} "
+          f"saved by shared blobs")
     if codec and "znippy.codec" not in codec:  # another writer's keys (the Rust tool's)
         print("schema    " + " ".join(f"{k}={v}" for k, v in codec.items()))
     elif codec:

@@ -45,7 +45,7 @@ def cmd_create(args: argparse.Namespace) -> int:
             args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
             block_size=args.block_size, workers=args.workers, progress=progress,
             posix=not args.no_posix and args.compat is None, skip_unsafe=args.skip_unsafe,
-            compat=args.compat, **extra,
+            compat=args.compat, dedup=args.dedup, **extra,
         )
     except KeyboardInterrupt:
         raise Interrupted(f"create: interrupted; nothing was written under {args.out}") \
@@ -82,6 +82,13 @@ def cmd_create(args: argparse.Namespace) -> int:
 _SECTION_OPTIONS = ("--meta", "--meta-file", "--sign-key", "--sign-cert")
 
 
+def add_dedup_option(p: Any) -> None:
+    """``--no-dedup``: fixed-size chunks, skip-listed files raw, no shared blobs."""
+    p.add_argument("--no-dedup", dest="dedup", action="store_false",
+                   help="no zip-entry chunks, no probe of skip-listed files, no shared blobs "
+                        "(the layout of archives written before dedup)")
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("create", help="write an archive from a directory")
     p.add_argument("src", metavar="SRC", help="directory to archive (walked in path order)")
@@ -104,6 +111,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--skip-unsafe", action="store_true",
                    help="skip (and list) files whose names the format refuses, e.g. a "
                         "newline in a name; exit 1")
+    add_dedup_option(p)
     prov = provenance_cli()
     if prov is not None:
         prov.add_create_options(p)

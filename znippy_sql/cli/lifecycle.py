@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ZnippyError
 from .common import Interrupted, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
+from .create import add_dedup_option
 
 
 def _provenance() -> ModuleType | None:
@@ -81,7 +82,7 @@ def cmd_append(args: argparse.Namespace) -> int:
         r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
                            workers=args.workers, drop_signatures=args.drop_signatures,
                            move=args.move, posix=not args.no_posix,
-                           skip_unsafe=args.skip_unsafe,
+                           skip_unsafe=args.skip_unsafe, dedup=args.dedup,
                            **_writer_kwargs(args, only_if_asked=True))
     except KeyboardInterrupt:
         raise Interrupted(f"append: interrupted; {args.archive} was rolled back to what it "
@@ -142,7 +143,8 @@ def cmd_store_add(args: argparse.Namespace) -> int:
         raise ZnippyError("source is not a directory", path=args.source)
     store = _open_store(args, writable=True)
     try:
-        r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers)
+        r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers,
+                      dedup=args.dedup)
     except KeyboardInterrupt:
         raise Interrupted(f"store add: interrupted; nothing was committed, {args.sidecar} "
                           "was cut back to its committed end") from None
@@ -247,6 +249,7 @@ def register(subparsers: Any) -> None:
                    help="do not record modes, mtimes, symbolic links and directories")
     p.add_argument("--skip-unsafe", action="store_true",
                    help="skip (and list) files whose names the format refuses; exit 1")
+    add_dedup_option(p)
     _add_provenance_options(p)
     p.set_defaults(func=cmd_append)
 
@@ -273,6 +276,7 @@ def register(subparsers: Any) -> None:
                      help="OpenZL level (fixed when the store is created; default 3)")
     add.add_argument("--block-size", type=size_arg, metavar="SIZE",
                      help="chunk size (fixed when the store is created; default 10M)")
+    add_dedup_option(add)
     add.set_defaults(func=cmd_store_add)
 
     compact = sub.add_parser("compact", help="rewrite each index table as one data file "

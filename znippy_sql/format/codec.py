@@ -48,7 +48,7 @@ COMPRESS, RAW, PROBE = 0, 1, 2
 PROBE_SAMPLE = 4 << 10
 PROBE_SAMPLES = 3
 PROBE_LEVEL = 1
-PROBE_RATIO = 0.90
+PROBE_RATIO = 0.97
 
 
 def probe_samples(chunk: bytes | memoryview) -> list[bytes | memoryview]:

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 
 from ..format import codec
 from ..errors import LockError, StoreError
+from ..write.dedup import DedupIndex
 from ..write.ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from ..format.schema import GroupKey, resolve_pkg_type
 from ..write.feed import Feed
@@ -44,6 +45,7 @@ _CHUNK_SCHEMA = pa.schema([pa.field("relative_path", pa.utf8(), nullable=False),
                            pa.field("chunk_seq", pa.uint32(), nullable=False),
                            pa.field("uncompressed_size", pa.uint64(), nullable=False),
                            pa.field("checksum", pa.binary(32), nullable=False)])
+_DEDUP_COLUMNS = ("checksum", "uncompressed_size", "blob_offset", "blob_size", "compressed")
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ class AddReport:
     rows_added: int
     files_replaced: int
     rows_replaced: int
-    #: blob bytes of replaced rows, now dead in the sidecar
+    #: blob bytes of replaced rows, now dead in the sidecar (a blob that a live row still
+    #: shares is counted too: an upper bound)
     dead_bytes: int
     #: bytes of an earlier crashed add, cut off the sidecar before this one wrote
     orphan_bytes_truncated: int
@@ -64,6 +67,10 @@ class AddReport:
     seconds: float
     #: files found stored already, unchanged (same group, size and chunk checksums): skipped
     files_unchanged: int = 0
+    #: new rows that point at a blob already in the sidecar or written earlier in this add,
+    #: and the blob bytes they did not write
+    shared_chunks: int = 0
+    bytes_saved: int = 0
 
 
 @dataclass
@@ -91,6 +98,8 @@ class Store:
             raise StoreError("no sidecar file", path=self.sidecar)
         self.catalog = open_catalog(warehouse, catalog, create=writable)
         self._fd: int | None = None
+        #: the dedup index of the committed rows (built at the first add; None: rebuild)
+        self._index: DedupIndex | None = None
         self.options = self._options(level, block_size)
         if writable:
             fd = os.open(self.sidecar, os.O_RDWR | os.O_CREAT, 0o644)
@@ -189,6 +198,17 @@ class Store:
         """Re-read the catalog (another process may have committed since this one opened)."""
         self._groups = group_tables(self.catalog, self.namespace)
         self._load_state()
+        self._index = None
+
+    def _dedup_index(self) -> DedupIndex:
+        """The blobs of the rows in the tables now, by content (what a one-shot writer of
+        the same files would know at this point)."""
+        if self._index is None:
+            index = DedupIndex()
+            index.seed([read_rows(g, _DEDUP_COLUMNS) for g in self._groups.values()],
+                       limit=self._end)
+            self._index = index
+        return self._index
 
     def group_rows(self) -> dict[GroupKey, pa.Table]:
         """Every group's live rows in canonical order, in the exact sub-index schema.
@@ -232,12 +252,14 @@ class Store:
 
     # -- writing ----------------------------------------------------------------------------
     def add(self, source: str | os.PathLike[str] | Iterable[Entry], *, repo: str = "",
-            pkg_type: int | str = 0, workers: int | None = None) -> AddReport:
+            pkg_type: int | str = 0, workers: int | None = None,
+            dedup: bool = True) -> AddReport:
         """Add ``source`` (a directory or :class:`Entry` objects): blobs, fsync, commits.
 
         A file stored already in the same group with the same chunk sizes and checksums is
         skipped (``files_unchanged``); a directory source never yields the sidecar or the
-        warehouse."""
+        warehouse. With ``dedup`` a chunk identical to one in the store's rows (or earlier in
+        this add) points at its blob, as a one-shot writer's would."""
         if self._fd is None:
             raise StoreError("store is closed or read-only", path=self.sidecar)
         if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
@@ -251,8 +273,12 @@ class Store:
         if size > start:
             os.ftruncate(fd, start)  # orphans of a crashed add: never referenced
         options = WriteOptions(level=self.options.level, block_size=self.options.block_size,
-                               workers=workers)
-        ingest = Ingest(fd, start, options, repo=repo, pkg_type=pkg_type)
+                               workers=workers, dedup=dedup)
+        index = self._dedup_index() if dedup else None
+        hits, saved = (index.hits, index.saved) if index is not None else (0, 0)
+        self._index = None  # until this add commits, its entries may point past the end
+        ingest = Ingest(fd, start, options, repo=repo, pkg_type=pkg_type, index=index,
+                        track_order=True)
         stored: dict[GroupKey, dict[str, tuple[list[int], list[bytes]]]] = {}
 
         def unchanged(entry: Entry) -> bool:
@@ -274,6 +300,7 @@ class Store:
             feed.add_all(source)
             sink = ingest.finish()
             new = {k: t for k, t in sink.tables().items() if t.num_rows}
+            orders = sink.orders()
             for key, t in new.items():
                 if key in self._groups and not self._groups[key].schema.equals(t.schema):
                     raise StoreError(f"group {tuple(key)} has columns {self._groups[key].schema.names}"
@@ -284,10 +311,15 @@ class Store:
             ingest.abort()
             os.ftruncate(fd, start)
             raise
-        report = self._commit(new, start, sink.cursor, size - start)
+        report = self._commit(new, orders, start, sink.cursor, size - start)
+        deleted = report.pop("deleted")
+        if index is not None and not deleted:
+            self._index = index  # exactly the rows in the tables now
         return AddReport(**{**report, "files_added": ingest.files,
                             "files_unchanged": feed.files_unchanged,
-                            "seconds": time.perf_counter() - started})
+                            "seconds": time.perf_counter() - started,
+                            "shared_chunks": 0 if index is None else index.hits - hits,
+                            "bytes_saved": 0 if index is None else index.saved - saved})
 
     def _chunks_of(self, key: GroupKey) -> dict[str, tuple[list[int], list[bytes]]]:
         """Each live path of one group → its chunk sizes and checksums, in chunk order."""
@@ -319,30 +351,16 @@ class Store:
             raise StoreError("store is closed or read-only", path=self.sidecar)
         return compact_tables(self)
 
-    def _ordinals(self, new: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Array]:
-        """Production order over all new rows: blob order, an empty blob before the one that
-        shares its offset, then group and row order (exact within every group)."""
-        keys = sorted(new)
-        offsets = np.concatenate([new[k].column("blob_offset").to_numpy() for k in keys])
-        nonempty = np.concatenate([new[k].column("blob_size").to_numpy() > 0 for k in keys])
-        group = np.repeat(np.arange(len(keys)), [new[k].num_rows for k in keys])
-        row = np.concatenate([np.arange(new[k].num_rows) for k in keys])
-        order = np.lexsort((row, group, nonempty, offsets))
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order), dtype=np.int64)
-        rank += self._next_ordinal
-        out, pos = {}, 0
-        for k in keys:
-            n = new[k].num_rows
-            out[k] = pa.array(rank[pos : pos + n], pa.int64())
-            pos += n
-        return out
+    def _ordinals(self, orders: dict[GroupKey, np.ndarray]) -> dict[GroupKey, pa.Array]:
+        """Each new row's place in production order over all new rows (recorded by the
+        sink: a row that shares an older blob has no blob offset of its own to go by)."""
+        return {k: pa.array(o + self._next_ordinal, pa.int64()) for k, o in orders.items()}
 
-    def _commit(self, new: dict[GroupKey, pa.Table], start: int, end: int,
-                orphans: int) -> dict[str, Any]:
+    def _commit(self, new: dict[GroupKey, pa.Table], orders: dict[GroupKey, np.ndarray],
+                start: int, end: int, orphans: int) -> dict[str, Any]:
         from pyiceberg.expressions import In
 
-        ordinals = self._ordinals(new) if new else {}
+        ordinals = self._ordinals({k: orders[k] for k in new}) if new else {}
         new_live: dict[str, _Live] = {}
         for key, t in new.items():
             paths = t.column("relative_path").to_pylist()
@@ -360,6 +378,7 @@ class Store:
         replaced = [p for p in new_live if p in self._live]
         for p in replaced:
             deletes.setdefault(self._live[p].key, set()).add(p)
+        dead = self._dead_bytes(replaced, deletes, new)
         order = sorted(new) + sorted(k for k in deletes if k not in new and deletes[k])
         props = {"znippy.sidecar_end": str(end), "znippy.add_rows": str(sum(
             t.num_rows for t in new.values()))}
@@ -383,15 +402,37 @@ class Store:
             self._stale.pop(key, None)
             committed.append(ident)
         rows_replaced = sum(self._live[p].rows for p in replaced)
-        dead = sum(self._live[p].stored for p in replaced)
         self._live.update(new_live)
         if new:
             self._next_ordinal = max(o.ordinal for o in new_live.values()) + 1
-            self._end = end
+            self._end = max(self._end, end)
         return dict(rows_added=sum(t.num_rows for t in new.values()),
                     files_replaced=len(replaced), rows_replaced=rows_replaced, dead_bytes=dead,
                     orphan_bytes_truncated=orphans, sidecar_start=start, sidecar_end=end,
-                    blob_bytes_written=end - start, tables=committed)
+                    blob_bytes_written=end - start, tables=committed,
+                    deleted=any(deletes.values()))
+
+    def _dead_bytes(self, replaced: list[str], deletes: dict[GroupKey, set[str]],
+                    new: dict[GroupKey, pa.Table]) -> int:
+        """Bytes of the replaced rows' blobs that no remaining or new row shares."""
+        if not replaced:
+            return 0
+        gone: set[tuple[int, int]] = set()
+        kept: set[tuple[int, int]] = set()
+        for key, group in self._groups.items():
+            t = read_rows(group, ("relative_path", "blob_offset", "blob_size"))
+            drop = deletes.get(key, set())
+            for path, off, size in zip(t.column("relative_path").to_pylist(),
+                                       t.column("blob_offset").to_pylist(),
+                                       t.column("blob_size").to_pylist()):
+                if path not in drop:
+                    kept.add((off, size))
+                elif self._live.get(path) is not None and self._live[path].key == key:
+                    gone.add((off, size))
+        for t in new.values():
+            kept.update(zip(t.column("blob_offset").to_pylist(),
+                            t.column("blob_size").to_pylist()))
+        return sum(size for off, size in gone - kept)
 
     # -- lifetime ---------------------------------------------------------------------------
     def close(self) -> None:

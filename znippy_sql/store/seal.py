@@ -25,6 +25,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from ..errors import StoreError
+from ..write.dedup import distinct_blob_bytes
 from ..write.tail import write_tail
 from ..format.fsio import fsync_dir
 from ..write.writer import check_output, optional_sections
@@ -63,7 +64,8 @@ class SealReport:
     path: str
     files_sealed: int
     rows_sealed: int
-    #: rows whose blob was copied verbatim (every sealed row), and their bytes
+    #: rows whose blob was copied verbatim (every sealed row), and the bytes of their
+    #: distinct blobs (a blob shared by several rows counted once)
     blobs_reused: int
     blob_bytes_reused: int
     #: bytes of [0, blob_end) no live row points at (replaced files, crash leftovers)
@@ -120,13 +122,13 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
     finally:
         store.close()
     blob_end = 0
-    live_bytes = rows = files = 0
+    rows = files = 0
     for t in groups.values():
         ends = pc.add(t.column("blob_offset"), t.column("blob_size"))
         blob_end = max(blob_end, int(pc.max(ends).as_py()))
-        live_bytes += int(pc.sum(t.column("blob_size")).as_py())
         rows += t.num_rows
         files += int(pc.sum(pc.equal(t.column("chunk_seq"), 0)).as_py())
+    live_bytes = distinct_blob_bytes(groups.values())
     sidecar = os.fspath(sidecar)
     size = os.path.getsize(sidecar)
     if size < blob_end:

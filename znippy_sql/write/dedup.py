@@ -24,6 +24,19 @@ import pyarrow as pa
 Placed = tuple[list[int], list[int], list[bool], list[memoryview], int]
 
 
+def distinct_blob_bytes(tables: Iterable[pa.Table]) -> int:
+    """Bytes of the distinct blobs that rows point at: a shared blob counted once."""
+    parts = [t.select(["blob_offset", "blob_size"]) for t in tables if t.num_rows]
+    if not parts:
+        return 0
+    both = pa.concat_tables(parts)
+    off = both.column("blob_offset").to_numpy()
+    size = both.column("blob_size").to_numpy()
+    used = size > 0
+    _, first = np.unique(off[used], return_index=True)
+    return int(size[used][first].sum())
+
+
 class DedupIndex:
     """Distinct chunks and their blobs; ``referenced``/``stored`` count the bytes placed."""
 

@@ -57,20 +57,23 @@ class WriteOptions:
 
 
 class Ingest:
-    """``existing``: rows whose blobs lie before ``start`` (an archive's, a store's), which
-    new chunks may share; ``track_order``: keep each row's production place (the store)."""
+    """``existing``: rows whose blobs lie before ``start`` (an archive's), which new chunks
+    may share; or ``index``, a dedup index to use and extend (a store's); ``track_order``:
+    keep each row's production place (the store's ordinals)."""
 
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
                  pkg_type: int | str | None = 0, existing: Iterable[pa.Table] = (),
-                 track_order: bool = False) -> None:
+                 index: DedupIndex | None = None, track_order: bool = False) -> None:
         if options.block_size <= 0:
             raise ValueError("block_size must be positive")
         self.options = options
         self.default_repo = repo
         self.default_pkg_type = pkg_type
-        self.dedup = DedupIndex() if options.dedup else None
-        if self.dedup is not None:
-            self.dedup.seed(existing, limit=start)
+        self.dedup = None
+        if options.dedup:
+            self.dedup = index if index is not None else DedupIndex()
+            if index is None:
+                self.dedup.seed(existing, limit=start)
         self.sink = BlobSink(fd, start, dedup=self.dedup, track_order=track_order)
         self.compressor = Compressor(level=options.level, workers=options.workers,
                                      block_size=options.block_size,
