@@ -1,4 +1,6 @@
-"""Seeded benchmark corpora: ``src_tree``, ``mixed_repo``, ``big_text``, ``random``.
+"""Seeded benchmark corpora: ``src_tree``, ``mixed_repo``, ``big_text``, ``random``; and
+``maven_repo`` (asked for by name: ``--only maven_repo``), a stand-in for a local Maven
+repository where none exists (see :func:`gen_maven_repo`).
 
 Usage::
 
@@ -200,6 +202,12 @@ SPECS = {
     "big_text": Spec("big_text", "1 GiB of text in 4 files of 256 MiB"),
     "random": Spec("random", "512 MiB of random bytes in 8 files of 64 MiB"),
 }
+#: corpora made only when asked for by name (not part of the core benchmark)
+MORE_SPECS = {
+    "maven_repo": Spec("maven_repo", "~450 MB like a local Maven repository: 180 artifacts in "
+                                     "2-7 versions each (jar + POM), each version changing "
+                                     "half the classes of the last"),
+}
 EXTS = ["java", "py", "rs", "js", "ts", "c", "h", "go", "kt", "md"]
 
 
@@ -273,20 +281,96 @@ def gen_random(root: str, scale: float, pool: TextPool, rng: np.random.Generator
                 left -= n
 
 
+# -- a Maven repository ----------------------------------------------------------------------
+def _zip(members: list[tuple[str, bytes, int, int, int]], stamp: int) -> bytes:
+    """A jar as Maven's archiver writes one: deflated members, each with a data descriptor
+    (flags 0x0808), one DOS time stamp for all. ``members``: (name, deflated bytes, crc,
+    size, method)."""
+    out = bytearray()
+    central = bytearray()
+    for name, data, crc, size, method in members:
+        raw = name.encode()
+        offset = len(out)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0x0808, method, stamp & 0xFFFF,
+                           stamp >> 16, 0, 0, 0, len(raw), 0) + raw + data
+        out += struct.pack("<IIII", 0x08074B50, crc, len(data), size)
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0x0808, method,
+                               stamp & 0xFFFF, stamp >> 16, crc, len(data), size, len(raw),
+                               0, 0, 0, 0, 0o644 << 16, offset) + raw
+    out += central + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members),
+                                 len(central), len(out), 0)
+    return bytes(out)
+
+
+def _member(pool: TextPool, rng: np.random.Generator, name: str) -> tuple[str, bytes, int, int, int]:
+    """A class-like member: text with binary noise mixed in (deflates ~2.5x), deflated."""
+    size = int(min(400 * KB, 64 + np.exp(rng.normal(np.log(1.8 * KB), 1.1))))
+    text = bytearray(pool.take(size))
+    noise = rng.integers(0, 256, size // 6, dtype=np.uint8).tobytes()
+    at = rng.integers(0, size, len(noise))
+    text_np = np.frombuffer(text, dtype=np.uint8).copy()
+    text_np[at] = np.frombuffer(noise, dtype=np.uint8)
+    data = text_np.tobytes()
+    comp = zlib.compressobj(6, zlib.DEFLATED, -15)
+    deflated = comp.compress(data) + comp.flush()
+    return name, deflated, zlib.crc32(data), len(data), 8
+
+
+def gen_maven_repo(root: str, scale: float, pool: TextPool, rng: np.random.Generator) -> None:
+    """Artifacts in several versions, as ``~/.m2/repository`` holds them: each version keeps
+    half the classes of the last byte for byte (the others change) and adds a few; a jar's
+    time stamp
+    is its build time (a fresh one per version for 60 % of the artifacts, a fixed one for the
+    reproducible rest), and every version has a POM that differs little from the last."""
+    artifacts = max(1, int(180 * scale))
+    groups = ["org/apache/commons", "com/fasterxml/jackson/core", "org/springframework",
+              "io/netty", "org/slf4j", "com/google/guava", "org/codehaus/plexus",
+              "org/eclipse/jetty", "net/bytebuddy", "org/junit"]
+    for a in range(artifacts):
+        group = groups[a % len(groups)]
+        name = f"lib{a:03d}-{pool.take(6).decode('ascii', 'replace').strip().replace(' ', '')}"
+        name = "".join(ch for ch in name if ch.isalnum() or ch == "-") or f"lib{a:03d}"
+        classes = max(4, int(np.exp(rng.normal(np.log(150), 1.1))))
+        packages = [f"{group}/{name.split('-')[0]}/p{i}" for i in range(max(1, classes // 20))]
+        members = [_member(pool, rng, f"{packages[int(rng.integers(0, len(packages)))]}/C{i}"
+                                      ".class") for i in range(classes)]
+        pom = pool.take(int(rng.integers(2 * KB, 20 * KB)))
+        reproducible = rng.random() < 0.4
+        for v in range(int(rng.integers(2, 8))):
+            version = f"1.{v}.{int(rng.integers(0, 5))}"
+            stamp = (((2018 + v - 1980) << 25) | (1 << 21) | (1 << 16)
+                     | (int(rng.integers(0, 24)) << 11) if not reproducible
+                     else ((2010 - 1980) << 25) | (1 << 21) | (1 << 16))
+            if v:
+                for i in rng.choice(len(members), max(1, len(members) // 2), replace=False):
+                    members[i] = _member(pool, rng, members[i][0])  # changed classes
+                for _ in range(int(rng.integers(0, 4))):  # new ones
+                    members.append(_member(pool, rng, f"{packages[0]}/N{v}_{len(members)}.class"))
+            manifest = _member(pool, rng, "META-INF/MANIFEST.MF")
+            data = _zip([manifest, *members], stamp)
+            base = os.path.join(root, group, name, version)
+            _write(os.path.join(base, f"{name}-{version}.jar"), data)
+            pom = pom.replace(b"1.", b"1.", 1) + b"\n<!-- " + version.encode() + b" -->\n"
+            _write(os.path.join(base, f"{name}-{version}.pom"), pom)
+
+
 GENERATORS = {"src_tree": gen_src_tree, "mixed_repo": gen_mixed_repo,
               "big_text": gen_big_text, "random": gen_random}
+MORE = {"maven_repo": gen_maven_repo}  # made only when named in ``only``
 
 
 def generate(out: str, *, scale: float = 1.0, only: list[str] | None = None,
              log: Callable[[str], None] = print) -> dict[str, str]:
     """Generate (or reuse) the corpora under ``out``; returns name → directory."""
     names = only or list(GENERATORS)
+    every = {**GENERATORS, **MORE}
     result = {}
     pool: TextPool | None = None
     for idx, name in enumerate(names):
         root = os.path.join(out, f"{name}@{scale:g}")
         marker = f"{root}.done"
-        params = {"name": name, "scale": scale, "seed": SEED, "version": 1}
+        params = {"name": name, "scale": scale, "seed": SEED,
+                  "version": 2 if name in MORE else 1}
         if os.path.exists(marker):
             with open(marker) as fh:
                 if json.load(fh) == params:
@@ -299,9 +383,9 @@ def generate(out: str, *, scale: float = 1.0, only: list[str] | None = None,
         os.makedirs(root)
         if pool is None:
             pool = TextPool(np.random.default_rng(SEED), 64 * MB)
-        rng = np.random.default_rng(SEED + 1 + list(GENERATORS).index(name))
+        rng = np.random.default_rng(SEED + 1 + list(every).index(name))
         pool.rng = rng
-        GENERATORS[name](root, scale, pool, rng)
+        every[name](root, scale, pool, rng)
         with open(marker, "w") as fh:
             json.dump(params, fh)
         result[name] = root
@@ -321,7 +405,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out", "corpora"))
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--only", nargs="*", choices=list(GENERATORS))
+    ap.add_argument("--only", nargs="*", choices=[*GENERATORS, *MORE])
     args = ap.parse_args()
     generate(args.out, scale=args.scale, only=args.only)
 

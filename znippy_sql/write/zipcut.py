@@ -21,10 +21,11 @@ directory (one record per entry) and the end-of-central-directory record::
 - the central directory and the EOCD record are the last span(s).
 
 ``mode`` says what the codec should do with the span: :data:`~znippy_sql.format.codec.RAW` for
-deflated (or otherwise compressed) entry data, :data:`~znippy_sql.format.codec.PROBE` for
-grouped entries and stored entry data (compressed when :func:`codec.probe` says it pays),
-:data:`~znippy_sql.format.codec.COMPRESS` for the directory (names and sizes: it always
-shrinks).
+deflated (or otherwise compressed) entry data (zstd gains nothing on it),
+:data:`~znippy_sql.format.codec.PROBE` for stored entry data (compressed when
+:func:`codec.probe` says it pays), :data:`~znippy_sql.format.codec.COMPRESS` for grouped
+entries (their headers and names shrink even when their data does not; the frame is kept
+only when smaller) and for the directory.
 
 Anything unexpected (no EOCD, a multi-disk zip, a directory that does not parse, local
 headers that are not where the directory says, entries that overlap) gives ``None``: the file
@@ -334,10 +335,10 @@ class _Cutter:
             at = self._starts[k] if k >= 0 else run
             if at <= run:
                 at = min(end, run + self._block)
-            self.spans.append((run, at - run, codec.PROBE))
+            self.spans.append((run, at - run, codec.COMPRESS))
             run = at
         if end > run:
-            self.spans.append((run, end - run, codec.PROBE))
+            self.spans.append((run, end - run, codec.COMPRESS))
         self.run = end
 
 
