@@ -1,0 +1,325 @@
+"""Dedup benchmark (issue 19): archive size and speed on artifact repositories and the four
+core corpora, against ``tar | zstd -3 -T2`` and ``tar | zstd --long=27 -T2`` in the same run.
+
+Usage::
+
+    .venv/bin/python bench/bench_dedup.py [--repeat 3] [--scale 0.25] [--only NAME ...]
+                                          [--out bench/results-dedup.md]
+
+Corpora: ``m2_repository`` (``~/.m2/repository`` where it exists, as it is), ``maven_repo``
+(``bench/corpora.py``'s stand-in for one: artifacts in several versions sharing most classes)
+and the core corpora ``src_tree``, ``mixed_repo``, ``big_text``, ``random`` at ``--scale``.
+
+Every command runs as its own process, as a user would run it: ``znippy-sql create`` (dedup,
+the default), ``znippy-sql create --no-dedup`` (the layout before dedup), the two peer
+pipelines (each ends with ``sync OUT``, as our create fsyncs), then ``znippy-sql extract`` of
+the dedup archive against ``zstd -d | tar -x``. The sides take turns in an order that rotates
+every round, each round reads warm page cache, and every figure is reported as the median of
+the rounds with the range beside it (the machine is shared: spreads are wide). Speed ratios
+are per round (ours / the peer's in the same round), then the median and range of those.
+
+``--memory`` measures the dedup index alone in a fresh interpreter: resident bytes per
+million distinct chunks. ``--analyse`` counts, for a Maven repository, the zip-entry bytes that
+occur in more than one jar, and how many of them a chunk-level index can share (the rest
+differ only in their headers' time stamps, which sit inside every chunk that holds them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import corpora  # noqa: E402
+
+MB = 1e6
+CLI = os.path.join(ROOT, ".venv", "bin", "znippy-sql")
+M2 = os.path.expanduser("~/.m2/repository")
+
+
+# -- measuring ----------------------------------------------------------------------------------
+def timed(cmd: list[str] | str) -> tuple[float, float]:
+    """Wall and CPU seconds (the process and everything it waited for)."""
+    before = os.times()
+    t = time.perf_counter()
+    subprocess.run(cmd, shell=isinstance(cmd, str), check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t
+    after = os.times()
+    return wall, (after.children_user - before.children_user
+                  + after.children_system - before.children_system)
+
+
+def du(root: str) -> tuple[int, int]:
+    files = total = 0
+    for dirpath, _dirs, names in os.walk(root):
+        for n in names:
+            files += 1
+            total += os.path.getsize(os.path.join(dirpath, n))
+    return files, total
+
+
+def info(archive: str) -> dict[str, Any]:
+    out = subprocess.run([CLI, "info", "--json", archive], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)  # type: ignore[no-any-return]
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def bench_corpus(name: str, src: str, work: str, repeat: int) -> dict[str, Any]:
+    q = shlex_quote
+    files, size = du(src)
+    sides = {
+        "dedup": lambda i: [CLI, "create", src, "-o", f"{work}/{name}-{i}.znippy"],
+        "no_dedup": lambda i: [CLI, "create", src, "-o", f"{work}/{name}-{i}-nd.znippy",
+                               "--no-dedup"],
+        "tar_zstd": lambda i: (f"tar -cf - -C {q(src)} . | zstd -3 -T2 -q -f -o "
+                               f"{q(f'{work}/{name}-{i}.tar.zst')} && sync "
+                               f"{q(f'{work}/{name}-{i}.tar.zst')}"),
+        "zstd_long": lambda i: (f"tar -cf - -C {q(src)} . | zstd -3 --long=27 -T2 -q -f -o "
+                                f"{q(f'{work}/{name}-{i}.long.zst')} && sync "
+                                f"{q(f'{work}/{name}-{i}.long.zst')}"),
+    }
+    outs = {"dedup": "{w}/{n}-{i}.znippy", "no_dedup": "{w}/{n}-{i}-nd.znippy",
+            "tar_zstd": "{w}/{n}-{i}.tar.zst", "zstd_long": "{w}/{n}-{i}.long.zst"}
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in [*sides, "extract", "untar"]}
+    sizes: dict[str, int] = {}
+    subprocess.run(f"tar -cf - -C {q(src)} . > /dev/null", shell=True, check=True)  # warm
+    order = list(sides)
+    for i in range(repeat):
+        for side in order[i % len(order):] + order[: i % len(order)]:
+            runs[side].append(timed(sides[side](i)))
+            sizes[side] = os.path.getsize(outs[side].format(w=work, n=name, i=i))
+        dest, tdest = f"{work}/{name}-{i}.x", f"{work}/{name}-{i}.tx"
+        os.makedirs(tdest)
+        pair = [("extract", [CLI, "extract", f"{work}/{name}-{i}.znippy", "-o", dest]),
+                ("untar", f"zstd -d -q -c {q(f'{work}/{name}-{i}.tar.zst')} | tar -xf - -C "
+                          f"{q(tdest)}")]
+        for side, cmd in (pair if i % 2 == 0 else pair[::-1]):
+            runs[side].append(timed(cmd))
+        subprocess.run(["sync"], check=True)
+    meta = info(f"{work}/{name}-0.znippy")
+    return {"name": name, "files": files, "bytes": size, "runs": runs, "sizes": sizes,
+            "rows": meta["chunks"], "tail_bytes": meta["tail_bytes"],
+            "saved": meta["dedup_saved_bytes"]}
+
+
+def shlex_quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+# -- the dedup index alone ----------------------------------------------------------------------
+def memory_child(n: int) -> None:
+    """Resident bytes of a DedupIndex of ``n`` distinct chunks (printed as JSON)."""
+    import blake3
+
+    from znippy_sql.write.dedup import DedupIndex
+
+    digests = [blake3.blake3(i.to_bytes(8, "little")).digest() for i in range(n)]
+
+    def rss() -> int:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    before = rss()
+    index = DedupIndex()
+    for i, d in enumerate(digests):
+        index._enter(d, 4096, 4096 * i, 1000 + i % 3000, bool(i & 1))
+    after = rss()
+    # the digests are the index's own keys now; their bytes count against it
+    key_bytes = sys.getsizeof(digests[0]) * n
+    print(json.dumps({"chunks": n, "rss_bytes": after - before + key_bytes}))
+
+
+def measure_memory(n: int = 1_000_000) -> dict[str, float]:
+    out = subprocess.run([sys.executable, __file__, "--memory-child", str(n)], check=True,
+                         capture_output=True, text=True, env={**os.environ,
+                                                              "PYTHONPATH": ROOT}).stdout
+    got = json.loads(out)
+    return {"chunks": got["chunks"], "mb_per_million": got["rss_bytes"] / MB * 1e6 / n}
+
+
+# -- how much a chunk index can share -----------------------------------------------------------
+def analyse(root: str) -> dict[str, float]:
+    """Zip-entry data occurring in more than one jar, by (CRC, sizes, data), and the part of it
+    whose local header is the same too (only that can share a chunk that holds the header)."""
+    import hashlib
+    import struct
+    import zipfile
+
+    seen: set[bytes] = set()
+    seen_full: set[bytes] = set()
+    total = dup = dup_full = entries = 0
+    for dirpath, _dirs, names in os.walk(root):
+        for n in sorted(names):
+            if not n.endswith((".jar", ".war", ".ear", ".aar", ".zip")):
+                continue
+            path = os.path.join(dirpath, n)
+            with open(path, "rb") as fh:
+                raw = fh.read()
+            try:
+                infos = zipfile.ZipFile(path).infolist()
+            except (zipfile.BadZipFile, OSError):
+                continue
+            for i in infos:
+                off = i.header_offset
+                if raw[off : off + 4] != b"PK\x03\x04":
+                    continue
+                nlen, xlen = struct.unpack_from("<HH", raw, off + 26)
+                start = off + 30 + nlen + xlen
+                data = raw[start : start + i.compress_size]
+                key = hashlib.blake2b(data, digest_size=16).digest()
+                full = hashlib.blake2b(raw[off:start] + data, digest_size=16).digest()
+                entries += 1
+                total += len(data)
+                if key in seen:
+                    dup += len(data)
+                seen.add(key)
+                if full in seen_full:
+                    dup_full += len(data)
+                seen_full.add(full)
+    return {"entries": entries, "entry_mb": total / MB, "dup_mb": dup / MB,
+            "dup_same_header_mb": dup_full / MB}
+
+
+# -- report -------------------------------------------------------------------------------------
+def fmt(values: list[float], digits: int = 2) -> str:
+    med, lo, hi = spread(values)
+    return f"{med:.{digits}f} ({lo:.{digits}f}–{hi:.{digits}f})"
+
+
+def report(results: list[dict[str, Any]], mem: dict[str, float] | None,
+           analysis: dict[str, float] | None, args: argparse.Namespace) -> str:
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    with open("/proc/loadavg") as fh:
+        load = fh.read().split()[:3]
+    lines = [
+        f"## Run of {stamp}",
+        "",
+        f"Machine: {os.cpu_count()} cores, Linux {platform.release()}, Python "
+        f"{platform.python_version()}; load average at the end {' '.join(load)} (shared "
+        f"machine). Command: `.venv/bin/python bench/bench_dedup.py --repeat {args.repeat} "
+        f"--scale {args.scale:g}" + (f" --only {' '.join(args.only)}" if args.only else "")
+        + "`. Core corpora at scale " f"{args.scale:g}. Figures: median of {args.repeat} "
+        "rounds (range).",
+        "",
+        "### Size",
+        "",
+        "| corpus | files | input MB | znippy MB | no-dedup MB | .tar.zst MB | --long MB | "
+        "× .tar.zst | × no-dedup | × --long | rows | index MB | shared MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        s = r["sizes"]
+        lines.append(
+            f"| {r['name']} | {r['files']:,} | {r['bytes'] / MB:.1f} | {s['dedup'] / MB:.1f} | "
+            f"{s['no_dedup'] / MB:.1f} | {s['tar_zstd'] / MB:.1f} | {s['zstd_long'] / MB:.1f} | "
+            f"{s['dedup'] / s['tar_zstd']:.3f} | {s['dedup'] / s['no_dedup']:.3f} | "
+            f"{s['dedup'] / s['zstd_long']:.3f} | {r['rows']:,} | {r['tail_bytes'] / MB:.1f} | "
+            f"{r['saved'] / MB:.1f} |")
+    lines += [
+        "",
+        "### Speed (create and extract, wall seconds; ratios are ours ÷ the peer's per round)",
+        "",
+        "| corpus | create s | no-dedup s | tar+zstd s | --long s | create MB/s × tar+zstd "
+        "| no-dedup × tar+zstd | extract s | zstd -d \\| tar -x s | extract × |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        runs = r["runs"]
+        wall = {k: [w for w, _ in v] for k, v in runs.items()}
+        speed = [t / d for d, t in zip(wall["dedup"], wall["tar_zstd"])]
+        speed_nd = [t / d for d, t in zip(wall["no_dedup"], wall["tar_zstd"])]
+        ext = [u / e for e, u in zip(wall["extract"], wall["untar"])]
+        lines.append(
+            f"| {r['name']} | {fmt(wall['dedup'])} | {fmt(wall['no_dedup'])} | "
+            f"{fmt(wall['tar_zstd'])} | {fmt(wall['zstd_long'])} | {fmt(speed)} | "
+            f"{fmt(speed_nd)} | {fmt(wall['extract'])} | {fmt(wall['untar'])} | {fmt(ext)} |")
+    lines += ["", "CPU seconds (median): " + "; ".join(
+        f"{r['name']} create {statistics.median(c for _, c in r['runs']['dedup']):.2f} / "
+        f"no-dedup {statistics.median(c for _, c in r['runs']['no_dedup']):.2f} / tar+zstd "
+        f"{statistics.median(c for _, c in r['runs']['tar_zstd']):.2f}" for r in results) + "."]
+    if mem is not None:
+        lines += ["", f"Dedup index alone: {mem['mb_per_million']:.0f} MB resident per million "
+                      f"distinct chunks (measured with {mem['chunks']:,})."]
+    if analysis is not None:
+        lines += ["", f"Zip entries of the Maven repository: {analysis['entries']:,} entries, "
+                      f"{analysis['entry_mb']:.1f} MB of entry data; {analysis['dup_mb']:.1f} MB "
+                      f"of it occurs in an earlier jar, {analysis['dup_same_header_mb']:.1f} MB "
+                      "with the same local header too (time stamp included)."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=0.25, help="scale of the core corpora")
+    ap.add_argument("--only", nargs="*")
+    ap.add_argument("--out", default=os.path.join(HERE, "results-dedup.md"))
+    ap.add_argument("--work", default=os.path.join(HERE, "out", "dedup"))
+    ap.add_argument("--corpora", default=os.path.join(HERE, "out", "corpora"))
+    ap.add_argument("--memory-child", type=int)
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--no-analyse", action="store_true")
+    args = ap.parse_args()
+    if args.memory_child:
+        memory_child(args.memory_child)
+        return
+    names = args.only or ["m2_repository", "maven_repo", "src_tree", "mixed_repo", "big_text",
+                          "random"]
+    dirs: dict[str, str] = {}
+    if "m2_repository" in names and os.path.isdir(M2):
+        dirs["m2_repository"] = M2
+    if "maven_repo" in names:
+        dirs.update(corpora.generate(args.corpora, only=["maven_repo"]))
+    core = [n for n in names if n in corpora.GENERATORS]
+    if core:
+        dirs.update(corpora.generate(args.corpora, scale=args.scale, only=core))
+    shutil.rmtree(args.work, ignore_errors=True)
+    os.makedirs(args.work)
+    results = []
+    try:
+        for name in names:
+            if name in dirs:
+                print(f"{name} ...", file=sys.stderr, flush=True)
+                results.append(bench_corpus(name, dirs[name], args.work, args.repeat))
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+        os.sync()
+    mem = None if args.no_memory else measure_memory()
+    analysis = None
+    if not args.no_analyse and "m2_repository" in dirs:
+        analysis = analyse(dirs["m2_repository"])
+    text = report(results, mem, analysis, args)
+    print(text)
+    previous = ""
+    if os.path.exists(args.out):
+        with open(args.out) as fh:
+            previous = fh.read()
+    head = "# Dedup benchmark (issue 19)\n\n"
+    body = previous[len(head):] if previous.startswith(head) else previous
+    with open(args.out, "w") as fh:
+        fh.write(head + text + ("\n" + body if body else ""))
+
+
+if __name__ == "__main__":
+    main()
