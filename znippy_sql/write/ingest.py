@@ -143,10 +143,7 @@ class Ingest:
         if dedup and size and zipcut.is_zip_family(path):
             data, spans = self._zip_spans(data, file, size)
             if spans is not None:
-                for seq, (off, length, how) in enumerate(spans):
-                    part = data[off : off + length] if data is not None else None
-                    self._queue(Job(part, file, off, length, how),
-                                ChunkTag(rows, path, seq, extra if seq == 0 else None))
+                self._queue_spans(data, file, spans, rows, path, extra)
                 return
         if size <= block:
             self._queue(Job(data, file, 0, size, mode), ChunkTag(rows, path, 0, extra))
@@ -199,6 +196,19 @@ class Ingest:
         self._batch_bytes += job.length
         if self._batch_bytes >= BATCH_BYTES or len(self._batch) >= BATCH_JOBS:
             self._flush()
+
+    def _queue_spans(self, data: bytes | memoryview | None, file: str | None,
+                     spans: list[zipcut.Span], rows: GroupRows, path: str,
+                     extra: dict[str, object] | None) -> None:
+        """:meth:`_queue` of each of a file's spans (inlined: a jar has hundreds)."""
+        batch, tags = self._batch, self._tags
+        for seq, (off, n, how) in enumerate(spans):
+            batch.append(Job(None if data is None else data[off : off + n], file, off, n, how))
+            tags.append(ChunkTag(rows, path, seq, extra if seq == 0 else None))
+            self._batch_bytes += n
+            if self._batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_JOBS:
+                self._flush()
+                batch, tags = self._batch, self._tags
 
     def _flush(self) -> None:
         if self._batch:

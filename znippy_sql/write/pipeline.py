@@ -107,7 +107,7 @@ def read_small(jobs: list[Job]) -> tuple[list[bytes | memoryview], bytes] | Batc
     digests = bytearray()
     for job in jobs:
         try:
-            chunk = read_chunk(job)
+            chunk = job.data if job.data is not None else read_chunk(job)
         except OSError as exc:
             return BatchResult(bytes(digests), [], [], b"", 0,
                                (str(job.file), f"cannot read source file: {exc.strerror or exc}"))
@@ -232,9 +232,9 @@ class Compressor:
                 chunks, digests = prepared
                 known = None
                 if self.known is not None:
-                    known = [bool(job.length) and self.known(digests[32 * i : 32 * i + 32],
-                                                            job.length)
-                             for i, job in enumerate(batch)]
+                    is_known = self.known
+                    known = [is_known(digests[k : k + 32], len(chunk)) if chunk else False
+                             for k, chunk in zip(range(0, len(digests), 32), chunks)]
                 future = self._pool.submit(compress_small, batch, chunks, digests, self.level,
                                            known)
         else:  # a big chunk: the worker reads, hashes and probes it (GIL released)

@@ -50,6 +50,7 @@ BODY_MIN = 2 << 10  # entry data at least this big is a span of its own
 GROUP_TARGET = 64 << 10  # average bytes of a run of smaller entries
 GROUP_MIN = 16 << 10
 GROUP_MAX = 256 << 10
+GROUP_MODE = codec.COMPRESS  # what the codec does with a run of grouped entries
 
 _EOCD = struct.Struct("<4sHHHHIIH")  # sig, disk, cd disk, entries here, entries, cd size, cd off, comment
 _EOCD_SIG = b"PK\x05\x06"
@@ -335,10 +336,10 @@ class _Cutter:
             at = self._starts[k] if k >= 0 else run
             if at <= run:
                 at = min(end, run + self._block)
-            self.spans.append((run, at - run, codec.COMPRESS))
+            self.spans.append((run, at - run, GROUP_MODE))
             run = at
         if end > run:
-            self.spans.append((run, end - run, codec.COMPRESS))
+            self.spans.append((run, end - run, GROUP_MODE))
         self.run = end
 
 
