@@ -302,7 +302,8 @@ def _zip(members: list[tuple[str, bytes, int, int, int]], stamp: int) -> bytes:
     return bytes(out)
 
 
-def _member(pool: TextPool, rng: np.random.Generator, name: str) -> tuple[str, bytes, int, int, int]:
+def _member(pool: TextPool, rng: np.random.Generator,
+            name: str) -> tuple[str, bytes, int, int, int]:
     """A class-like member: text with binary noise mixed in (deflates ~2.5x), deflated."""
     size = int(min(400 * KB, 64 + np.exp(rng.normal(np.log(1.8 * KB), 1.1))))
     text = bytearray(pool.take(size))

@@ -161,7 +161,8 @@ def test_append_shares_blobs_already_in_the_archive(tmp_path: Path) -> None:
     assert grown.read_bytes() == one.read_bytes()  # append = one-shot, sharing included
     new_jar = next(e for e in b if e.relative_path.endswith(".jar"))
     noise = next(e for e in b if e.relative_path.endswith(".bin"))
-    assert report.blob_bytes_written < len(noise.data) + 0.5 * len(new_jar.data)  # type: ignore[arg-type]
+    assert report.blob_bytes_written < (len(noise.data)  # type: ignore[arg-type]
+                                        + 0.5 * len(new_jar.data))  # type: ignore[arg-type]
     rs = rows(grown)
     old = [r for r in rs if r["relative_path"].endswith("1.2.jar")
            and r["blob_offset"] < report.old_blob_end]
@@ -287,7 +288,8 @@ def test_duckdb_and_polars_read_shared_blobs(tmp_path: Path) -> None:
     lic = read_files(path, ["org/ex/lib/1.1/LICENSE", "org/ex/lib/1.2/LICENSE"])
     assert lic["content"].to_list() == [entries[2].data, entries[6].data]
     assert files.height == len(entries)
-    assert files.filter(pl.col("relative_path").str.ends_with("LICENSE"))["stored_size"].n_unique() == 1
+    licenses = files.filter(pl.col("relative_path").str.ends_with("LICENSE"))
+    assert licenses["stored_size"].n_unique() == 1
 
 
 def test_dedup_index_memory_is_bounded() -> None:
@@ -326,3 +328,25 @@ def test_real_jars_round_trip(tmp_path: Path) -> None:
         assert arc.extract(out).ok
     for p in jars:
         assert (out / p.relative_to(root)).read_bytes() == p.read_bytes()
+
+
+def test_extract_writes_a_files_chunks_in_few_writev_calls(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from znippy_sql.read import extract as ex
+
+    calls: list[int] = []
+    real = os.writev
+
+    def short(fd: int, pieces: list) -> int:  # type: ignore[type-arg]
+        calls.append(len(pieces))
+        return real(fd, pieces[: len(pieces) // 2])  # a short write: the rest must follow
+
+    monkeypatch.setattr(ex.os, "writev", short)
+    entries = artifacts(1)
+    path = tmp_path / "a.znippy"
+    write_archive(path, entries, block_size=BLOCK)
+    with open_archive(path) as arc:
+        assert arc.extract(tmp_path / "x", workers=1).ok
+    for e in entries:
+        assert (tmp_path / "x" / e.relative_path).read_bytes() == e.data
+    assert calls and max(calls) > 1

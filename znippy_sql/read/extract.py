@@ -52,6 +52,8 @@ PER_FILE_BYTES = 16 << 10
 #: a blob at least this big has its mapped pages dropped from RSS once written out
 #: (RangeSource.release): memory stays bounded by the block size, not the archive size
 RELEASE_BYTES = 256 << 10
+WRITEV_BYTES = 1 << 20  # a file's chunks are written in one writev up to this many bytes
+WRITEV_PIECES = 256  # or this many chunks (IOV_MAX is 1024)
 
 
 @dataclass
@@ -620,9 +622,17 @@ def _write_new(target: str, made: set[str], pieces: Iterable[bytes | memoryview]
     try:
         n = 0
         try:
-            for data in pieces:
-                write_all(fd, data)
-                n += len(data)
+            pending: list[bytes | memoryview] = []
+            held = 0
+            for data in pieces:  # many small chunks (a jar's entries): one writev a MiB
+                pending.append(data)
+                held += len(data)
+                if held >= WRITEV_BYTES or len(pending) >= WRITEV_PIECES:
+                    _write_pieces(fd, pending)
+                    n += held
+                    pending, held = [], 0
+            _write_pieces(fd, pending)
+            n += held
         finally:
             os.close(fd)
         if written != target:
@@ -631,6 +641,20 @@ def _write_new(target: str, made: set[str], pieces: Iterable[bytes | memoryview]
         _remove(written)
         raise
     return n
+
+
+def _write_pieces(fd: int, pieces: list[bytes | memoryview]) -> None:
+    """``pieces`` back to back at the file position: one ``writev`` unless it falls short."""
+    if len(pieces) == 1:
+        write_all(fd, pieces[0])
+    elif pieces:
+        done = os.writev(fd, pieces)
+        if done < sum(len(p) for p in pieces):
+            for piece in pieces:  # the rest, piece by piece
+                size = len(piece)
+                if done < size:
+                    write_all(fd, memoryview(piece)[done:])
+                done = max(0, done - size)
 
 
 def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:

@@ -150,18 +150,19 @@ def _extents(archive: "Archive", lk: pa.Table, say: Say) -> None:
                        lk.column("compressed").to_pylist(),
                        lk.column("uncompressed_size").to_pylist(),
                        lk.column("checksum").to_pylist()))
-    prev_end, prev = 0, None
+    prev: tuple[Any, ...] = (-1, -1, "", -1)  # the extent that reaches furthest so far
+    prev_end = 0
     for off, size, path, seq, *content in spans:
         if off + size > archive.tail_offset:
             say(f"{path!r} chunk {seq}: blob [{off}, {off + size}) runs past the blob region "
                 f"(ends at {archive.tail_offset})")
-        if size and prev is not None and (off, size) == prev[:2]:
+        if size and (off, size) == prev[:2]:
             if tuple(content) != prev[4:]:
                 say(f"{path!r} chunk {seq}: shares the blob at {off} of {prev[2]!r} chunk "
                     f"{prev[3]} but not its content (codec flag, size or checksum differ)")
             continue
         if size and off < prev_end:
-            say(f"{path!r} chunk {seq}: blob at {off} overlaps the blob of {prev[2]!r}")  # type: ignore[index]
+            say(f"{path!r} chunk {seq}: blob at {off} overlaps the blob of {prev[2]!r}")
         if size and off + size > prev_end:
             prev_end, prev = off + size, (off, size, path, seq, *content)
 

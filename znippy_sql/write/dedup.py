@@ -84,7 +84,8 @@ class DedupIndex:
         size = rows.column("uncompressed_size").to_numpy()
         off = rows.column("blob_offset").to_numpy()
         stored = rows.column("blob_size").to_numpy()
-        keep = (size > 0) & (stored > 0) & (stored <= limit) & (off <= limit - np.minimum(stored, limit))
+        fits = (stored <= limit) & (off <= limit - np.minimum(stored, limit))  # no overflow
+        keep = (size > 0) & (stored > 0) & fits
         order = np.flatnonzero(keep)
         order = order[np.argsort(off[order], kind="stable")]
         sums = rows.column("checksum").chunk(0)

@@ -11,10 +11,15 @@ probed and compressed by the thread (:func:`run_batch`). Either way the result h
 BLAKE3 digests, each chunk's stored size and one buffer with the stored blobs back to back,
 so the caller writes a batch with one ``pwrite``.
 
-Chunks of at least ``PROBE_MIN`` bytes are probed first: three ``PROBE_BYTES`` samples are
-compressed, and when none of them shrinks by ``PROBE_GAIN`` the chunk is stored raw without
-compressing it whole (random or already-compressed data costs a few percent of a full pass).
-The probe depends only on the chunk's bytes, so output stays deterministic.
+Each job says what the codec does (``Job.mode``): ``COMPRESS`` chunks of at least
+``PROBE_MIN`` bytes are probed first: three ``PROBE_BYTES`` samples are compressed, and when
+none of them shrinks by ``PROBE_GAIN`` the chunk is stored raw without compressing it whole
+(random or already-compressed data costs a few percent of a full pass); ``PROBE`` chunks
+(skip-listed names, stored zip entries) go through :func:`codec.probe` and are compressed
+only when it says so; ``RAW`` chunks are stored as they are. Either probe depends only on
+the chunk's bytes, so output stays deterministic. With dedup, a chunk whose digest and length
+the index already knows (``known``) is hashed but not compressed: its row will point at the
+old blob.
 
 The window of batches in flight is bounded in input bytes (``WINDOW_BLOCKS × workers ×
 block_size``, plus the one batch that crosses it) and in batches (``WINDOW_BATCHES ×

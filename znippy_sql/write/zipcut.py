@@ -52,11 +52,15 @@ GROUP_MIN = 16 << 10
 GROUP_MAX = 256 << 10
 GROUP_MODE = codec.COMPRESS  # what the codec does with a run of grouped entries
 
-_EOCD = struct.Struct("<4sHHHHIIH")  # sig, disk, cd disk, entries here, entries, cd size, cd off, comment
+#: end of central directory: sig, disk, cd disk, entries here, entries, cd size, cd offset,
+#: comment length
+_EOCD = struct.Struct("<4sHHHHIIH")
 _EOCD_SIG = b"PK\x05\x06"
 _LOC64 = struct.Struct("<4sIQI")  # zip64 locator: sig, disk, zip64 EOCD offset, disks
 _LOC64_SIG = b"PK\x06\x07"
-_EOCD64 = struct.Struct("<4sQHHIIQQQQ")  # sig, size, made by, needed, disk, cd disk, here, all, cd size, cd off
+#: zip64 end record: sig, size, made by, needed, disk, cd disk, entries here, entries, cd size,
+#: cd offset
+_EOCD64 = struct.Struct("<4sQHHIIQQQQ")
 _EOCD64_SIG = b"PK\x06\x06"
 _CDR = struct.Struct("<4sHHHHHHIIIHHHHHII")  # central directory record, 46 bytes
 _CDR_SIG = b"PK\x01\x02"
