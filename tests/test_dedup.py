@@ -350,3 +350,15 @@ def test_extract_writes_a_files_chunks_in_few_writev_calls(tmp_path: Path,
     for e in entries:
         assert (tmp_path / "x" / e.relative_path).read_bytes() == e.data
     assert calls and max(calls) > 1
+
+
+def test_rust_reader_reads_shared_blobs(tmp_path: Path) -> None:
+    """``compat="rust-0.8"`` with dedup: the Rust 0.8 reader (tests/rust_layout.py's
+    ``decompress_archive``, row by row) rebuilds every file from shared blobs."""
+    import rust_layout as rl
+
+    entries = artifacts(1) + artifacts(2)
+    path = tmp_path / "rust.znippy"
+    r = write_archive(path, entries, block_size=BLOCK, compat="rust-0.8")
+    assert r.shared_chunks > 0
+    assert rl.decompress_archive(path) == {e.relative_path: e.data for e in entries}
