@@ -18,10 +18,16 @@ every round, each round reads warm page cache, and every figure is reported as t
 the rounds with the range beside it (the machine is shared: spreads are wide). Speed ratios
 are per round (ours / the peer's in the same round), then the median and range of those.
 
-``--memory`` measures the dedup index alone in a fresh interpreter: resident bytes per
-million distinct chunks. ``--analyse`` counts, for a Maven repository, the zip-entry bytes that
-occur in more than one jar, and how many of them a chunk-level index can share (the rest
-differ only in their headers' time stamps, which sit inside every chunk that holds them).
+The dedup index alone is measured in a fresh interpreter: resident bytes per million
+distinct chunks. For a Maven repository the run also counts the zip-entry bytes that occur in
+more than one jar, and how many of them have the same local header too (only those can share
+a chunk that holds the header: the rest differ in their time stamps).
+
+``--cdc`` (alone) compares whole files with content-defined chunks for the repository's POMs.
+``--sweep`` (alone) writes the Maven repository with other zip-cut settings (``BODY_MIN``, the
+size from which an entry's data is a chunk of its own), in this process, and reports blob
+bytes, index bytes and rows for each: ``BODY_MIN = 1`` gives every entry's data a chunk, so its
+blob bytes are what chunk-level sharing reaches if index rows cost nothing.
 """
 
 from __future__ import annotations
@@ -201,6 +207,80 @@ def analyse(root: str) -> dict[str, float]:
             "dup_same_header_mb": dup_full / MB}
 
 
+# -- the zip-cut settings -----------------------------------------------------------------------
+def sweep(root: str, work: str, body_mins: list[int]) -> str:
+    sys.path.insert(0, ROOT)
+    from znippy_sql.read.reader import open_archive
+    from znippy_sql.write import zipcut
+    from znippy_sql.write.writer import write_archive
+
+    lines = ["| BODY_MIN | rows | blob MB | index MB | archive MB | shared MB |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    default = zipcut.BODY_MIN
+    os.makedirs(work, exist_ok=True)
+    try:
+        for body in body_mins:
+            zipcut.BODY_MIN = body
+            out = os.path.join(work, f"sweep-{body}.znippy")
+            r = write_archive(out, root, fsync=False)
+            with open_archive(out) as a:
+                tail = a.source.size - a.tail_offset
+            lines.append(f"| {body:,} | {r.chunks:,} | {r.blob_bytes / MB:.1f} | {tail / MB:.1f} "
+                         f"| {r.archive_bytes / MB:.1f} | {r.bytes_saved / MB:.1f} |")
+            os.unlink(out)
+            print(lines[-1], file=sys.stderr, flush=True)
+    finally:
+        zipcut.BODY_MIN = default
+    return "\n".join(lines) + "\n"
+
+
+# -- content-defined chunking of other files ----------------------------------------------------
+def cdc(root: str, suffix: str = ".pom", averages: tuple[int, ...] = (2048, 4096, 16384)) -> str:
+    """Whole files against Gear-hash content-defined chunks (min avg/4, max 4·avg) of the
+    ``suffix`` files under ``root``: distinct chunks compressed alone (zstd -3) plus ~280 bytes
+    of index per row, as our archives pay them."""
+    import hashlib
+    import random
+
+    import numpy as np
+    import zstandard
+
+    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+                   if f.endswith(suffix))
+    rng = random.Random(1)
+    gear = np.array([rng.getrandbits(64) for _ in range(256)], dtype=np.uint64)
+    z = zstandard.ZstdCompressor(level=3)
+    row = 280
+
+    def cuts(data: bytes, avg: int) -> list[tuple[int, int]]:
+        out, start, h = [], 0, 0
+        for i, v in enumerate(gear[np.frombuffer(data, dtype=np.uint8)].tolist()):
+            h = ((h << 1) + v) & 0xFFFFFFFFFFFFFFFF
+            n = i + 1 - start
+            if (n >= avg // 4 and h & (avg - 1) == 0) or n >= 4 * avg:
+                out.append((start, i + 1))
+                start, h = i + 1, 0
+        return out + ([(start, len(data))] if start < len(data) else [])
+
+    blobs = [open(p, "rb").read() for p in files]
+    whole = sum(min(len(b), len(z.compress(b)) + 15) for b in blobs) + row * len(blobs)
+    lines = [f"{len(files):,} `{suffix}` files, {sum(map(len, blobs)) / MB:.1f} MB: whole files "
+             f"{whole / MB:.2f} MB with their index rows"]
+    for avg in averages:
+        seen: set[bytes] = set()
+        stored = rows = 0
+        for b in blobs:
+            for a, e in cuts(b, avg) or [(0, 0)]:
+                rows += 1
+                key = hashlib.blake2b(b[a:e]).digest()
+                if key not in seen:
+                    seen.add(key)
+                    stored += min(e - a, len(z.compress(b[a:e])) + 15)
+        lines.append(f"CDC average {avg // 1024} KiB: {(stored + row * rows) / MB:.2f} MB "
+                     f"({rows:,} rows)")
+    return "; ".join(lines) + "."
+
+
 # -- report -------------------------------------------------------------------------------------
 def fmt(values: list[float], digits: int = 2) -> str:
     med, lo, hi = spread(values)
@@ -280,9 +360,23 @@ def main() -> None:
     ap.add_argument("--memory-child", type=int)
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-analyse", action="store_true")
+    ap.add_argument("--cdc", action="store_true",
+                    help="only compare content-defined chunking of the POMs with whole files")
+    ap.add_argument("--sweep", nargs="*", type=int, metavar="BODY_MIN",
+                    help="only sweep BODY_MIN on the Maven repository (default: 1 1024 2048 "
+                         "4096 8192)")
     args = ap.parse_args()
     if args.memory_child:
         memory_child(args.memory_child)
+        return
+    if args.cdc:
+        print(cdc(M2 if os.path.isdir(M2) else corpora.generate(
+            args.corpora, only=["maven_repo"])["maven_repo"]))
+        return
+    if args.sweep is not None:
+        root = M2 if os.path.isdir(M2) else corpora.generate(args.corpora,
+                                                             only=["maven_repo"])["maven_repo"]
+        print(sweep(root, args.work, args.sweep or [1, 1024, 2048, 4096, 8192]))
         return
     names = args.only or ["m2_repository", "maven_repo", "src_tree", "mixed_repo", "big_text",
                           "random"]
