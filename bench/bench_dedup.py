@@ -132,7 +132,10 @@ def shlex_quote(s: str) -> str:
 
 # -- the dedup index alone ----------------------------------------------------------------------
 def memory_child(n: int) -> None:
-    """Resident bytes of a DedupIndex of ``n`` distinct chunks (printed as JSON)."""
+    """Bytes of a DedupIndex of ``n`` distinct chunks, printed as JSON: live (``tracemalloc``)
+    and peak while it was built, and the resident-set growth (allocator slack included)."""
+    import tracemalloc
+
     import blake3
 
     from znippy_sql.write.dedup import DedupIndex
@@ -147,13 +150,14 @@ def memory_child(n: int) -> None:
         return 0
 
     before = rss()
+    tracemalloc.start()
     index = DedupIndex()
     for i, d in enumerate(digests):
         index._enter(d, 4096, 4096 * i, 1000 + i % 3000, bool(i & 1))
-    after = rss()
-    # the digests are the index's own keys now; their bytes count against it
-    key_bytes = sys.getsizeof(digests[0]) * n
-    print(json.dumps({"chunks": n, "rss_bytes": after - before + key_bytes}))
+    live, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(json.dumps({"chunks": len(index), "live_bytes": live, "peak_bytes": peak,
+                      "rss_bytes": rss() - before}))
 
 
 def measure_memory(n: int = 1_000_000) -> dict[str, float]:
@@ -161,7 +165,10 @@ def measure_memory(n: int = 1_000_000) -> dict[str, float]:
                          capture_output=True, text=True, env={**os.environ,
                                                               "PYTHONPATH": ROOT}).stdout
     got = json.loads(out)
-    return {"chunks": got["chunks"], "mb_per_million": got["rss_bytes"] / MB * 1e6 / n}
+    per = 1e6 / n / MB
+    return {"chunks": got["chunks"], "mb_per_million": got["live_bytes"] * per,
+            "peak_mb_per_million": got["peak_bytes"] * per, "rss_mb_per_million":
+            got["rss_bytes"] * per}
 
 
 # -- how much a chunk index can share -----------------------------------------------------------
@@ -339,8 +346,10 @@ def report(results: list[dict[str, Any]], mem: dict[str, float] | None,
         f"no-dedup {statistics.median(c for _, c in r['runs']['no_dedup']):.2f} / tar+zstd "
         f"{statistics.median(c for _, c in r['runs']['tar_zstd']):.2f}" for r in results) + "."]
     if mem is not None:
-        lines += ["", f"Dedup index alone: {mem['mb_per_million']:.0f} MB resident per million "
-                      f"distinct chunks (measured with {mem['chunks']:,})."]
+        lines += ["", f"Dedup index alone, per million distinct chunks (measured with "
+                      f"{mem['chunks']:,}): {mem['mb_per_million']:.0f} MB live, "
+                      f"{mem['peak_mb_per_million']:.0f} MB at the peak of building it, "
+                      f"{mem['rss_mb_per_million']:.0f} MB of resident-set growth."]
     if analysis is not None:
         lines += ["", f"Zip entries of the Maven repository: {analysis['entries']:,} entries, "
                       f"{analysis['entry_mb']:.1f} MB of entry data; {analysis['dup_mb']:.1f} MB "

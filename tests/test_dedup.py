@@ -362,3 +362,22 @@ def test_rust_reader_reads_shared_blobs(tmp_path: Path) -> None:
     r = write_archive(path, entries, block_size=BLOCK, compat="rust-0.8")
     assert r.shared_chunks > 0
     assert rl.decompress_archive(path) == {e.relative_path: e.data for e in entries}
+
+
+def test_dedup_index_table_grows_and_probes_past_collisions() -> None:
+    from znippy_sql.write.dedup import DedupIndex
+
+    index = DedupIndex()
+    # the same first 8 bytes for groups of 50 digests: long probe runs, then growth
+    digests = [(i // 50).to_bytes(8, "little") + blake3.blake3(b"%d" % i).digest()[8:]
+               for i in range(5000)]
+    for i, d in enumerate(digests):
+        assert not index.known(d, 7)
+        index._enter(d, 7, i, 1, False)
+    assert len(index) == 5000
+    assert all(index.known(d, 7) for d in digests)
+    assert not index.known(bytes(32), 7) and not index.known(digests[0], 8)
+    offsets, sizes, _, pieces, end = index.place([7, 7], digests[10] + blake3.blake3(b"new")
+                                                 .digest(), [False, True], [1, 3], b"abcd", 100)
+    assert offsets == [10, 100] and sizes == [1, 3] and end == 103
+    assert [bytes(p) for p in pieces] == [b"bcd"]

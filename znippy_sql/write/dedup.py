@@ -9,8 +9,10 @@ first) does not depend on the worker count. Empty chunks are never entered (they
 An append or a store seeds the index with the rows it already has (:meth:`DedupIndex.seed`):
 new chunks then point at old blobs, found through the rows' checksums; no blob is read.
 
-Memory: one dict entry (a 32-byte ``bytes`` key and an ``int`` slot) and 25 bytes in packed
-arrays per distinct chunk (``bench/bench_dedup.py`` measures it per million chunks).
+Memory: no Python object per chunk. A distinct chunk takes its 32-byte digest, 25 bytes of
+packed arrays (length, blob offset and size, codec flag) and 8 bytes of :class:`_Slots`, an
+open-addressing table at most half full: ~65 bytes (``bench/bench_dedup.py`` measures it per
+million chunks).
 """
 
 from __future__ import annotations
@@ -37,14 +39,79 @@ def distinct_blob_bytes(tables: Iterable[pa.Table]) -> int:
     return int(size[used][first].sum())
 
 
-class DedupIndex:
-    """Distinct chunks and their blobs; ``referenced``/``stored`` count the bytes placed."""
+class _Slots:
+    """Digest → slot number: linear probing on the digest's first 8 bytes in a table of
+    ``slot + 1`` (0: empty) at most half full; the digests are ``digests[32 s : 32 s + 32]``.
 
-    __slots__ = ("_slots", "_lengths", "_offsets", "_sizes", "_flags", "limit",
+    Workers read it while the caller adds (``DedupIndex.known``): the table and its mask are
+    one tuple, replaced whole when the table grows, and a digest is stored before its slot is
+    put in the table, so a reader finds an entry or misses it, never a wrong one."""
+
+    __slots__ = ("digests", "state", "count")
+
+    def __init__(self, digests: bytearray) -> None:
+        self.digests = digests
+        self.state: tuple[array, int] = (array("I", bytes(4 * 1024)), 1023)
+        self.count = 0
+
+    def get(self, digest: bytes) -> int:
+        table, mask = self.state
+        digests = self.digests
+        i = int.from_bytes(digest[:8], "little") & mask
+        while True:
+            s = table[i]
+            if not s:
+                return -1
+            if digests[32 * s - 32 : 32 * s] == digest:
+                return s - 1
+            i = (i + 1) & mask
+
+    def put(self, digest: bytes, slot: int) -> None:
+        """Enter ``slot`` for ``digest`` (not in the table yet; its bytes already stored)."""
+        if 2 * (self.count + 1) > len(self.state[0]):
+            self._grow()
+        table, mask = self.state
+        i = int.from_bytes(digest[:8], "little") & mask
+        while table[i]:
+            i = (i + 1) & mask
+        table[i] = slot + 1
+        self.count += 1
+
+    def _grow(self) -> None:
+        """Twice the size, every slot placed again (rounds of numpy: each free position goes
+        to its first claimant, the others probe on)."""
+        size = 2 * len(self.state[0])
+        mask = size - 1
+        n = self.count
+        keys = np.frombuffer(self.digests, dtype="<u8", count=4 * n)  # no copy: let go below
+        pos = (keys[::4] & np.uint64(mask)).astype(np.int64)
+        del keys  # the bytearray may grow again once no view of it is left
+        table = np.zeros(size, dtype=np.uint32)
+        pending = np.arange(n, dtype=np.int64)
+        while pending.size:
+            at = pos[pending]
+            free = table[at] == 0
+            spots, first = np.unique(at[free], return_index=True)
+            winners = pending[free][first]
+            table[spots] = (winners + 1).astype(np.uint32)
+            placed = np.zeros(n, dtype=bool)
+            placed[winners] = True
+            pending = pending[~placed[pending]]
+            pos[pending] = (pos[pending] + 1) & mask
+        grown = array("I")
+        grown.frombytes(table.tobytes())
+        self.state = (grown, mask)
+
+
+class DedupIndex:
+    """Distinct chunks and their blobs; ``hits``/``saved`` count the rows and bytes shared."""
+
+    __slots__ = ("_digests", "_slots", "_lengths", "_offsets", "_sizes", "_flags", "limit",
                  "hits", "saved")
 
     def __init__(self) -> None:
-        self._slots: dict[bytes, int] = {}
+        self._digests = bytearray()
+        self._slots = _Slots(self._digests)
         self._lengths = array("Q")
         self._offsets = array("Q")
         self._sizes = array("Q")
@@ -56,17 +123,19 @@ class DedupIndex:
         self.saved = 0
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self._lengths)
 
     def known(self, digest: bytes, length: int) -> bool:
         """Whether a chunk of this content has a blob already (safe from a worker thread:
         entries are only ever added, so a True stays true)."""
         slot = self._slots.get(digest)
-        return slot is not None and self._lengths[slot] == length
+        return slot >= 0 and self._lengths[slot] == length
 
     def _enter(self, digest: bytes, length: int, offset: int, size: int,
                compressed: bool) -> None:
-        self._slots[digest] = len(self._lengths)
+        slot = len(self._lengths)
+        self._digests += digest
+        self._slots.put(digest, slot)
         self._lengths.append(length)
         self._offsets.append(offset)
         self._sizes.append(size)
@@ -95,7 +164,7 @@ class DedupIndex:
         for i, n, o, s, c in zip(order.tolist(), size[order].tolist(), off[order].tolist(),
                                  stored[order].tolist(), flags[order].tolist()):
             d = digests[32 * i : 32 * i + 32]
-            if d not in slots:
+            if slots.get(d) < 0:
                 self._enter(d, n, o, s, c)
 
     def place(self, lengths: Sequence[int], digests: bytes, compressed: Sequence[bool],
@@ -109,7 +178,8 @@ class DedupIndex:
         flags: list[bool] = []
         pieces: list[memoryview] = []
         view = memoryview(buffer)
-        slots = self._slots
+        find = self._slots.get
+        known_lengths, known_offsets, known_sizes = self._lengths, self._offsets, self._sizes
         pos = run = 0  # the unwritten run of new blobs is view[run:pos]
         for i, n in enumerate(lengths):
             s = stored[i]
@@ -119,25 +189,26 @@ class DedupIndex:
                 flags.append(False)
                 continue
             d = digests[32 * i : 32 * i + 32]
-            slot = slots.get(d)
-            if slot is not None and self._lengths[slot] == n:
+            slot = find(d)
+            if slot >= 0 and known_lengths[slot] == n:
                 if run < pos:
                     pieces.append(view[run:pos])
                 pos += s
                 run = pos
-                offsets.append(self._offsets[slot])
-                sizes.append(self._sizes[slot])
+                offsets.append(known_offsets[slot])
+                sizes.append(known_sizes[slot])
                 flags.append(bool(self._flags[slot]))
                 self.hits += 1
-                self.saved += self._sizes[slot]
+                self.saved += known_sizes[slot]
                 continue
             if s == 0:
                 raise RuntimeError("a chunk skipped as known has no blob in the index")
-            if slot is None:
-                self._enter(d, n, cursor, s, compressed[i])
+            c = compressed[i]
+            if slot < 0:
+                self._enter(d, n, cursor, s, c)
             offsets.append(cursor)
             sizes.append(s)
-            flags.append(compressed[i])
+            flags.append(c)
             cursor += s
             pos += s
         if run < pos:

@@ -44,6 +44,9 @@ SMALL_CHUNK = 256 << 10  # a batch of chunks no bigger is read and hashed by the
 PROBE_MIN = 1 << 20  # chunks at least this big are probed before a full compression
 PROBE_BYTES = 64 << 10
 PROBE_GAIN = 0.97  # a sample must shrink below this fraction to count as compressible
+#: chunks at least this big are looked up in the dedup index before compression (a smaller
+#: one costs less to compress than to look up twice; the sink decides either way)
+KNOWN_MIN = 2 << 10
 #: In flight at once (submitted, running, or done and waiting for the ones before them): at
 #: most ``WINDOW_BLOCKS × workers × block_size`` bytes of input and ``WINDOW_BATCHES ×
 #: workers`` batches. A byte budget rather than a batch count lets small batches keep a
@@ -237,8 +240,9 @@ class Compressor:
                 chunks, digests = prepared
                 known = None
                 if self.known is not None:
-                    is_known = self.known
-                    known = [is_known(digests[k : k + 32], len(chunk)) if chunk else False
+                    is_known = self.known  # a hint only: worth it where compression costs
+                    known = [len(chunk) >= KNOWN_MIN
+                             and is_known(digests[k : k + 32], len(chunk))
                              for k, chunk in zip(range(0, len(digests), 32), chunks)]
                 future = self._pool.submit(compress_small, batch, chunks, digests, self.level,
                                            known)
