@@ -381,3 +381,53 @@ def test_dedup_index_table_grows_and_probes_past_collisions() -> None:
                                                  .digest(), [False, True], [1, 3], b"abcd", 100)
     assert offsets == [10, 100] and sizes == [1, 3] and end == 103
     assert [bytes(p) for p in pieces] == [b"bcd"]
+
+
+def test_compact_keeps_shared_blobs_shared(tmp_path: Path) -> None:
+    from znippy_sql.write.compact import compact_archive
+
+    a, b = artifacts(1), artifacts(2)
+    path = tmp_path / "a.znippy"
+    write_archive(path, a + b, block_size=BLOCK)
+    before = path.read_bytes()
+    assert not compact_archive(path).rewritten  # no dead bytes: shared blobs are not dead
+    assert path.read_bytes() == before
+    # replace the later version's pom: its blob dies; the shared ones stay shared
+    pom = b[1]
+    append_archive(path, [Entry(pom.relative_path, data=b"<project/>")])
+    report = compact_archive(path)
+    assert report.rewritten and report.dead_bytes_dropped > 0
+    one = tmp_path / "one.znippy"
+    write_archive(one, a + [b[0], Entry(pom.relative_path, data=b"<project/>"), *b[2:]],
+                  block_size=BLOCK)
+    with open_archive(path) as x, open_archive(one) as y:
+        assert x.verify().ok
+        assert x.blob_end == y.blob_end  # every shared blob copied once
+        for e in a + b[2:]:
+            assert x.read(e.relative_path) == e.data
+
+
+def test_an_unchanged_append_writes_no_blob(tmp_path: Path) -> None:
+    entries = artifacts(1)
+    path = tmp_path / "a.znippy"
+    write_archive(path, entries, block_size=BLOCK)
+    size = path.stat().st_size
+    r = append_archive(path, entries)  # the same files again
+    assert r.blob_bytes_written == 0 and r.dead_bytes == 0
+    assert r.files_unchanged + r.files_replaced == len(entries)
+    with open_archive(path) as arc:
+        assert arc.verify().ok
+    assert path.stat().st_size <= size + 4096
+
+
+def test_store_add_without_dedup(tmp_path: Path) -> None:
+    sidecar, wh = tmp_path / "blobs.bin", tmp_path / "wh"
+    with open_store(sidecar, wh, "nd", block_size=BLOCK) as store:
+        store.add(artifacts(1), dedup=False)
+        r = store.add(artifacts(2), dedup=False)
+    assert r.shared_chunks == 0 and r.bytes_saved == 0
+    one = tmp_path / "one.znippy"
+    write_archive(one, artifacts(1) + artifacts(2), block_size=BLOCK, dedup=False)
+    sealed = tmp_path / "sealed.znippy"
+    seal(sidecar, wh, "nd", sealed)
+    assert sealed.read_bytes() == one.read_bytes()

@@ -1,11 +1,12 @@
 """Compact: rewrite an archive without its dead bytes, blobs copied verbatim.
 
 Appends that replace files leave the old blobs behind (FORMAT §6). ``compact_archive`` copies
-every live row's blob, in production (= blob) order, back to back into a staging sibling, sets
-each row's ``blob_offset`` to its new place, and writes the tail with the one
-:func:`~znippy_sql.write.tail.write_tail`: the result is byte-identical to a one-shot write of
-the live files in that order with the same options (nothing is decoded, compressed or
-hashed). The sections are carried over as they are: signatures stay valid, since a file digest
+every live blob (once, however many rows share it), in production (= blob) order, back to back
+into a staging sibling, sets each row's ``blob_offset`` to its new place, and writes the tail
+with the one :func:`~znippy_sql.write.tail.write_tail`: the result is byte-identical to a
+one-shot write of the live files in that order with the same options (nothing is decoded,
+compressed or hashed) — unless a shared blob's first owner was replaced: the blob keeps its
+place, where a one-shot write would make it at its first live owner. The sections are carried over as they are: signatures stay valid, since a file digest
 covers paths and checksums, not offsets. fsync, rename over the archive, fsync the directory:
 the name holds the old or the new archive at every instant. The append lock is held
 throughout (an appender is refused, not waited for).
@@ -101,10 +102,7 @@ def compact_archive(path: str | os.PathLike[str], *, fsync: bool = True) -> Comp
         recover_locked(path, fh.fileno())
         old = _load(path, signatures=True)
         keys, order, offsets, sizes = _placement(old.groups)
-        new_offsets = np.zeros(len(order), dtype=np.uint64)
-        ends = np.cumsum(sizes[order], dtype=np.uint64)
-        new_offsets[order] = ends - sizes[order]
-        blob_end = int(ends[-1]) if len(ends) else 0
+        new_offsets, blob_end = _new_offsets(offsets, sizes)
         rows = len(order)
         files = sum(int((old.groups[k].column("chunk_seq").to_numpy() == 0).sum()) for k in keys)
         if blob_end == old.blob_end and np.array_equal(new_offsets, offsets):
@@ -137,15 +135,36 @@ def compact_archive(path: str | os.PathLike[str], *, fsync: bool = True) -> Comp
                          info.file_size, True, time.perf_counter() - started)
 
 
+def _new_offsets(offsets: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's new ``blob_offset`` and the new blob end: the distinct blobs (a blob shared
+    by several rows, docs/dedup.md, is one blob) back to back in their old order; an empty
+    chunk where the next blob now starts."""
+    used = sizes > 0
+    starts, first = np.unique(offsets[used], return_index=True)
+    lengths = sizes[used][first]
+    if not np.array_equal(lengths[np.searchsorted(starts, offsets[used])], sizes[used]):
+        # two sizes at one offset (an archive no writer of ours makes): a copy per row
+        order = np.lexsort((sizes == 0, offsets))
+        out = np.zeros(len(offsets), dtype=np.uint64)
+        ends = np.cumsum(sizes[order], dtype=np.uint64)
+        out[order] = ends - sizes[order]
+        return out, int(ends[-1]) if len(ends) else 0
+    placed = np.concatenate([[0], np.cumsum(lengths, dtype=np.uint64)]).astype(np.uint64)
+    at = np.searchsorted(starts, offsets)  # a used row finds its own blob's start
+    return placed[at], int(placed[-1])
+
+
 def _copy_blobs(src: int, dst: int, order: np.ndarray, offsets: np.ndarray, sizes: np.ndarray,
                 new_offsets: np.ndarray) -> None:
-    """Each row's blob to its new place, runs that are contiguous in both copied at once."""
+    """Each distinct blob to its new place, runs that are contiguous in both copied at once."""
     run_src = run_dst = run_len = 0
+    done = (-1, -1)  # the blob copied last: rows sharing a blob come one after another
     for i in order.tolist():
         size = int(sizes[i])
-        if not size:
-            continue
         s, d = int(offsets[i]), int(new_offsets[i])
+        if not size or (s, d) == done:
+            continue
+        done = (s, d)
         if run_len and s == run_src + run_len and d == run_dst + run_len:
             run_len += size
             continue
