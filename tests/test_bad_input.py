@@ -352,17 +352,19 @@ def test_trie_points_at_nonsense(tmp_path: Path, trie: list[tuple[bytes, int]]) 
         assert any("__trie__" in p for p in a.verify().problems)
 
 
-def test_lookup_not_sorted_or_not_the_union(tmp_path: Path) -> None:
+def test_lookup_not_sorted_is_refused(tmp_path: Path) -> None:
+    """Point reads and extract rely on the lookup's order (a file's chunks are one run): an
+    unsorted lookup is refused by every reader, and verify reports it."""
     arc = RawArchive([("a.txt", b"hello"), ("b.txt", b"world")])
     path = arc.write(tmp_path / "a.znippy", lookup_rows=arc.rows[::-1],
                      trie=[(b"a.txt", 1), (b"b.txt", 0)])
     with open_archive(path) as a:
-        assert a.read("a.txt") == b"hello"
-        assert any("sorted union" in p for p in a.verify().problems)
-        # extract does not trust the order either: every file once, in path order
-        report = a.extract(tmp_path / "out")
-        assert report.written == ["a.txt", "b.txt"] and not report.failed
-        assert (tmp_path / "out" / "b.txt").read_bytes() == b"world"
+        with pytest.raises(FormatError, match="__lookup__ is not sorted"):
+            a.read("a.txt")
+        assert any("not sorted" in p for p in a.verify().problems)
+        with pytest.raises(FormatError, match="not sorted"):
+            a.extract(tmp_path / "out")
+        assert not (tmp_path / "out").exists()
 
 
 def test_chunk_layout_lies(tmp_path: Path) -> None:

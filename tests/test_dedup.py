@@ -141,8 +141,8 @@ def test_golden_dedup_archive(tmp_path: Path) -> None:
     golden = independent._golden_module()
     out = tmp_path / "g.znippy"
     golden.write_golden(out, dedup=True)
-    assert out.read_bytes() == (DATA / "golden-v2-dedup.znippy").read_bytes(), (
-        "the writer no longer reproduces tests/data/golden-v2-dedup.znippy: see "
+    assert out.read_bytes() == (DATA / "golden-v3-dedup.znippy").read_bytes(), (
+        "the writer no longer reproduces tests/data/golden-v3-dedup.znippy: see "
         "tests/data/README.md")
     files = {p: d for (_, _, p), d in golden.golden_dedup_files().items()}
     rs = rows(out)

@@ -146,31 +146,50 @@ def _golden_module():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_golden_reads_with_znippy() -> None:
+GOLDENS = ("golden-v1.znippy", "golden-v3.znippy")  # v1: written before section digests
+
+
+@pytest.mark.parametrize("name", GOLDENS)
+def test_golden_reads_with_znippy(name: str) -> None:
     from znippy_sql import GroupKey, open_archive
 
     golden = _golden_module()
     files = golden.golden_files()
-    with open_archive(DATA / "golden-v1.znippy") as a:
+    with open_archive(DATA / name) as a:
         assert a.groups == [GroupKey(0, "", ""), GroupKey(7, "second", "")]
         for (repo, pkg, path), want in files.items():
             assert a.read(path) == want
             assert a.select(repo=repo, pkg_type=pkg, glob=path) == [path]
         assert a.section("__meta__").equals(golden.golden_meta())
         assert a.verify().ok
+        digests = [r.blake3 for r in a.manifest_rows]
+        assert all(d is None for d in digests) if name == GOLDENS[0] else all(digests)
 
 
-def test_golden_reads_with_independent_readers() -> None:
-    data = (DATA / "golden-v1.znippy").read_bytes()
+@pytest.mark.parametrize("name", GOLDENS)
+def test_golden_reads_with_independent_readers(name: str) -> None:
+    data = (DATA / name).read_bytes()
     files = {p: d for (_, _, p), d in _golden_module().golden_files().items()}
     for check in (test_pyarrow_alone_reads_manifest_subindexes_lookup,
                   test_ducer_alone_reads_trie, test_openzl_alone_decodes_blobs_and_blake3_matches):
         check((data, files))
 
 
+def test_section_digests_match_blake3_alone() -> None:
+    """``znippy.section_blake3`` on the manifest schema: each row's range, hashed by blake3."""
+    data = (DATA / GOLDENS[1]).read_bytes()
+    manifest = _manifest(data)
+    digests = manifest.schema.metadata[b"znippy.section_blake3"].decode().split(",")
+    rows = manifest.to_pylist()
+    assert len(digests) == len(rows) == 5
+    for row, digest in zip(rows, digests):
+        part = data[row["index_offset"] : row["index_offset"] + row["index_len"]]
+        assert blake3.blake3(part).hexdigest() == digest
+
+
 def test_golden_bytes_unchanged(tmp_path: Path) -> None:
     """Format drift guard: today's writer, same inputs → the checked-in bytes."""
     out = tmp_path / "g.znippy"
     _golden_module().write_golden(out)
-    assert out.read_bytes() == (DATA / "golden-v1.znippy").read_bytes(), (
-        "the writer no longer reproduces tests/data/golden-v1.znippy: see tests/data/README.md")
+    assert out.read_bytes() == (DATA / GOLDENS[1]).read_bytes(), (
+        "the writer no longer reproduces tests/data/golden-v3.znippy: see tests/data/README.md")

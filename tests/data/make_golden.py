@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-GOLDEN = HERE / "golden-v1.znippy"
-GOLDEN_DEDUP = HERE / "golden-v2-dedup.znippy"
+GOLDEN = HERE / "golden-v3.znippy"
+GOLDEN_DEDUP = HERE / "golden-v3-dedup.znippy"
 BLOCK_SIZE = 4096
 WORDS = b"alpha beta gamma delta import class def return index chunk archive footer".split()
 
@@ -93,7 +93,8 @@ def golden_dedup_files() -> dict[tuple[str, int, str], bytes]:
 
 
 def write_golden(out: Path, *, dedup: bool = False) -> None:
-    """golden-v1: the layout without dedup; with ``dedup``, golden-v2-dedup."""
+    """golden-v3: the layout without dedup; with ``dedup``, golden-v3-dedup (v1 and v2-dedup:
+    the same inputs before the manifest recorded section digests)."""
     from znippy_sql import Entry, ReservedSection, write_archive
 
     files = golden_dedup_files() if dedup else golden_files()
@@ -104,8 +105,8 @@ def write_golden(out: Path, *, dedup: bool = False) -> None:
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["v1", "v2"]
-    for name, path, dedup in (("v1", GOLDEN, False), ("v2", GOLDEN_DEDUP, True)):
+    which = sys.argv[1:] or ["v3", "v3-dedup"]
+    for name, path, dedup in (("v3", GOLDEN, False), ("v3-dedup", GOLDEN_DEDUP, True)):
         if name in which:
             write_golden(path, dedup=dedup)
             print(f"wrote {path} ({path.stat().st_size} bytes)", file=sys.stderr)

@@ -5,10 +5,17 @@ blobs). A stream whose bytes start 8-byte aligned is read without a copy; otherw
 buffers whose type needs more alignment than they have (integer data, string offsets) are
 copied, by Arrow, while booleans, UTF-8 bytes and fixed-size binaries stay views of the map.
 
-Reading is defensive (FORMAT §7): the schema is compared before any batch is read, record
-batches whose bodies are compressed are refused (their buffers would be allocated at sizes
-read from the file), every array is validated in full (offsets inside their buffers, valid
-UTF-8) and a column declared non-nullable must hold no nulls.
+Every reader of this package opens a stream through :func:`read_table` (or
+:func:`checked_reader`), so one rule holds for the core API, DuckDB and Polars (FORMAT §7):
+
+1. the messages are walked before pyarrow builds anything: a schema first, then record
+   batches only (no dictionary batches: no type this project accepts has a dictionary), no
+   compressed body (its buffers would be allocated at sizes read from the file), every
+   buffer and every field node inside its message's body, and the end-of-stream marker
+   exactly at the end of the range;
+2. the schema is compared before any batch is read;
+3. every array is validated in full (offsets inside their buffers, valid UTF-8) and a column
+   declared non-nullable must hold no nulls.
 """
 
 from __future__ import annotations
@@ -21,12 +28,11 @@ import pyarrow as pa
 from ..errors import FormatError
 from .rangeio import RangeSource
 
-#: What pyarrow may raise for bytes that are not a valid stream.
 EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # continuation marker, then length 0
-_ARROW_ERRORS = (pa.ArrowException, ValueError, OSError, TypeError, NotImplementedError,
-                 IndexError, KeyError, OverflowError, struct.error, MemoryError)
-
-
+#: What pyarrow may raise for bytes that are not a valid stream.
+ARROW_ERRORS = (pa.ArrowException, ValueError, OSError, TypeError, NotImplementedError,
+                IndexError, KeyError, OverflowError, struct.error, MemoryError)
+SchemaCheck = Callable[[pa.Schema], "str | None"]
 #: Arrow body buffers are padded to 8 bytes: a stream starting on a multiple of 8 is aligned.
 _ALIGNED = 8
 _COPY_MISALIGNED = pa.ipc.IpcReadOptions(ensure_alignment=pa.ipc.Alignment.DataTypeSpecific)
@@ -54,39 +60,64 @@ def read_stream(
     what: str,
     schema: pa.Schema | None = None,
     *,
-    check_schema: Callable[[pa.Schema], str | None] | None = None,
+    check_schema: SchemaCheck | None = None,
 ) -> pa.Table:
     """Read a stream from ``[offset, offset+length)``; its buffers point into the memory map.
 
     ``schema``: the exact schema required. ``check_schema``: returns a problem or None.
     """
-    buf = src.read(offset, length, what)
-    if length < len(EOS) or buf.slice(length - len(EOS)).to_pybytes() != EOS:
-        raise FormatError(f"{what} does not end with the Arrow end-of-stream marker",
-                          path=src.path)
+    return read_table(src.read(offset, length, what), what, src.path, schema,
+                      check_schema=check_schema)
+
+
+def read_table(buf: pa.Buffer, what: str, path: str | None, schema: pa.Schema | None = None,
+               *, check_schema: SchemaCheck | None = None) -> pa.Table:
+    """The table of the stream that is exactly ``buf``, checked as the module says."""
     try:
-        _refuse_compressed_bodies(buf)
-        reader = pa.ipc.open_stream(buf, options=read_options(buf))
-        problem = _schema_problem(reader.schema, schema, check_schema)
-        if problem is not None:
-            raise FormatError(f"{what} {problem}", path=src.path)
+        reader = checked_reader(buf, what, path, schema, check_schema=check_schema)
         table = reader.read_all()
         table.validate(full=True)
-    except FormatError as exc:
-        if exc.path is None:
-            raise FormatError(f"{what}: {exc.problem}", path=src.path) from None
+    except FormatError:
         raise
-    except _ARROW_ERRORS as exc:
-        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=src.path) from None
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
     for i, f in enumerate(table.schema):
         if not f.nullable and table.column(i).null_count:
-            raise FormatError(f"{what}: non-nullable column {f.name!r} holds nulls",
-                              path=src.path)
+            raise FormatError(f"{what}: non-nullable column {f.name!r} holds nulls", path=path)
     return table
 
 
-def _schema_problem(got: pa.Schema, want: pa.Schema | None,
-                    check: Callable[[pa.Schema], str | None] | None) -> str | None:
+def checked_reader(buf: pa.Buffer, what: str, path: str | None,
+                   schema: pa.Schema | None = None, *,
+                   check_schema: SchemaCheck | None = None) -> pa.RecordBatchStreamReader:
+    """A stream reader over ``buf`` once its messages and its schema have passed the checks
+    (steps 1 and 2 of the module docstring; the caller validates the arrays it reads)."""
+    if buf.size < len(EOS) or buf.slice(buf.size - len(EOS)).to_pybytes() != EOS:
+        raise FormatError(f"{what} does not end with the Arrow end-of-stream marker", path=path)
+    try:
+        problem = _message_problem(buf)
+        if problem is None:
+            reader = pa.ipc.open_stream(buf, options=read_options(buf))
+            problem = schema_problem(reader.schema, schema, check_schema)
+    except FormatError as exc:  # from the walk: the metadata of a message points outside it
+        raise FormatError(f"{what}: {exc.problem}", path=path) from None
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
+    if problem is not None:
+        raise FormatError(f"{what} {problem}", path=path)
+    return reader
+
+
+def read_schema(buf: pa.Buffer, what: str, path: str | None) -> pa.Schema:
+    """The schema message at the start of ``buf`` (the bytes of that message only)."""
+    try:
+        return pa.ipc.read_schema(pa.BufferReader(buf))
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what}: unreadable schema: {exc}", path=path) from None
+
+
+def schema_problem(got: pa.Schema, want: pa.Schema | None,
+                   check: SchemaCheck | None) -> str | None:
     problem = names_problem(got)
     if problem is not None:
         return problem
@@ -116,32 +147,77 @@ def metadata_text(schema: pa.Schema) -> dict[str, str]:
 
 
 def describe(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name}:{f.type}{'' if f.nullable else ' not null'}" for f in schema)
+    text = ", ".join(f"{f.name}:{f.type}{'' if f.nullable else ' not null'}"
+                     for f in list(schema)[:20])
+    return text + (f", ... ({len(schema)} columns)" if len(schema) > 20 else "")
 
 
-# -- compressed bodies ---------------------------------------------------------------------
-# Arrow's Message flatbuffer: field 2 = header (a union: RecordBatch or DictionaryBatch).
-# RecordBatch field 3 = compression; DictionaryBatch field 1 = data (a RecordBatch).
-_MSG_HEADER, _RB_COMPRESSION, _DICT_DATA = 2, 3, 1
-_U16, _U32, _I32 = struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<i")
+# -- the message walk ----------------------------------------------------------------------
+# Arrow's Message flatbuffer (Message.fbs): field 2 = header (a union; its type in field 1),
+# field 3 = bodyLength. RecordBatch: 0 length, 1 nodes [FieldNode{length, null_count}],
+# 2 buffers [Buffer{offset, length}], 3 compression. Every struct is two int64s.
+_MSG_HEADER, _MSG_BODY_LEN = 2, 3
+_RB_LENGTH, _RB_NODES, _RB_BUFFERS, _RB_COMPRESSION = 0, 1, 2, 3
+_U16, _U32, _I32, _I64 = (struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<i"),
+                          struct.Struct("<q"))
+_PAIR = struct.Struct("<qq")
 
 
-def _refuse_compressed_bodies(buf: pa.Buffer) -> None:
-    reader = pa.ipc.MessageReader.open_stream(buf)
+def _message_problem(buf: pa.Buffer) -> str | None:
+    """What is wrong with the sequence of messages in ``buf``, or None."""
+    stream = pa.BufferReader(buf)
+    reader = pa.ipc.MessageReader.open_stream(stream)
+    first = True
     while True:
         try:
             msg = reader.read_next_message()
         except StopIteration:
-            return
-        if msg.type not in ("record batch", "dictionary batch"):
+            break
+        if first != (msg.type == "schema"):
+            return "does not start with one schema message"
+        first = False
+        if msg.type == "schema":
             continue
-        meta = memoryview(msg.metadata)
-        table = _table_at(meta, _U32.unpack_from(meta, 0)[0])
-        header = _field_table(meta, table, _MSG_HEADER)
-        if header is not None and msg.type == "dictionary batch":
-            header = _field_table(meta, header, _DICT_DATA)
-        if header is not None and _field_pos(meta, header, _RB_COMPRESSION) is not None:
-            raise FormatError("a record batch has a compressed body (not allowed)")
+        if msg.type != "record batch":
+            return f"holds a {msg.type} message (only record batches are allowed)"
+        problem = _batch_problem(memoryview(msg.metadata).cast("B"),
+                                 0 if msg.body is None else msg.body.size)
+        if problem is not None:
+            return problem
+    if first:
+        return "holds no schema message"
+    if stream.tell() != buf.size:
+        return "has bytes after its end-of-stream marker"
+    return None
+
+
+def _batch_problem(meta: memoryview, body_len: int) -> str | None:
+    root = _table_at(meta, _u32(meta, 0))
+    header = _field_table(meta, root, _MSG_HEADER)
+    if header is None:
+        return "has a record batch message without a header"
+    declared = _field_i64(meta, root, _MSG_BODY_LEN)
+    if declared != body_len:
+        return "has a record batch whose body length does not match its bytes"
+    if _field_pos(meta, header, _RB_COMPRESSION) is not None:
+        return "has a record batch with a compressed body (not allowed)"
+    length = _field_i64(meta, header, _RB_LENGTH)
+    if length < 0:
+        return "has a record batch of negative length"
+    for offset, size in _structs(meta, header, _RB_BUFFERS):
+        if offset < 0 or size < 0 or offset > body_len or size > body_len - offset:
+            return (f"has a buffer [{offset}, {offset + size}) outside its record batch body "
+                    f"({body_len} bytes)")
+    for count, nulls in _structs(meta, header, _RB_NODES):
+        if count < 0 or nulls < 0 or nulls > count:
+            return "has a field node with an impossible length or null count"
+    return None
+
+
+def _u32(meta: memoryview, pos: int) -> int:
+    if not 0 <= pos <= len(meta) - 4:
+        raise FormatError("message metadata points outside itself")
+    return int(_U32.unpack_from(meta, pos)[0])
 
 
 def _table_at(meta: memoryview, pos: int) -> int:
@@ -164,6 +240,26 @@ def _field_pos(meta: memoryview, table: int, index: int) -> int | None:
 
 def _field_table(meta: memoryview, table: int, index: int) -> int | None:
     pos = _field_pos(meta, table, index)
+    return None if pos is None else _table_at(meta, pos + _u32(meta, pos))
+
+
+def _field_i64(meta: memoryview, table: int, index: int) -> int:
+    pos = _field_pos(meta, table, index)
     if pos is None:
-        return None
-    return _table_at(meta, pos + _U32.unpack_from(meta, _table_at(meta, pos))[0])
+        return 0  # flatbuffers leave a default (0) out
+    if not 0 <= pos <= len(meta) - 8:
+        raise FormatError("message metadata points outside itself")
+    return int(_I64.unpack_from(meta, pos)[0])
+
+
+def _structs(meta: memoryview, table: int, index: int) -> list[tuple[int, int]]:
+    """A vector of (int64, int64) structs."""
+    pos = _field_pos(meta, table, index)
+    if pos is None:
+        return []
+    vec = pos + _u32(meta, pos)
+    count = _u32(meta, vec)
+    start = vec + 4
+    if count > (len(meta) - start) // 16:
+        raise FormatError("message metadata points outside itself")
+    return [_PAIR.unpack_from(meta, start + 16 * i) for i in range(count)]

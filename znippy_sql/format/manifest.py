@@ -1,7 +1,13 @@
-"""The manifest: one Arrow IPC stream, one row per sub-index or reserved section (FORMAT §2)."""
+"""The manifest: one Arrow IPC stream, one row per sub-index or reserved section (FORMAT §2).
+
+The manifest's schema metadata ``znippy.section_blake3`` holds the BLAKE3 of every row's byte
+range, hex, in row order, joined by ``,`` (docs/format.md section 3). Readers that do not know
+the key (the Rust tool) ignore it; an archive without it is read without those checks.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -12,6 +18,10 @@ from .ipc import read_stream, stream_bytes
 from .rangeio import RangeSource
 from .schema import MANIFEST_SCHEMA, RESERVED_PKG_TYPE, GroupKey, is_reserved
 
+#: Manifest schema metadata key: the BLAKE3 of each row's bytes (hex, row order, ``,``).
+SECTION_BLAKE3 = "znippy.section_blake3"
+_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+
 
 @dataclass(frozen=True)
 class ManifestRow:
@@ -19,9 +29,16 @@ class ManifestRow:
     index_offset: int
     index_len: int
     row_count: int
+    #: BLAKE3 of the row's byte range, when the writer recorded it
+    blake3: bytes | None = None
 
 
 def encode_manifest(rows: list[ManifestRow]) -> bytes:
+    """The manifest stream; the digests go into its schema metadata when every row has one."""
+    schema = MANIFEST_SCHEMA
+    if rows and all(r.blake3 is not None for r in rows):
+        schema = schema.with_metadata(
+            {SECTION_BLAKE3: ",".join(r.blake3.hex() for r in rows)})  # type: ignore[union-attr]
     table = pa.table(
         {
             "pkg_type": pa.array([r.key.pkg_type for r in rows], pa.int8()),
@@ -31,9 +48,23 @@ def encode_manifest(rows: list[ManifestRow]) -> bytes:
             "index_len": pa.array([r.index_len for r in rows], pa.uint64()),
             "row_count": pa.array([r.row_count for r in rows], pa.uint64()),
         },
-        schema=MANIFEST_SCHEMA,
+        schema=schema,
     )
     return stream_bytes(table)
+
+
+def _digests(table: pa.Table, path: str) -> list[bytes | None]:
+    raw = (table.schema.metadata or {}).get(SECTION_BLAKE3.encode())
+    if raw is None:
+        return [None] * table.num_rows
+    try:
+        parts = raw.decode("ascii").split(",") if raw else []
+    except UnicodeDecodeError:
+        parts = []
+    if len(parts) != table.num_rows or not all(_HEX64.match(p) for p in parts):
+        raise FormatError(f"manifest: {SECTION_BLAKE3} does not hold one BLAKE3 per row",
+                          path=path)
+    return [bytes.fromhex(p) for p in parts]
 
 
 def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, list[ManifestRow]]:
@@ -46,10 +77,10 @@ def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, l
     table = read_stream(src, manifest_offset, end - manifest_offset, "manifest", MANIFEST_SCHEMA)
     cols = table.to_pydict()
     rows = [
-        ManifestRow(GroupKey(int(p), r, m), int(o), int(n), int(c))
-        for p, r, m, o, n, c in zip(
+        ManifestRow(GroupKey(int(p), r, m), int(o), int(n), int(c), d)
+        for p, r, m, o, n, c, d in zip(
             cols["pkg_type"], cols["repo"], cols["module_name"], cols["index_offset"],
-            cols["index_len"], cols["row_count"],
+            cols["index_len"], cols["row_count"], _digests(table, src.path),
         )
     ]
     seen: set[GroupKey] = set()
@@ -67,5 +98,11 @@ def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, l
         reserved = is_reserved(row.key.module_name)
         if reserved != (row.key.pkg_type == RESERVED_PKG_TYPE):
             raise FormatError(f"{what}: pkg_type {row.key.pkg_type} does not match its name",
+                              path=src.path)
+        if not reserved and not 0 <= row.key.pkg_type <= 127:
+            raise FormatError(f"{what}: pkg_type {row.key.pkg_type} of a data group is not in "
+                              "0..127", path=src.path)
+        if reserved and row.key.repo:
+            raise FormatError(f"{what}: a reserved section with repo {row.key.repo!r}",
                               path=src.path)
     return table, rows

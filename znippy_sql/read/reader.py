@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..format import codec
 from ..errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
 from ..format.footer import FOOTER_LEN, decode_footer
-from ..format.ipc import describe, read_stream
+from ..format.ipc import read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
@@ -42,10 +42,8 @@ from ..format.schema import (
     GroupKey,
     resolve_pkg_type,
 )
-
-#: The largest chunk a reader decodes [fixed here]: a frame's declared size is an untrusted
-#: length, so it is capped before anything is allocated for it. Writers cut at 10 MiB.
-MAX_CHUNK_BYTES = 1 << 30
+from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, rows_problem,
+                               subindex_schema_problem)
 
 _T = TypeVar("_T")
 @dataclass(frozen=True)
@@ -154,9 +152,13 @@ class Archive:
 
     def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True,
                  storage_options: Mapping[str, Any] | None = None,
-                 cache: bool | str | os.PathLike[str] | None = None) -> None:
+                 cache: bool | str | os.PathLike[str] | None = None,
+                 verify_sections: bool = True) -> None:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
+        self.verify_sections = verify_sections
+        self._sound: set[GroupKey] = set()  # ranges whose BLAKE3 matched the manifest
+        self._groups: dict[GroupKey, pa.Table] = {}
         self.source: RangeSource = _source(self.path, storage_options, cache)
         try:
             self._open_tail()
@@ -201,15 +203,34 @@ class Archive:
         except KeyError:
             raise NotFoundError(f"no sub-index {key}", path=self.path) from None
 
-    def group_table(self, key: GroupKey) -> pa.Table:
-        """One data sub-index, zero-copy from the memory map."""
+    def range_bytes(self, key: GroupKey, what: str) -> pa.Buffer:
+        """The bytes of a manifest row; the first time, checked against the BLAKE3 the
+        manifest records for them (unless opened with ``verify_sections=False``)."""
         row = self.manifest_row(key)
-        what = f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
-        table = read_stream(self.source, row.index_offset, row.index_len, what,
-                            check_schema=_base_columns_problem)
+        buf = self.source.read(row.index_offset, row.index_len, what)
+        if row.blake3 is not None and self.verify_sections and key not in self._sound:
+            if section_digest(buf) != row.blake3:
+                raise FormatError(f"{what}: its bytes do not match the BLAKE3 the manifest "
+                                  "records for them (damaged)", path=self.path)
+            self._sound.add(key)
+        return buf
+
+    def group_table(self, key: GroupKey) -> pa.Table:
+        """One data sub-index, zero-copy from the memory map, checked in full once."""
+        table = self._groups.get(key)
+        if table is not None:
+            return table
+        row = self.manifest_row(key)
+        what = group_what(key)
+        table = read_table(self.range_bytes(key, what), what, self.path,
+                           check_schema=subindex_schema_problem)
         if table.num_rows != row.row_count:
             raise FormatError(f"{what} has {table.num_rows} rows, manifest says {row.row_count}",
                               path=self.path)
+        problem = rows_problem(table, self.tail_offset)
+        if problem is not None:
+            raise FormatError(f"{what} {problem}", path=self.path)
+        self._groups[key] = table
         return table
 
     def index(self, pkg_type: int | str | None = None, repo: str | None = None) -> pa.Table:
@@ -224,13 +245,13 @@ class Archive:
 
     def section(self, name: str) -> pa.Table | memoryview:
         """A reserved section: a ``pa.Table`` for Arrow sections, a ``memoryview`` for raw ones."""
-        row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", name))
-        raw = memoryview(self.source.read(row.index_offset, row.index_len, name)).cast("B")
+        buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", name), name)
+        raw = memoryview(buf).cast("B")
         if name in RAW_SECTIONS:
             return raw
         if name not in ARROW_SECTIONS and raw[:4] != b"\xff\xff\xff\xff":
             return raw  # an unknown reserved section that is not an Arrow stream
-        return read_stream(self.source, row.index_offset, row.index_len, name)
+        return read_table(buf, name, self.path)
 
     def _fetch_paths(self) -> None:
         """A remote source fetches the lookup and the trie together (one request)."""
@@ -242,19 +263,25 @@ class Archive:
 
     @cached_property
     def lookup(self) -> pa.Table:
-        """``__lookup__``, or, in an archive without one, the same table built in memory."""
+        """``__lookup__``, or, in an archive without one, the same table built in memory;
+        checked in full (values, order, each file's chunks) either way."""
         if self.lookup_in_memory:
             from .memlookup import memory_lookup
 
-            return memory_lookup(self.groups, self.group_table)
-        self._fetch_paths()
-        row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
-        table = read_stream(self.source, row.index_offset, row.index_len, LOOKUP, LOOKUP_SCHEMA)
-        if table.num_rows != row.row_count:
-            raise FormatError(f"{LOOKUP} has {table.num_rows} rows, manifest says "
-                              f"{row.row_count}", path=self.path)
+            table = memory_lookup(self.groups, self.group_table)
+        else:
+            self._fetch_paths()
+            key = GroupKey(RESERVED_PKG_TYPE, "", LOOKUP)
+            row = self.manifest_row(key)
+            table = read_table(self.range_bytes(key, LOOKUP), LOOKUP, self.path, LOOKUP_SCHEMA)
+            if table.num_rows != row.row_count:
+                raise FormatError(f"{LOOKUP} has {table.num_rows} rows, manifest says "
+                                  f"{row.row_count}", path=self.path)
         if table.column(0).num_chunks > 1:
             table = table.combine_chunks()
+        problem = rows_problem(table, self.tail_offset) or lookup_problem(table)
+        if problem is not None:
+            raise FormatError(f"{LOOKUP} {problem}", path=self.path)
         return table
 
     @cached_property
@@ -277,8 +304,7 @@ class Archive:
 
             return SortedPaths(self.lookup, self._cols)
         self._fetch_paths()
-        row = self.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", TRIE))
-        buf = self.source.read(row.index_offset, row.index_len, TRIE)
+        buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", TRIE), TRIE)
         problem = fst_problem(buf)
         if problem is not None:
             raise FormatError(f"{TRIE} {problem}", path=self.path)
@@ -318,6 +344,9 @@ class Archive:
         if c.chunk_seq[row] != 0:
             raise FormatError(f"{TRIE} points {path!r} at row {row}, not a first chunk",
                               path=self.path)
+        if row > 0 and c.path_bytes(row - 1) == key:
+            raise FormatError(f"{path!r}: lookup row {row - 1} before its first chunk belongs "
+                              "to it too (chunks out of order)", path=self.path)
         nxt = row + 1
         if (c.fdata_offset[row] == 0 and c.path_bytes(row) == key
                 and (nxt == c.n or (c.chunk_seq[nxt] == 0 and c.path_bytes(nxt) != key))):
@@ -370,6 +399,7 @@ class Archive:
         offs, names, sums = c.path_offsets, c.path_data, c.checksum
         starts, ends = offs[rows].tolist(), offs[rows + 1].tolist()
         nexts = offs[np.minimum(rows + 2, c.n)].tolist()
+        prevs = offs[np.maximum(rows - 1, 0)].tolist()
         whole = self._bytes
         frames: list[tuple[memoryview, int]] = []
         at: list[int] = []  # item of each frame
@@ -381,8 +411,9 @@ class Archive:
             if not g:
                 continue
             key = items[i][0].encode("utf-8")
-            if names[starts[k]:ends[k]] != key or (row + 1 < n and names[ends[k]:nexts[k]] == key):
-                continue
+            if names[starts[k]:ends[k]] != key or (row + 1 < n and names[ends[k]:nexts[k]] == key) \
+                    or (row > 0 and names[prevs[k]:starts[k]] == key):
+                continue  # another layout, or chunks out of order: file_at says which
             view = whole[b : b + s] if whole is not None else self.source.view(b, s)
             if p:
                 frames.append((view, u))
@@ -512,6 +543,7 @@ class Archive:
     def close(self) -> None:
         for name in ("lookup", "trie", "_cols", "_bytes"):
             self.__dict__.pop(name, None)
+        self._groups.clear()
         self.source.close()
 
     def __enter__(self) -> "Archive":
@@ -524,11 +556,15 @@ class Archive:
         return f"<Archive {self.path!r}: {len(self.groups)} groups, sections {self.sections}>"
 
 
-def _base_columns_problem(schema: pa.Schema) -> str | None:
-    head = pa.schema(list(schema)[: len(BASE_FIELDS)])
-    if len(schema) < len(BASE_FIELDS) or not head.equals(LOOKUP_SCHEMA):
-        return f"does not start with the base columns (has {describe(schema)})"
-    return None
+def group_what(key: GroupKey) -> str:
+    """How errors name a data sub-index."""
+    return f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
+
+
+def section_digest(buf: pa.Buffer) -> bytes:
+    """BLAKE3 of a section's bytes (every core for a big one)."""
+    threads = blake3.blake3.AUTO if buf.size > 8 << 20 else 1
+    return blake3.blake3(memoryview(buf), max_threads=threads).digest()
 
 
 def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
@@ -571,12 +607,16 @@ def _source(path: str, storage_options: Mapping[str, Any] | None,
 
 def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True,
                  storage_options: Mapping[str, Any] | None = None,
-                 cache: bool | str | os.PathLike[str] | None = None) -> Archive:
+                 cache: bool | str | os.PathLike[str] | None = None,
+                 verify_sections: bool = True) -> Archive:
     """Open an archive: reads the footer and the manifest, nothing else.
 
     ``path``: a local path, or a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``,
     ``file://``; see ``docs/remote.md``). ``storage_options``: endpoint, region, credentials,
     retries, timeouts of a remote store. ``cache``: where remote tails are kept (True: the
-    user cache directory; a directory; False: not at all; None: the process default)."""
+    user cache directory; a directory; False: not at all; None: the process default).
+    ``verify_checksums=False`` skips the BLAKE3 of each chunk read; ``verify_sections=False``
+    skips the BLAKE3 of each sub-index and section the manifest records (checked the first
+    time one is read), for callers that verified the archive already."""
     return Archive(path, verify_checksums=verify_checksums, storage_options=storage_options,
-                   cache=cache)
+                   cache=cache, verify_sections=verify_sections)

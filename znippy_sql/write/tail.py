@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import blake3
 import ducer
 import numpy as np
 import pyarrow as pa
@@ -61,7 +62,8 @@ def write_tail(
 ) -> TailInfo:
     """Write the whole tail after ``blob_end`` and cut the file there; fsync unless told not.
     ``compat="rust-0.8"``: data sub-indexes of one schema and the manifest only
-    (:mod:`.compat`)."""
+    (:mod:`.compat`). The manifest records the BLAKE3 of every sub-index and section it
+    lists (``manifest.SECTION_BLAKE3``)."""
     for key in groups:
         if is_reserved(key.module_name) or key.pkg_type == RESERVED_PKG_TYPE:
             raise FormatError(f"data group {key} uses a reserved name or pkg_type")
@@ -126,4 +128,9 @@ class _TailOut:
     def put(self, key: GroupKey, data: bytes, row_count: int) -> None:
         start = self.pad()
         self.write(data)
-        self.rows.append(ManifestRow(key, start, len(data), row_count))
+        digest = blake3.blake3(data, max_threads=blake3.blake3.AUTO if len(data) > _MT else 1)
+        self.rows.append(ManifestRow(key, start, len(data), row_count, digest.digest()))
+
+
+#: sections larger than this are hashed with every core (the manifest records their BLAKE3)
+_MT = 8 << 20

@@ -1,0 +1,210 @@
+"""What a reader accepts in a data sub-index and the lookup, beyond a valid Arrow stream.
+
+docs/format.md, "What a reader accepts", states these rules; this module is their one
+implementation, called by every read path (``read/reader.py``, the DuckDB and Polars layers,
+``verify``, ``append``), so each refuses the same things with the same words.
+
+- :func:`subindex_schema_problem`: the closed set of sub-index schemas — the base columns
+  exactly once, in order, with their types; then optionally ``pkg_type`` (Int8); then at
+  most ``MAX_MODULE_COLUMNS`` module columns named ``<prefix>_<rest>`` (ASCII), none named
+  like a column of a view (case-insensitively, as DuckDB compares names), each of a type in
+  ``MODULE_TYPES``; schema metadata valid UTF-8, with sound values for the keys this
+  project reads.
+- :func:`union_problem`: module columns of the same name have one type in every group.
+- :func:`rows_problem`: the unsigned values views and readers do arithmetic on are in range.
+- :func:`lookup_problem`: the lookup is sorted, each path once, its chunks ``0..n-1`` with
+  contiguous ``fdata_offset``s.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from .kernels import call_function, one_array
+from .schema import BASE_FIELDS, BASE_NAMES, LOOKUP_SCHEMA, GroupKey
+
+#: The largest chunk a reader decodes [fixed here]: a frame's declared size is an untrusted
+#: length, so it is capped before anything is allocated for it. Writers cut at 10 MiB.
+MAX_CHUNK_BYTES = 1 << 30
+MAX_MODULE_COLUMNS = 64
+#: Distinct module columns over all the groups of one archive (the width of its views).
+MAX_UNION_COLUMNS = 256
+MAX_NAME = 64
+#: Sums of sizes over a table stay below this (DuckDB casts them to UBIGINT, Polars to UInt64).
+MAX_TOTAL = 1 << 62
+
+#: Names a module column may not take: every column of the files, chunks and lookup views
+#: and of ``read_files`` (lower case; DuckDB does not tell ``Repo`` from ``repo``).
+VIEW_COLUMNS = frozenset({
+    *BASE_NAMES, "pkg_type", "pkg_type_name", "repo", "module", "module_name", "size",
+    "stored_size", "chunks", "digest", "archive", "content",
+})
+_MODULE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\Z")
+#: The Arrow types a module column may have.
+MODULE_TYPES: frozenset[pa.DataType] = frozenset({
+    pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
+    pa.uint32(), pa.uint64(), pa.float32(), pa.float64(), pa.utf8(), pa.large_utf8(),
+    pa.binary(), pa.large_binary(), pa.date32(),
+    *(pa.timestamp(unit, tz) for unit in ("s", "ms", "us") for tz in (None, "UTC")),
+})
+#: Schema metadata keys this project reads, and the integer range of each value.
+_INT_KEYS = {"znippy.block_size": (1, MAX_CHUNK_BYTES),
+             "znippy.openzl.level": (-(1 << 17), 22),
+             "znippy.openzl.format_version": (0, 1 << 16)}
+
+
+def schema_metadata(schema: pa.Schema) -> tuple[dict[str, str], str | None]:
+    """The schema's metadata as text, and what is wrong with it (or None)."""
+    out: dict[str, str] = {}
+    for key, value in (schema.metadata or {}).items():
+        try:
+            k, v = key.decode("utf-8"), value.decode("utf-8")
+        except UnicodeDecodeError:
+            return out, "has schema metadata that is not valid UTF-8"
+        if k in _INT_KEYS:
+            lo, hi = _INT_KEYS[k]
+            if not re.fullmatch(r"-?[0-9]{1,12}", v) or not lo <= int(v) <= hi:
+                return out, f"has schema metadata {k}={v[:40]!r}, not an integer in {lo}..{hi}"
+        out[k] = v
+    return out, None
+
+
+def subindex_schema_problem(schema: pa.Schema) -> str | None:
+    """What keeps ``schema`` out of the closed set of sub-index schemas, or None."""
+    n = len(BASE_FIELDS)
+    if len(schema) < n or not pa.schema(list(schema)[:n]).equals(LOOKUP_SCHEMA):
+        from .ipc import describe
+
+        return f"does not start with the base columns (has {describe(schema)})"
+    rest = list(schema)[n:]
+    if rest and rest[0].name == "pkg_type":
+        if rest[0].type != pa.int8():
+            return f"has pkg_type of type {rest[0].type}, expected int8"
+        rest = rest[1:]
+    if len(rest) > MAX_MODULE_COLUMNS:
+        return f"has {len(rest)} module columns (at most {MAX_MODULE_COLUMNS})"
+    seen: set[str] = set()
+    for f in rest:
+        low = f.name.lower()
+        if low in VIEW_COLUMNS or low in seen:
+            return f"has a second column named {f.name!r}"
+        seen.add(low)
+        if len(f.name) > MAX_NAME or not _MODULE_NAME.match(f.name):
+            return (f"has a module column named {f.name[:MAX_NAME]!r} (expected "
+                    "<module>_<name>, ASCII letters, digits and '_')")
+        if f.type not in MODULE_TYPES:
+            return f"has module column {f.name!r} of type {f.type}, which is not accepted"
+    return schema_metadata(schema)[1]
+
+
+def union_problem(schemas: Mapping[GroupKey, pa.Schema]) -> str | None:
+    """Module columns of one name (case-insensitively) must have one type in every group."""
+    types: dict[str, tuple[str, pa.DataType, GroupKey]] = {}
+    for key, schema in schemas.items():
+        for f in list(schema)[len(BASE_FIELDS):]:
+            if f.name == "pkg_type":
+                continue
+            low = f.name.lower()
+            had = types.setdefault(low, (f.name, f.type, key))
+            if had[0] != f.name or had[1] != f.type:
+                return (f"module column {f.name!r} ({f.type}) of group {_group(key)} does not "
+                        f"match {had[0]!r} ({had[1]}) of group {_group(had[2])}")
+    if len(types) > MAX_UNION_COLUMNS:
+        return f"sub-indexes have {len(types)} distinct module columns (at most " \
+               f"{MAX_UNION_COLUMNS})"
+    return None
+
+
+def _group(key: GroupKey) -> str:
+    return f"{key.pkg_type}/{key.repo!r}/{key.module_name!r}"
+
+
+def _u64(table: pa.Table, name: str) -> np.ndarray:
+    return one_array(table.column(name)).to_numpy(zero_copy_only=False)
+
+
+def rows_problem(table: pa.Table, tail_offset: int) -> str | None:
+    """What is out of range in the base columns of ``table`` (a sub-index or the lookup).
+
+    Every blob lies in ``[0, tail_offset)``; a raw chunk is as long as its blob and a
+    compressed one declares at most ``MAX_CHUNK_BYTES``; offsets and the sums of sizes stay
+    below ``MAX_TOTAL``, so no view's cast or reader's arithmetic can overflow.
+    """
+    if table.num_rows == 0:
+        return None
+    off, size = _u64(table, "blob_offset"), _u64(table, "blob_size")
+    usz, fdo = _u64(table, "uncompressed_size"), _u64(table, "fdata_offset")
+    packed = one_array(table.column("compressed")).to_numpy(zero_copy_only=False)
+    tail = np.uint64(max(tail_offset, 0))
+    bad = (size > tail) | (off > tail - np.minimum(size, tail))
+    if bad.any():
+        return _row_problem(table, bad, "has a blob that runs past the blob region into "
+                                        f"the index tail at {tail_offset}")
+    bad = packed & (usz > MAX_CHUNK_BYTES)
+    if bad.any():
+        return _row_problem(table, bad, "has a compressed chunk whose size exceeds the "
+                                        f"{MAX_CHUNK_BYTES}-byte chunk limit")
+    bad = ~packed & (usz != size)
+    if bad.any():
+        return _row_problem(table, bad, "has a raw chunk whose blob_size is not its "
+                                        "uncompressed_size")
+    if bool((fdo >= MAX_TOTAL).any()) or float(usz.sum(dtype=np.float64)) >= MAX_TOTAL \
+            or float(size.sum(dtype=np.float64)) >= MAX_TOTAL:
+        return "has sizes or offsets too large to add up"
+    return None
+
+
+def _row_problem(table: pa.Table, bad: np.ndarray, text: str) -> str:
+    row = int(np.flatnonzero(bad)[0])
+    path = one_array(table.column("relative_path"))[row].as_py()
+    return f"{text} ({path!r} chunk {one_array(table.column('chunk_seq'))[row].as_py()})"
+
+
+def lookup_problem(lookup: pa.Table) -> str | None:
+    """The lookup's shape (FORMAT §4): sorted by (path as UTF-8 bytes, chunk_seq), each
+    path's rows one run with ``chunk_seq`` 0..n-1 and contiguous ``fdata_offset``s."""
+    n = lookup.num_rows
+    if n == 0:
+        return None
+    paths = one_array(lookup.column("relative_path"))
+    seq = _u64(lookup, "chunk_seq").astype(np.int64)
+    fdo, usz = _u64(lookup, "fdata_offset"), _u64(lookup, "uncompressed_size")
+    same = np.zeros(n, dtype=bool)  # same[i]: row i continues the file of row i - 1
+    if n > 1:
+        eq = call_function("equal", [paths.slice(0, n - 1), paths.slice(1)])
+        same[1:] = eq.to_numpy(zero_copy_only=False)
+        less = call_function("less", [paths.slice(0, n - 1), paths.slice(1)])
+        order = less.to_numpy(zero_copy_only=False) | same[1:]
+        if not order.all():
+            return _row_problem(lookup, np.append(False, ~order), "is not sorted by path")
+    first = ~same
+    bad = np.where(first, (seq != 0) | (fdo != 0), False)
+    if n > 1:
+        cont = (seq[1:] == seq[:-1] + 1) & (fdo[1:] == fdo[:-1] + usz[:-1])
+        bad[1:] |= same[1:] & ~cont
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        want_seq, want_off = (int(seq[i - 1]) + 1, int(fdo[i - 1]) + int(usz[i - 1])) \
+            if same[i] else (0, 0)
+        return (f"holds {paths[i].as_py()!r}: chunk {int(seq[i])} at {int(fdo[i])}, expected "
+                f"chunk {want_seq} at {want_off}")
+    return None
+
+
+def duplicate_paths(groups: Iterable[tuple[GroupKey, pa.Table]]) -> list[str]:
+    """Paths whose first chunk appears more than once over the given groups."""
+    firsts = []
+    for _, table in groups:
+        seq = _u64(table, "chunk_seq")
+        paths = one_array(table.column("relative_path"))
+        firsts.append(call_function("filter", [paths, pa.array(seq == 0)]))
+    if not firsts:
+        return []
+    allp = pa.concat_arrays(firsts) if len(firsts) > 1 else firsts[0]
+    counts = call_function("value_counts", [allp])
+    many = counts.field("counts").to_numpy() > 1
+    return sorted(counts.field("values").filter(pa.array(many)).to_pylist())
