@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from . import cms
 from ..errors import FormatError, SignatureError, ZnippyError
+from ..format.ipc import read_table
 from ..format.schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
 from ..format.sections import ReservedSection
 
@@ -332,18 +333,18 @@ def _read_signatures(archive: "Archive") -> tuple[pa.Table, bytes] | None:
     if has_files != has_root:
         missing = SIGN_ARCHIVE if has_files else SIGN_ARTIFACTS
         raise FormatError(f"signed archive without its {missing} section", path=archive.path)
-    buf = archive.section(SIGN_ARTIFACTS)
-    try:
-        table = pa.ipc.open_stream(pa.py_buffer(buf)).read_all()
-    except (pa.ArrowException, ValueError, OSError) as exc:
-        raise FormatError(f"{SIGN_ARTIFACTS} is not an Arrow IPC stream: {exc}",
-                          path=archive.path) from None
-    if [(f.name, f.type) for f in table.schema] != [(f.name, f.type) for f in ARTIFACTS_SCHEMA]:
-        raise FormatError(f"{SIGN_ARTIFACTS} has columns {table.schema.names}, expected "
-                          "relative_path: string, cms: binary", path=archive.path)
+    buf = archive.section(SIGN_ARTIFACTS)  # raw bytes that hold an Arrow stream
+    table = read_table(pa.py_buffer(buf), SIGN_ARTIFACTS, archive.path,
+                       check_schema=_artifacts_problem)
     if table.column("relative_path").null_count or table.column("cms").null_count:
         raise FormatError(f"{SIGN_ARTIFACTS} has null rows", path=archive.path)
     return table, bytes(archive.section(SIGN_ARCHIVE))
+
+
+def _artifacts_problem(schema: pa.Schema) -> str | None:
+    if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in ARTIFACTS_SCHEMA]:
+        return f"has columns {schema.names}, expected relative_path: string, cms: binary"
+    return None
 
 
 def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
