@@ -84,5 +84,7 @@ def test_errors(archives: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["sql", str(tmp_path / "gone.znippy"), "SELECT 1"]) == 2
     assert "gone.znippy" in capsys.readouterr().err
     assert main(["sql", "SELECT 1"]) == 2
-    assert main(["sql", str(a), str(a), "SELECT 1"]) == 2
-    assert "both be named 'repo_a'" in capsys.readouterr().err
+    assert main(["sql", "--as", "x=" + str(a), "--as", "x=" + str(a), "SELECT 1"]) == 2
+    assert "names 'x' twice" in capsys.readouterr().err
+    assert main(["sql", "--as", "repo_a=" + str(a), str(a), "SELECT 1"]) == 2
+    assert "name it with --as too" in capsys.readouterr().err

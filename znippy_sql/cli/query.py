@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any
 
@@ -22,16 +23,45 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "sql", help="run a SQL query over archives (DuckDB)",
         description="Run one DuckDB query with every ARCHIVE registered as <stem>_files, "
-                    "<stem>_chunks, ... views.")
+                    "<stem>_chunks, ... views. An ARCHIVE may be a glob (quote it): its "
+                    "archives, like archives given separately that share a stem, are "
+                    "registered together, with an 'archive' column.")
     p.add_argument("archives", nargs="+", metavar="ARCHIVE... QUERY",
-                   help="archive files, then the query (last argument; '-' reads it from "
-                        "stdin; none: stdin, or a prompt on a terminal)")
+                   help="archive files or globs, then the query (last argument; '-' reads "
+                        "it from stdin; none: stdin, or a prompt on a terminal)")
     p.add_argument("-f", "--file", metavar="FILE",
                    help="read the query from FILE ('-': stdin); every argument is an archive")
+    p.add_argument("--as", dest="named", action="append", default=[], metavar="NAME=PATH",
+                   help="register PATH (a file or a glob) under NAME; may be repeated")
     p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table")
     p.add_argument("--max-rows", type=int, default=10_000,
                    help="rows shown by --format table (default 10000)")
     p.set_defaults(func=run)
+
+
+def plan_names(archives: list[str], named: list[str]) -> dict[str, list[str]]:
+    """Registration name → archive paths (globs expanded; one path or several)."""
+    from ..query.duckdb import default_name, expand_archives, sanitize_name, set_name
+
+    out: dict[str, list[str]] = {}
+    explicit: set[str] = set()
+    for item in named:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ZnippyError(f"--as takes NAME=PATH, not {item!r}")
+        name = sanitize_name(name)
+        if name in out:
+            raise ZnippyError(f"--as names {name!r} twice")
+        out[name] = expand_archives(path)[0]
+        explicit.add(name)
+    for item in archives:
+        paths, many = expand_archives(item)
+        name = set_name(item, paths) if many else default_name(paths[0])
+        if name in explicit:
+            raise ZnippyError(f"{item} would be registered as {name!r}, a name --as gives "
+                              "to other archives; name it with --as too", path=item)
+        out.setdefault(name, []).extend(p for p in paths if p not in out.get(name, []))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,25 +72,21 @@ def run(args: argparse.Namespace) -> int:
     from .sqlinput import prompt, split_args
 
     archives, query = split_args(args)
-    if not archives:
+    if not archives and not args.named:
         print("znippy-sql sql: give at least one ARCHIVE and a QUERY", file=sys.stderr)
         return 2
+    names = plan_names(archives, args.named)
     con = duckdb.connect()
     try:
-        names: dict[str, str] = {}
-        for path in archives:
-            name = register_archive(con, path)
-            if name in names:
-                raise ZnippyError(f"two archives would both be named {name!r} "
-                                  f"({names[name]} and {path})", path=path)
-            names[name] = path
+        for name, paths in names.items():
+            register_archive(con, paths if len(paths) > 1 else paths[0], name)
 
         def run_one(text: str) -> int:
             try:
                 rel = con.sql(text)
                 table = rel.to_arrow_table() if rel is not None else pa.table({})
             except duckdb.Error as exc:
-                print(f"znippy-sql sql: {exc}", file=sys.stderr)
+                print(f"znippy-sql sql: {_engine_message(exc)}", file=sys.stderr)
                 return 2
             _print(table, args.format, args.max_rows)
             return 0
@@ -68,6 +94,13 @@ def run(args: argparse.Namespace) -> int:
         return prompt(run_one) if query is None else run_one(query)
     finally:
         con.close()
+
+
+def _engine_message(exc: Exception) -> str:
+    """DuckDB's message, or ours when DuckDB only passes on what a source of ours raised."""
+    text = str(exc)
+    found = re.search(r"failed: (?:\w+Error): (.*)", text, flags=re.S)
+    return found.group(1).strip() if found else text
 
 
 def _print(table: pa.Table, fmt: str, max_rows: int) -> None:

@@ -19,7 +19,7 @@ implementation, called by every read path (``read/reader.py``, the DuckDB and Po
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -101,26 +101,23 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
     return schema_metadata(schema)[1]
 
 
-def union_problem(schemas: Mapping[GroupKey, pa.Schema]) -> str | None:
-    """Module columns of one name (case-insensitively) must have one type in every group."""
-    types: dict[str, tuple[str, pa.DataType, GroupKey]] = {}
-    for key, schema in schemas.items():
+def union_problem(schemas: Iterable[tuple[str, pa.Schema]]) -> str | None:
+    """Module columns of one name (case-insensitively) must have one type in every group
+    (``schemas``: each group's name, as errors should say it, and its schema)."""
+    types: dict[str, tuple[str, pa.DataType, str]] = {}
+    for where, schema in schemas:
         for f in list(schema)[len(BASE_FIELDS):]:
             if f.name == "pkg_type":
                 continue
             low = f.name.lower()
-            had = types.setdefault(low, (f.name, f.type, key))
+            had = types.setdefault(low, (f.name, f.type, where))
             if had[0] != f.name or had[1] != f.type:
-                return (f"module column {f.name!r} ({f.type}) of group {_group(key)} does not "
-                        f"match {had[0]!r} ({had[1]}) of group {_group(had[2])}")
+                return (f"module column {f.name!r} ({f.type}) of {where} does not match "
+                        f"{had[0]!r} ({had[1]}) of {had[2]}")
     if len(types) > MAX_UNION_COLUMNS:
         return f"sub-indexes have {len(types)} distinct module columns (at most " \
                f"{MAX_UNION_COLUMNS})"
     return None
-
-
-def _group(key: GroupKey) -> str:
-    return f"{key.pkg_type}/{key.repo!r}/{key.module_name!r}"
 
 
 def _u64(table: pa.Table, name: str) -> np.ndarray:

@@ -16,15 +16,17 @@ memory map until a query scans them, and the views can be scanned any number of 
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import weakref
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union
 
 import pyarrow as pa
 
-from ..errors import ZnippyError
-from .plan import plan_views
+from ..errors import FormatError, ZnippyError
+from .plan import plan_many, plan_views, union_views
 
 if TYPE_CHECKING:
     import duckdb
@@ -101,24 +103,86 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
-def register(con: "duckdb.DuckDBPyConnection", archive_path: str | os.PathLike[str],
-             name: str | None = None, *, trust: Any = None) -> str:
-    """Create the ``<name>_*`` views of one archive in ``con``; returns ``name``.
+ArchivesLike = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]]]
 
-    Raises a :class:`ZnippyError` (and leaves ``con`` as it was) for a missing or bad archive.
-    Registering the same name again replaces every view of the earlier archive.
+
+def expand_archives(archives: ArchivesLike) -> tuple[list[str], bool]:
+    """The archive paths a ``register``/``scan`` argument names, and whether it names them as
+    a set (a glob or a list: views with an ``archive`` column) rather than one file. A glob
+    (``*``, ``?``, ``[``) matches in sorted order; one that matches nothing is an error."""
+    items = [archives] if isinstance(archives, (str, os.PathLike)) else list(archives)
+    paths: list[str] = []
+    many = not isinstance(archives, (str, os.PathLike))
+    for item in items:
+        text = os.fspath(item)
+        if _GLOB.search(text) and not os.path.exists(text):
+            found = sorted(glob.glob(text))
+            if not found:
+                raise ZnippyError("no archive matches this pattern", path=text)
+            paths.extend(found)
+            many = True
+        else:
+            paths.append(text)
+    if not paths:
+        raise ValueError("no archive given")
+    return list(dict.fromkeys(paths)), many
+
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+def set_name(archives: ArchivesLike, paths: Sequence[str]) -> str:
+    """The default name of several archives: their stems' name when they share one (``rel.v1``,
+    ``rel.v2`` → ``rel``), else the name of a glob's directory (``dumps/*.znippy`` → ``dumps``)."""
+    names = {default_name(p) for p in paths}
+    if len(names) == 1:
+        return names.pop()
+    if isinstance(archives, (str, os.PathLike)):
+        folder = os.path.basename(os.path.dirname(os.path.abspath(os.fspath(archives))))
+        if folder:
+            return sanitize_name(folder)
+    raise ValueError(f"archives {sorted(names)} have different names: give name=")
+
+
+def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
+             name: str | None = None, *, trust: Any = None) -> str:
+    """Create the ``<name>_*`` views of an archive (a path), or of several (a glob or a list
+    of paths and globs: the same views over all of them, with an ``archive`` column); returns
+    ``name``.
+
+    Raises a :class:`ZnippyError` (and leaves ``con`` as it was) for a missing archive or one
+    whose structure is bad; the rows of each table are checked in full when a query first scans
+    them, and a query on an archive that changed since (an in-place append) fails with
+    "archive changed since it was registered; register it again". Registering the same name
+    again replaces every view of the earlier registration.
     """
-    path = os.fspath(archive_path)
-    name = sanitize_name(name) if name is not None else default_name(path)
-    plan = plan_views(path, name, trust=trust)  # every check happens here, before con changes
+    import duckdb
+
+    paths, many = expand_archives(archives)
+    if name is not None:
+        name = sanitize_name(name)
+    elif many:
+        name = set_name(archives, paths)
+    else:
+        name = default_name(paths[0])
+    # every check happens here, before con changes
+    plans = plan_many(paths, name, trust=trust) if many else [plan_views(paths[0], name,
+                                                                        trust=trust)]
+    views = union_views(plans) if many else plans[0].views
     install(con)
     if name in _state(con).objects:  # replacing: drop views the new archive may not have
         unregister(con, name)
-    for obj_name, table in plan.objects.items():
+    objects = {k: v for plan in plans for k, v in plan.objects.items()}
+    for obj_name, table in objects.items():
         con.register(obj_name, table)
-    _state(con).objects[name] = list(plan.objects)
-    _run(con, ";\n".join(f'CREATE OR REPLACE TEMP VIEW "{view}" AS {sql}'
-                         for view, sql in plan.views.items()))
+    _state(con).objects[name] = list(objects)
+    try:
+        _run(con, ";\n".join(f'CREATE OR REPLACE TEMP VIEW "{name}_{suffix}" AS {sql}'
+                             for suffix, sql in views.items()))
+    except duckdb.Error as exc:  # checked archives should never get here: say which it was
+        unregister(con, name)
+        raise FormatError(f"DuckDB refused the views of this archive: {exc}",
+                          path=", ".join(paths)) from None
     return name
 
 
@@ -131,7 +195,8 @@ def unregister(con: "duckdb.DuckDBPyConnection", name: str) -> None:
 
 def connect(*archives: str | os.PathLike[str], database: str = ":memory:"
             ) -> "duckdb.DuckDBPyConnection":
-    """A new connection with ``archives`` registered under their stems' names."""
+    """A new connection with ``archives`` registered under their stems' names (a glob
+    under its default name, as :func:`register`)."""
     import duckdb
 
     con = duckdb.connect(database)
@@ -150,4 +215,4 @@ def files_arrow(con: "duckdb.DuckDBPyConnection", name: str) -> pa.Table:
 
 
 __all__ = ["register", "unregister", "install", "connect", "sanitize_name",
-           "default_name", "files_arrow"]
+           "default_name", "files_arrow", "expand_archives"]

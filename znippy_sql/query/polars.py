@@ -11,15 +11,22 @@
 ``scan`` goes through ``polars.io.plugins.register_io_source``: the callback gets the projected
 columns, the predicate, ``n_rows`` and a batch size, and applies all of them itself. For
 ``files`` and ``chunks`` a predicate on the group columns (``repo``, ``pkg_type``,
-``pkg_type_name``, ``module``/``module_name``) is decided once per group, so only the
-matching sub-indexes' byte ranges are read (``Archive.source.bytes_read`` counts them).
+``pkg_type_name``, ``module``/``module_name``, and ``archive`` for several archives) is
+decided once per group, so only the matching sub-indexes' byte ranges are read
+(``Archive.source.bytes_read`` counts them).
+
+Building a scan reads each sub-index's schema message only. Each collect first checks that
+the archive is still the file the scan was built on (``tables.Stamp``), then takes each table
+from the :class:`Archive` (its BLAKE3, full validation and value ranges checked once); what
+Polars raises on a table is turned into a :class:`FormatError` naming the archive and section.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import polars as pl
@@ -27,88 +34,98 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from ..format.files import files_schema, files_table, module_fields
-from ..read.reader import Archive, open_archive
-from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA,
-                     META, RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
+from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META,
+                             SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
+from ..format.validate import union_problem
+from ..read.reader import Archive, group_what, open_archive
+from .tables import Stamp, group_schema
 
 Section = Literal["files", "chunks", "manifest", "lookup", "meta", "signatures", "git_objects",
                   "git_commits", "git_reach"]
 _SECTION_NAMES = {"meta": META, "git_commits": GIT_GRAPH, "git_reach": GIT_REACH,
-                  "lookup": LOOKUP}
+                  "lookup": LOOKUP, "git_objects": GIT_OID}
 _CHUNK_GROUP_FIELDS = (pa.field("repo", pa.utf8(), nullable=False),
                        pa.field("pkg_type", pa.int8(), nullable=False),
                        pa.field("pkg_type_name", pa.utf8(), nullable=False),
                        pa.field("module_name", pa.utf8(), nullable=False))
+_ARCHIVE = pa.field("archive", pa.utf8(), nullable=False)
+ArchiveLike = str | os.PathLike[str] | Archive
 
 
-def scan(archive_path: str | os.PathLike[str] | Archive, section: Section = "files", *,
+@dataclass
+class _Source:
+    """One archive of a scan, with the stamp its scan was built on."""
+
+    archive: Archive
+    stamp: Stamp | None
+
+    def check(self) -> None:
+        if self.stamp is not None:
+            self.stamp.check()
+
+
+def _sources(archives: ArchiveLike | Sequence[ArchiveLike]) -> tuple[list[_Source], bool]:
+    if isinstance(archives, Archive):
+        return [_Source(archives, None)], False
+    from .duckdb import expand_archives
+
+    items = [archives] if isinstance(archives, (str, os.PathLike)) else list(archives)
+    out: list[_Source] = []
+    many = len(items) != 1 or not isinstance(archives, (str, os.PathLike))
+    try:
+        for item in items:
+            if isinstance(item, Archive):
+                out.append(_Source(item, None))
+                continue
+            paths, glob_many = expand_archives(item)
+            many = many or glob_many
+            for path in paths:
+                stamp = Stamp.of(path)
+                out.append(_Source(open_archive(path), stamp))
+    except BaseException:
+        for s in out:
+            if s.stamp is not None:
+                s.archive.close()
+        raise
+    return out, many
+
+
+def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "files", *,
          trust: Any = None) -> pl.LazyFrame:
-    """A lazy scan of one section of an archive (``files`` by default)."""
-    archive = archive_path if isinstance(archive_path, Archive) else open_archive(archive_path)
+    """A lazy scan of one section (``files`` by default) of an archive, or of several (a glob,
+    or a list of paths, globs or :class:`Archive` objects) with an ``archive`` column (path)."""
+    if section not in ("files", "chunks", "manifest", "signatures", *_SECTION_NAMES):
+        raise ValueError(f"unknown section {section!r}; one of files, chunks, manifest, "
+                         "lookup, meta, signatures, git_objects, git_commits, git_reach")
+    sources, many = _sources(archives)
     if section in ("files", "chunks"):
-        return _GroupScan(archive, section).lazy()
-    if section == "manifest":
-        return _table_scan(lambda: archive.manifest, archive.manifest.schema, "manifest")
-    if section == "signatures":
-        if not (archive.has_section(SIGN_ARTIFACTS) or archive.has_section(SIGN_ARCHIVE)):
-            raise _absent(archive, section)
-        from ..provenance.sign import signatures_table
-
-        table = signatures_table(archive, trust=trust)
-        return _table_scan(lambda: table, table.schema, section)
-    if section == "git_objects":
-        if not archive.has_section(GIT_OID):
-            raise _absent(archive, section)
-        from ..format.gitindex import decode_oid_index
-
-        objects = decode_oid_index(archive.section(GIT_OID), path=archive.path,
-                                   lookup_rows=archive.lookup.num_rows)
-        return _table_scan(lambda: objects, objects.schema, section)
-    if section == "lookup" and archive.lookup_in_memory:  # the Rust tool's layout
-        return _table_scan(lambda: archive.lookup, LOOKUP_SCHEMA, section)
-    if section in _SECTION_NAMES:
-        name = _SECTION_NAMES[section]
-        if not archive.has_section(name):
-            raise _absent(archive, section)
-        from .tables import section_table
-
-        key = GroupKey(RESERVED_PKG_TYPE, "", name)
-        schema = _peek_schema(archive, key, name)
-        return _table_scan(lambda: section_table(archive, name), schema, section)
-    raise ValueError(f"unknown section {section!r}; one of files, chunks, manifest, lookup, "
-                     "meta, signatures, git_objects, git_commits, git_reach")
+        return _GroupScan(sources, section, many).lazy()
+    return _TableScan(sources, section, many, trust).lazy()
 
 
 def _absent(archive: Archive, section: str) -> ZnippyError:
     return ZnippyError(f"the archive has no {section} section", path=archive.path)
 
 
-def _peek_schema(archive: Archive, key: GroupKey, what: str) -> pa.Schema:
-    """The schema message at the start of a stream, reading only its own bytes."""
-    from .lazy import stream_schema
-
-    return stream_schema(archive, archive.manifest_row(key), what)
-
-
-def _table_scan(load: Callable[[], pa.Table], schema: pa.Schema, name: str) -> pl.LazyFrame:
-    from polars.io.plugins import register_io_source
-
-    def source(with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
-               batch_size: int | None) -> Iterator[pl.DataFrame]:
-        df = pl.from_arrow(load())
-        assert isinstance(df, pl.DataFrame)
-        yield from _finish([df], with_columns, predicate, n_rows, batch_size)
-
-    return register_io_source(source, schema=_polars_schema(schema),
-                              explain_name=f"znippy {name}")
+def _refused(archive: Archive, what: str, exc: Exception) -> FormatError:
+    return FormatError(f"{what}: Polars refused its rows: {str(exc)[:300]}", path=archive.path)
 
 
 def _polars_schema(schema: pa.Schema) -> pl.Schema:
     return pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
 
 
-def _finish(frames: Sequence[pl.DataFrame] | Iterator[pl.DataFrame],
-            with_columns: list[str] | None, predicate: pl.Expr | None, n_rows: int | None,
+def _frame(archive: Archive, what: str, table: pa.Table) -> pl.DataFrame:
+    try:
+        df = pl.from_arrow(table)
+    except Exception as exc:  # Polars errors (and panics) on rows it cannot take
+        raise _refused(archive, what, exc) from None
+    assert isinstance(df, pl.DataFrame)
+    return df
+
+
+def _finish(frames: Iterator[pl.DataFrame], with_columns: list[str] | None,
+            predicate: pl.Expr | None, n_rows: int | None,
             batch_size: int | None) -> Iterator[pl.DataFrame]:
     left = n_rows
     step = batch_size or 65536
@@ -126,97 +143,218 @@ def _finish(frames: Sequence[pl.DataFrame] | Iterator[pl.DataFrame],
             yield df.slice(start, step)
 
 
-class _GroupScan:
-    """``files`` or ``chunks``: one part per data group, pruned by the group columns."""
+class _Pruned:
+    """What ``files``/``chunks`` and the table scans share: parts labelled by constant
+    columns, and a predicate's conjuncts on those columns decided once per part."""
 
-    def __init__(self, archive: Archive, section: str) -> None:
-        self.archive = archive
+    group_names: set[str] = set()
+
+    def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:
+        raise NotImplementedError
+
+    def matching(self, parts: list[Any], predicate: pl.Expr | None) -> list[Any]:
+        conj = [p for p in _conjuncts(predicate)
+                if set(p.meta.root_names()) <= self.group_names] if predicate is not None else []
+        if not conj:
+            return list(parts)
+        test = pl.all_horizontal(conj) if len(conj) > 1 else conj[0]
+        keep = []
+        for part in parts:
+            consts = self.constants(part)
+            row = pl.DataFrame({k: [v] for k, (v, _) in consts.items()},
+                               schema={k: t for k, (_, t) in consts.items()})
+            if bool(row.select(test.fill_null(False)).to_series()[0]):
+                keep.append(part)
+        return keep
+
+
+class _GroupScan(_Pruned):
+    """``files`` or ``chunks``: one part per data group of each archive."""
+
+    def __init__(self, sources: list[_Source], section: str, many: bool) -> None:
         self.section = section
-        self.keys = archive.groups
-        if archive.source.fetches:  # remote: every group's schema message in one go
-            from .lazy import fetch_heads
+        self.many = many
+        self.parts = [(s, key) for s in sources for key in s.archive.groups]
+        for s in sources:
+            if s.archive.source.fetches:  # remote: every group's schema message in one go
+                from .lazy import fetch_heads
 
-            fetch_heads(archive, [archive.manifest_row(k) for k in self.keys])
-        self.schemas = {k: _peek_schema(archive, k, f"sub-index {k}") for k in self.keys}
-        for k, schema in self.schemas.items():  # before module_fields takes a renamed one
-            head = pa.schema(list(schema)[: len(BASE_FIELDS)])
-            if len(schema) < len(BASE_FIELDS) or not head.equals(LOOKUP_SCHEMA):
-                raise FormatError(f"sub-index {k} does not start with the base columns",
-                                  path=archive.path)
+                fetch_heads(s.archive, [s.archive.manifest_row(k) for k in s.archive.groups])
+        schemas = {(id(s), key): group_schema(s.archive, key) for s, key in self.parts}
+        where = {(id(s), key): f"{group_what(key)} of {s.archive.path}" for s, key in self.parts}
+        problem = union_problem((where[k], v) for k, v in schemas.items())
+        if problem is not None:
+            raise FormatError(problem, path=", ".join(s.archive.path for s in sources))
+        self.schemas = schemas
         extra: dict[str, pa.Field] = {}
-        for schema in self.schemas.values():
+        for schema in schemas.values():
             for f in module_fields(schema):
                 extra.setdefault(f.name, f.with_nullable(True))
+        head = [_ARCHIVE] if many else []
         if section == "files":
-            self.schema = files_schema(list(extra.values()))
+            self.schema = pa.schema([*head, *files_schema(list(extra.values()))])
             self.group_names = {"repo", "pkg_type", "pkg_type_name", "module"}
         else:
-            self.schema = pa.schema([*BASE_FIELDS, *(f for n, f in extra.items()),
+            self.schema = pa.schema([*head, *BASE_FIELDS, *extra.values(),
                                      *_CHUNK_GROUP_FIELDS])
             self.group_names = {"repo", "pkg_type", "pkg_type_name", "module_name"}
+        if many:
+            self.group_names.add("archive")
         self.pl_schema = _polars_schema(self.schema)
+        self.sources = sources
 
     def lazy(self) -> pl.LazyFrame:
         from polars.io.plugins import register_io_source
 
         return register_io_source(self.source, schema=self.pl_schema,
                                   explain_name=f"znippy {self.section}",
-                                  explain_detail=f"{len(self.keys)} groups")
+                                  explain_detail=f"{len(self.parts)} groups")
 
-    def group_row(self, key: GroupKey) -> pl.DataFrame:
+    def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:
+        src, key = part
         module_col = "module" if self.section == "files" else "module_name"
-        return pl.DataFrame({"repo": [key.repo], "pkg_type": [key.pkg_type],
-                             "pkg_type_name": [pkg_type_name(key.pkg_type)],
-                             module_col: [key.module_name]},
-                            schema={"repo": pl.String, "pkg_type": pl.Int8,
-                                    "pkg_type_name": pl.String, module_col: pl.String})
+        out = {"repo": (key.repo, pl.String), "pkg_type": (key.pkg_type, pl.Int8),
+               "pkg_type_name": (pkg_type_name(key.pkg_type), pl.String),
+               module_col: (key.module_name, pl.String)}
+        if self.many:
+            out["archive"] = (src.archive.path, pl.String)
+        return out
 
-    def matching(self, predicate: pl.Expr | None) -> list[GroupKey]:
-        parts = [p for p in _conjuncts(predicate)
-                 if set(p.meta.root_names()) <= self.group_names] if predicate is not None else []
-        if not parts:
-            return list(self.keys)
-        test = pl.all_horizontal(parts) if len(parts) > 1 else parts[0]
-        keep = []
-        for key in self.keys:
-            hit = self.group_row(key).select(test.fill_null(False)).to_series()
-            if bool(hit[0]):
-                keep.append(key)
-        return keep
-
-    def frames(self, keys: list[GroupKey], needed: list[str] | None) -> Iterator[pl.DataFrame]:
-        from .tables import group_table
-
-        for key in keys:
-            table = group_table(self.archive, key)
-            try:  # every row is read from here on: UTF-8 too (group_table checks bounds only)
-                table.validate(full=True)
-            except (pa.ArrowException, ValueError) as exc:
-                raise FormatError(f"sub-index {key}: {exc}", path=self.archive.path) from None
+    def frames(self, parts: list[tuple[_Source, GroupKey]], needed: list[str] | None
+               ) -> Iterator[pl.DataFrame]:
+        checked: set[int] = set()
+        for src, key in parts:
+            if id(src) not in checked:
+                src.check()
+                checked.add(id(src))
+            archive = src.archive
+            table = archive.group_table(key)
             if self.section == "files":
                 part = files_table(table, key, columns=needed)
             else:
                 part = _chunks_part(table, key)
+            if self.many and (needed is None or "archive" in needed):
+                part = part.add_column(0, _ARCHIVE, pa.repeat(pa.scalar(archive.path),
+                                                              part.num_rows))
             missing = [f for f in self.schema if f.name not in part.schema.names
                        and (needed is None or f.name in needed)]
             for f in missing:
                 part = part.append_column(f, pa.nulls(part.num_rows, f.type))
             names = [n for n in self.schema.names if n in part.schema.names
                      and (needed is None or n in needed)]
-            df = pl.from_arrow(part.select(names))
-            assert isinstance(df, pl.DataFrame)
-            yield df.cast({n: self.pl_schema[n] for n in names})  # type: ignore[arg-type]
+            what = group_what(key)
+            df = _frame(archive, what, part.select(names))
+            try:
+                yield df.cast({n: self.pl_schema[n] for n in names})  # type: ignore[arg-type]
+            except pl.exceptions.PolarsError as exc:
+                raise _refused(archive, what, exc) from None
 
     def source(self, with_columns: list[str] | None, predicate: pl.Expr | None,
                n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
-        keys = self.matching(predicate)
+        parts = self.matching(self.parts, predicate)
         needed = None
         if with_columns is not None:
             needed = list(with_columns)
             if predicate is not None:
                 needed += [n for n in predicate.meta.root_names() if n not in needed]
-        yield from _finish(self.frames(keys, needed), with_columns, predicate, n_rows,
+        yield from _finish(self.frames(parts, needed), with_columns, predicate, n_rows,
                            batch_size)
+
+
+class _TableScan(_Pruned):
+    """A section that is one table per archive (``manifest``, ``lookup``, ``meta``, ...)."""
+
+    def __init__(self, sources: list[_Source], section: str, many: bool, trust: Any) -> None:
+        self.section = section
+        self.many = many
+        self.trust = trust
+        have = [s for s in sources if self._has(s.archive)]
+        if not have:
+            raise _absent(sources[0].archive, section)
+        self.sources = have
+        self.group_names = {"archive"} if many else set()
+        self._eager: dict[int, pa.Table] = {}
+        if section in ("signatures", "git_objects"):  # computed: made now, as before
+            for s in have:
+                self._eager[id(s)] = self._load(s.archive)
+        first = self._eager.get(id(have[0])) if have else None
+        schema = first.schema if first is not None else self._schema(have[0].archive)
+        self.schema = pa.schema([_ARCHIVE, *schema]) if many else schema
+
+    def _has(self, archive: Archive) -> bool:
+        if self.section == "manifest" or (self.section == "lookup" and archive.lookup_in_memory):
+            return True  # (the Rust tool's layout: the lookup the reader builds in memory)
+        if self.section == "signatures":
+            return archive.has_section(SIGN_ARTIFACTS) or archive.has_section(SIGN_ARCHIVE)
+        return archive.has_section(_SECTION_NAMES[self.section])
+
+    def _schema(self, archive: Archive) -> pa.Schema:
+        if self.section == "manifest":
+            return archive.manifest.schema
+        from ..format.schema import LOOKUP_SCHEMA, META_SCHEMA, RESERVED_PKG_TYPE
+        from .tables import peek_schema
+
+        name = _SECTION_NAMES[self.section]
+        if name == LOOKUP:
+            return LOOKUP_SCHEMA
+        if name == META:
+            return META_SCHEMA
+        return peek_schema(archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
+
+    def _load(self, archive: Archive) -> pa.Table:
+        if self.section == "manifest":
+            return archive.manifest
+        if self.section == "signatures":
+            from ..provenance.sign import signatures_table
+
+            return signatures_table(archive, trust=self.trust)
+        if self.section == "git_objects":
+            from ..format.gitindex import decode_oid_index
+
+            return decode_oid_index(archive.section(GIT_OID), path=archive.path,
+                                    lookup_rows=archive.lookup.num_rows)
+        if self.section == "lookup":
+            return archive.lookup
+        if self.section == "meta":
+            from ..provenance.meta import read_meta
+
+            table = read_meta(archive)
+            assert table is not None
+            return table
+        table = archive.section(_SECTION_NAMES[self.section])
+        if not isinstance(table, pa.Table):
+            raise FormatError(f"{_SECTION_NAMES[self.section]} is not an Arrow stream",
+                              path=archive.path)
+        return table
+
+    def lazy(self) -> pl.LazyFrame:
+        from polars.io.plugins import register_io_source
+
+        return register_io_source(self.source, schema=_polars_schema(self.schema),
+                                  explain_name=f"znippy {self.section}")
+
+    def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:
+        return {"archive": (part.archive.path, pl.String)}
+
+    def frames(self, sources: list[_Source]) -> Iterator[pl.DataFrame]:
+        want = pa.schema(list(self.schema)[1:]) if self.many else self.schema
+        for src in sources:
+            src.check()
+            archive = src.archive
+            table = self._eager.get(id(src))
+            table = self._load(archive) if table is None else table
+            if not table.schema.equals(want):
+                raise FormatError(f"{self.section}: columns differ from the scan's",
+                                  path=archive.path)
+            if self.many:
+                table = table.add_column(0, _ARCHIVE, pa.repeat(pa.scalar(archive.path),
+                                                                table.num_rows))
+            yield _frame(archive, self.section, table)
+
+    def source(self, with_columns: list[str] | None, predicate: pl.Expr | None,
+               n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
+        yield from _finish(self.frames(self.matching(self.sources, predicate)), with_columns,
+                           predicate, n_rows, batch_size)
 
 
 def _chunks_part(table: pa.Table, key: GroupKey) -> pa.Table:
@@ -246,14 +384,14 @@ def _conjuncts(expr: pl.Expr) -> list[pl.Expr]:
     return [expr]
 
 
-def read_files(archive_path: str | os.PathLike[str] | Archive,
+def read_files(archive_path: str | os.PathLike[str] | Archive | None,
                paths_or_lazyframe: Sequence[str] | pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     """The given files with a ``content`` column (bytes, checked against their BLAKE3).
 
     Paths may be a list, or a (lazy) frame with a ``relative_path`` column whose other
-    columns are kept.
+    columns are kept; a frame with an ``archive`` column (a scan of several archives) reads
+    each row's file from its own archive, and ``archive_path`` may then be None.
     """
-    archive = archive_path if isinstance(archive_path, Archive) else open_archive(archive_path)
     if isinstance(paths_or_lazyframe, pl.LazyFrame):
         frame = paths_or_lazyframe.collect()
     elif isinstance(paths_or_lazyframe, pl.DataFrame):
@@ -263,8 +401,25 @@ def read_files(archive_path: str | os.PathLike[str] | Archive,
                              schema={"relative_path": pl.String})
     if "relative_path" not in frame.columns:
         raise ValueError("read_files needs a relative_path column")
-    contents = [archive.read(p) for p in frame.get_column("relative_path").to_list()]
+    paths = frame.get_column("relative_path").to_list()
+    if archive_path is None or ("archive" in frame.columns and not isinstance(archive_path,
+                                                                            Archive)):
+        if "archive" not in frame.columns:
+            raise ValueError("read_files needs an archive, or a frame with an archive column")
+        opened: dict[str, Archive] = {}
+        names = frame.get_column("archive").to_list()
+        contents = [_open(opened, a).read(p) for a, p in zip(names, paths)]
+    else:
+        archive = archive_path if isinstance(archive_path, Archive) else \
+            open_archive(archive_path)
+        contents = [archive.read(p) for p in paths]
     return frame.with_columns(pl.Series("content", contents, dtype=pl.Binary))
+
+
+def _open(opened: dict[str, Archive], path: str) -> Archive:
+    if path not in opened:
+        opened[path] = open_archive(path)
+    return opened[path]
 
 
 __all__ = ["scan", "read_files"]

@@ -1,53 +1,160 @@
-"""An archive's parts as Arrow tables that point into its memory map, checked cheaply.
+"""An archive's parts as Arrow sources for DuckDB and Polars: checked cheaply when registered,
+in full the first time a query scans them, and refused once the file has changed.
 
-``Archive.group_table`` validates every column, which touches every page of a sub-index. The
-query layer must register an archive at a cost that does not grow with its rows, so it reads
-each stream zero-copy and checks only what a scan needs to stay in bounds: the schema, the row
-count against the manifest, each buffer's size, and that string offsets never run backwards
-or past their data (4 bytes per row of each string column).
+Registering must cost little whatever the archive's size, so :func:`stream_table` reads each
+stream zero-copy and checks only what a scan needs to stay in bounds: the messages (no
+compressed body, buffers inside their body: ``format/ipc.py``), the schema (the closed set of
+``format/validate.py``), the row count against the manifest, and that string offsets never
+run backwards or past their data (4 bytes per row). The offsets are read through a second,
+short-lived memory map of the file that is unmapped right after the check, so the pages they
+touch do not stay resident in this process.
 
-The offsets are read through a second, short-lived memory map of the file that is unmapped
-right after the check, so the pages they touch do not stay resident in this process: the
-resident cost of registering an archive stays flat while the check itself is a linear read.
+The rows reach DuckDB through an :class:`ArrowPart`, an Arrow PyCapsule source: DuckDB asks
+for its schema when it binds a query and for its stream only when it scans it (a group pruned
+by a filter is never asked). At that moment the part checks that the file is still the one
+registered (:class:`Stamp`: inode, size, mtime, footer), then takes the table from the
+:class:`~znippy_sql.read.reader.Archive`, which checks the range's BLAKE3 (when recorded),
+validates every array in full (UTF-8 included) and the ranges of its values, once.
 """
 
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..errors import FormatError
-from ..format.ipc import names_problem, read_options
-from ..read.reader import Archive
-from ..format.schema import BASE_FIELDS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..errors import FormatError, ZnippyError
+from ..format.footer import FOOTER_LEN
+from ..format.ipc import ARROW_ERRORS, checked_reader
+from ..format.schema import LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..format.validate import subindex_schema_problem
+from ..read.reader import Archive, group_what
 
 _STRINGS = (pa.utf8(), pa.binary())
+CHANGED = "archive changed since it was registered; register it again"
 
 
-def stream_table(archive: Archive, key: GroupKey, what: str) -> pa.Table:
+@dataclass(frozen=True)
+class Stamp:
+    """What identifies the bytes of an archive file: inode, size, mtime and its footer.
+
+    An in-place append rewrites the tail and the footer; a rename puts another inode in place.
+    """
+
+    path: str
+    ino: int
+    size: int
+    mtime_ns: int
+    footer: bytes
+
+    @classmethod
+    def of(cls, path: str) -> "Stamp":
+        try:
+            with open(path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                footer = os.pread(fh.fileno(), FOOTER_LEN, max(st.st_size - FOOTER_LEN, 0))
+        except OSError as exc:
+            raise ZnippyError(f"cannot read: {exc.strerror or exc}", path=path) from None
+        return cls(path, st.st_ino, st.st_size, st.st_mtime_ns, footer)
+
+    def check(self) -> None:
+        """Raise when the file is no longer the one this stamp was taken of."""
+        try:
+            now = Stamp.of(self.path)
+        except ZnippyError:
+            raise ZnippyError(CHANGED + " (it is gone)", path=self.path) from None
+        if now != self:
+            raise ZnippyError(CHANGED, path=self.path)
+
+
+class ArrowPart:
+    """One table of a registered archive, as an Arrow PyCapsule source (see the module
+    docstring): ``load`` runs at the first scan, after the stamp check, and is kept."""
+
+    def __init__(self, schema: pa.Schema, load: Callable[[], pa.Table], stamp: Stamp | None,
+                 what: str) -> None:
+        self.schema = schema
+        self._load = load
+        self._table: pa.Table | None = None
+        self.stamp = stamp
+        self.what = what
+
+    def table(self) -> pa.Table:
+        if self.stamp is not None:
+            self.stamp.check()
+        if self._table is None:
+            table = self._load()
+            if not table.schema.equals(self.schema):
+                raise FormatError(f"{self.what}: its schema changed since it was registered",
+                                  path=self.stamp.path if self.stamp else None)
+            self._table = table
+        return self._table
+
+    def __arrow_c_schema__(self) -> Any:
+        return self.schema.__arrow_c_schema__()
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self.table().__arrow_c_stream__(requested_schema)
+
+
+def peek_schema(archive: Archive, key: GroupKey, what: str) -> pa.Schema:
+    """The schema message at the start of a stream, reading only its own bytes."""
+    from .lazy import stream_schema
+
+    return stream_schema(archive, archive.manifest_row(key), what)
+
+
+def group_schema(archive: Archive, key: GroupKey) -> pa.Schema:
+    """A sub-index's schema from its header, refused unless in the closed set."""
+    what = group_what(key)
+    schema = peek_schema(archive, key, what)
+    problem = subindex_schema_problem(schema)
+    if problem is not None:
+        raise FormatError(f"{what} {problem}", path=archive.path)
+    return schema
+
+
+def stream_table(archive: Archive, key: GroupKey, what: str,
+                 check: Callable[[pa.Schema], str | None] | None = None) -> pa.Table:
     """The IPC stream of a manifest row, zero-copy, with bounds-relevant checks only."""
     row = archive.manifest_row(key)
     buf = archive.source.read(row.index_offset, row.index_len, what)
     try:
-        table = pa.ipc.open_stream(buf, options=read_options(buf)).read_all()
-    except (pa.ArrowException, ValueError, OSError) as exc:
+        table = checked_reader(buf, what, archive.path, check_schema=check).read_all()
+    except FormatError:
+        raise
+    except ARROW_ERRORS as exc:
         raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}",
                           path=archive.path) from None
     if table.num_rows != row.row_count:
         raise FormatError(f"{what} has {table.num_rows} rows, manifest says {row.row_count}",
                           path=archive.path)
-    problem = names_problem(table.schema)
-    if problem is not None:
-        raise FormatError(f"{what} {problem}", path=archive.path)
     with _side_map(archive) as view:
         for name, column in zip(table.column_names, table.columns):
             for chunk in column.chunks:
                 _check_array(chunk, f"{what} column {name!r}", archive.path, view)
     return table
+
+
+def group_table(archive: Archive, key: GroupKey) -> pa.Table:
+    """A sub-index checked cheaply (see the module docstring)."""
+    return stream_table(archive, key, group_what(key), subindex_schema_problem)
+
+
+def section_table(archive: Archive, name: str) -> pa.Table:
+    """An Arrow reserved section (``__lookup__``, ``__meta__``, ``__gunnar_graph__``, ...)."""
+    def exact(schema: pa.Schema) -> str | None:
+        if name == LOOKUP and not schema.equals(LOOKUP_SCHEMA):
+            return "does not have the base columns"
+        return None
+
+    return stream_table(archive, GroupKey(RESERVED_PKG_TYPE, "", name), name, exact)
 
 
 @contextmanager
@@ -74,8 +181,8 @@ class _View:
     def int32s(self, buf: pa.Buffer, first: int, count: int) -> np.ndarray:
         """``count`` int32 values of ``buf`` from element ``first``, via the side map."""
         start = buf.address - self.base.address if self.base is not None else -1
-        if self.mm is not None and self.base is not None and 0 <= start and start + buf.size <= self.base.size \
-                and len(self.mm) >= self.base.size:
+        if self.mm is not None and self.base is not None and 0 <= start \
+                and start + buf.size <= self.base.size and len(self.mm) >= self.base.size:
             return np.frombuffer(self.mm, dtype="<i4", count=count, offset=start + first * 4)
         return np.frombuffer(buf, dtype="<i4", count=count, offset=first * 4)
 
@@ -117,20 +224,3 @@ def _check_offsets(arr: pa.Array, what: str, path: str, view: _View) -> None:
     limit = 0 if data is None else data.size
     if not _offsets_ok(view.int32s(offsets, arr.offset, n + 1), n, limit):
         raise FormatError(f"{what}: string offsets out of order or past their data", path=path)
-
-
-def group_table(archive: Archive, key: GroupKey) -> pa.Table:
-    what = f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
-    table = stream_table(archive, key, what)
-    head = list(table.schema)[: len(BASE_FIELDS)]
-    if len(head) < len(BASE_FIELDS) or not pa.schema(head).equals(LOOKUP_SCHEMA):
-        raise FormatError(f"{what} does not start with the base columns", path=archive.path)
-    return table
-
-
-def section_table(archive: Archive, name: str) -> pa.Table:
-    """An Arrow reserved section (``__lookup__``, ``__meta__``, ``__gunnar_graph__``, ...)."""
-    table = stream_table(archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
-    if name == LOOKUP and not table.schema.equals(LOOKUP_SCHEMA):
-        raise FormatError(f"{LOOKUP} does not have the base columns", path=archive.path)
-    return table
