@@ -114,16 +114,10 @@ def _extract_once(archive_path: str, dest: str, paths: list[str], txid: int
     todo = [p for p in paths if p not in done or not os.path.exists(os.path.join(dest, p))]
     if todo:
         archive = archive_at(archive_path)
-        sizes: list[int] = []
-        last = [0]
-
-        def progress(files: int, written: int) -> None:
-            sizes.append(written - last[0])
-            last[0] = written
-
-        report = archive.extract(dest, paths=todo, progress=progress)
-        for path, size in zip(report.written, sizes):
-            done[path] = (size, True)
+        report = archive.extract(dest, paths=todo)
+        for path in report.written:  # written whole: its size is the archive's
+            info = archive.find(path)
+            done[path] = (info.size if info is not None else 0, True)
         for path in report.failed:
             done[path] = (0, False)
     return [{"relative_path": p, "bytes_written": done[p][0], "checksum_ok": done[p][1]}

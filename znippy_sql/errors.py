@@ -76,6 +76,10 @@ class RemoteError(ZnippyError):
     asked for."""
 
 
+class OptionError(ZnippyError, ValueError):
+    """An option has a value this project does not take (an unknown pkg_type, ...)."""
+
+
 __all__ = [
     "ZnippyError",
     "FormatError",
@@ -91,4 +95,5 @@ __all__ = [
     "OutputError",
     "PackError",
     "RemoteError",
+    "OptionError",
 ]

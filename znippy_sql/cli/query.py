@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 def _engine_message(exc: Exception) -> str:
     """DuckDB's message, or ours when DuckDB only passes on what a source of ours raised."""
     text = str(exc)
-    found = re.search(r"failed: (?:\w+Error): (.*)", text, flags=re.S)
+    found = re.search(r"(?:failed|UDF): (?:\w+Error): (.*)", text, flags=re.S)
     return found.group(1).strip() if found else text
 
 

@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from ..errors import OptionError
+
 #: Data sub-index base columns, exact names, order and types (FORMAT §3).
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("relative_path", pa.utf8(), nullable=False),
@@ -103,21 +105,22 @@ UNTYPED = GroupKey(0, "", "")
 
 
 def resolve_pkg_type(value: int | str | None) -> int:
-    """A pkg_type given as a number or a name (``'maven'``) → its number."""
+    """A pkg_type given as a number or a name (``'maven'``) → its number; anything else is
+    an :class:`~znippy_sql.errors.OptionError` (a ``ValueError`` too)."""
     if value is None:
         return 0
     if isinstance(value, bool):
-        raise ValueError(f"pkg_type must be a number or a name, not {value!r}")
+        raise OptionError(f"pkg_type must be a number or a name, not {value!r}")
     if isinstance(value, int):
         if not -128 <= value <= 127 or value < 0:
-            raise ValueError(f"pkg_type {value} is not in 0..127")
+            raise OptionError(f"pkg_type {value} is not in 0..127")
         return value
     text = str(value).strip().lower()
     if text.lstrip("-").isdigit():
         return resolve_pkg_type(int(text))
     if text in PKG_TYPES:
         return PKG_TYPES[text]
-    raise ValueError(f"unknown pkg_type {value!r}; known: {', '.join(sorted(PKG_TYPES))}")
+    raise OptionError(f"unknown pkg_type {value!r}; known: {', '.join(sorted(PKG_TYPES))}")
 
 
 def pkg_type_name(value: int) -> str:

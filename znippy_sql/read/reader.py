@@ -209,11 +209,24 @@ class Archive:
         row = self.manifest_row(key)
         buf = self.source.read(row.index_offset, row.index_len, what)
         if row.blake3 is not None and self.verify_sections and key not in self._sound:
-            if section_digest(buf) != row.blake3:
-                raise FormatError(f"{what}: its bytes do not match the BLAKE3 the manifest "
-                                  "records for them (damaged)", path=self.path)
-            self._sound.add(key)
+            problem = self.digest_problem(key, what, buf)
+            if problem is not None:
+                raise FormatError(problem, path=self.path)
         return buf
+
+    def digest_problem(self, key: GroupKey, what: str, buf: pa.Buffer | None = None
+                       ) -> str | None:
+        """What is wrong with a row's bytes against its recorded BLAKE3 (None: they match,
+        or none is recorded)."""
+        row = self.manifest_row(key)
+        if row.blake3 is None:
+            return None
+        if buf is None:
+            buf = self.source.read(row.index_offset, row.index_len, what)
+        if section_digest(buf) != row.blake3:
+            return f"{what}: its bytes do not match the BLAKE3 the manifest records (damaged)"
+        self._sound.add(key)
+        return None
 
     def group_table(self, key: GroupKey) -> pa.Table:
         """One data sub-index, zero-copy from the memory map, checked in full once."""

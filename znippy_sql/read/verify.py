@@ -1,6 +1,8 @@
 """Verify: structure and content, every finding reported (not just the first).
 
-Structure: every sub-index readable with the base columns, the lookup equal to the sorted union
+Structure: every sub-index and section against the BLAKE3 the manifest records, raw sections
+with ``row_count = 0``, ``__meta__`` readable, every sub-index readable and in the closed set
+of schemas, each path once, the lookup equal to the sorted union
 of the data rows, every extent inside the blob region and disjoint from the others, each file's
 chunks numbered 0..n-1 and covering the file, every path a safe relative path, and the trie
 mapping each path to its first lookup row (checked by point lookups, which always terminate,
@@ -19,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ..errors import UnsafePathError, ZnippyError
+from ..errors import FormatError, UnsafePathError, ZnippyError
 from ..format.paths import check_relative_path
-from .reader import Chunk, fst_call
-from ..format.schema import BASE_NAMES, LOOKUP, TRIE, GroupKey
+from .reader import Chunk, fst_call, group_what
+from ..format.schema import BASE_NAMES, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey
 from ..format.lookup import build_lookup
+from ..format.validate import duplicate_paths
 
 if TYPE_CHECKING:
     from .reader import Archive
@@ -59,6 +62,7 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
     rows = _structure(archive, say)
     if rows is not None and content:
         _content(archive, rows, report, progress)
+    report.problems = list(dict.fromkeys(report.problems))  # one finding, one line
     report.seconds = time.perf_counter() - started
     return report
 
@@ -105,12 +109,17 @@ def _next_batch(archive: "Archive", cols: list[list[Any]], i: int,
 
 def _structure(archive: "Archive", say: Say) -> pa.Table | None:
     """Report structural findings; return the rows whose content to check (None: none)."""
+    _sections(archive, say)
     groups: dict[GroupKey, pa.Table] = {}
     for key in archive.groups:
         try:
             groups[key] = archive.group_table(key).select(list(BASE_NAMES))
         except ZnippyError as exc:
             say(exc.problem)
+    for path in duplicate_paths(groups.items())[:20]:
+        where = [group_what(k) for k, t in groups.items()
+                 if path in set(t.column("relative_path").to_pylist())]
+        say(f"{path!r} is in the archive more than once ({', '.join(where)})")
     expected = build_lookup(groups)
     if archive.lookup_in_memory:  # the lookup is this union: nothing to compare it with
         _extents(archive, expected, say)
@@ -129,6 +138,41 @@ def _structure(archive: "Archive", say: Say) -> pa.Table | None:
     _chunks(lk, say)
     _trie(archive, lk, say)
     return lk
+
+
+def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None:
+    """Raise unless what an append rebuilds from is sound: the lookup (sorted, each file's
+    chunks in order), the trie (its checksum) and every path in one group only (``groups``:
+    the sub-indexes, read already)."""
+    archive.lookup  # noqa: B018  (its checks run on first use)
+    if archive.has_section(TRIE):
+        archive.trie  # noqa: B018
+    dup = duplicate_paths(groups.items())
+    if dup:
+        raise FormatError(f"{dup[0]!r} is in more than one sub-index"
+                          + (f" (and {len(dup) - 1} more paths)" if len(dup) > 1 else ""),
+                          path=archive.path)
+
+
+def _sections(archive: "Archive", say: Say) -> None:
+    """Every row's recorded BLAKE3, raw sections' row counts, and __meta__ readable."""
+    for row in archive.manifest_rows:
+        key = row.key
+        what = key.module_name if key.pkg_type == RESERVED_PKG_TYPE else group_what(key)
+        try:
+            problem = archive.digest_problem(key, what)
+        except ZnippyError as exc:
+            problem = exc.problem
+        if problem is not None:
+            say(problem)
+        if key.module_name in RAW_SECTIONS and key.pkg_type == RESERVED_PKG_TYPE \
+                and row.row_count != 0:
+            say(f"{key.module_name}: a raw section with row_count {row.row_count} (must be 0)")
+    if archive.has_section(META):
+        try:
+            archive.meta
+        except ZnippyError as exc:
+            say(exc.problem)
 
 
 def _difference(expected: pa.Table, lk: pa.Table) -> str:

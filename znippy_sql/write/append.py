@@ -32,6 +32,7 @@ from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SE
                              pkg_type_name)
 from ..format.sections import ReservedSection
 from ..read.reader import open_archive
+from ..read.verify import refuse_damaged
 from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
 from .feed import Feed
 from .posix import with_rows
@@ -133,6 +134,7 @@ def _load(path: str, *, signatures: bool = False) -> _Old:
             if not metadata and table.schema.metadata:
                 metadata = metadata_text(table.schema)
             groups[key] = table.replace_schema_metadata(None)
+        refuse_damaged(arc, groups)
         sections: list[ReservedSection] = []
         stale: list[str] = []
         lookup: pa.Table | None = None

@@ -30,7 +30,9 @@ from .source import Entry, as_entry
 from ..format.fsio import fsync_dir
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import Compat, check_compat
+from .staging import remove_stale
 from .tail import TailInfo, write_tail
+from ..format.schema import resolve_pkg_type
 
 
 #: the highest compression level OpenZL takes ("level must be less than 23")
@@ -138,6 +140,8 @@ class ArchiveWriter:
         self._fh = None
         self._ingest: Ingest | None = None
         self._started = 0.0
+        if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
+            resolve_pkg_type(pkg_type)  # an unknown one is refused before any work
         #: every staging sibling of this output starts so (the walk of a source holding the
         #: output skips them all, those of crashed runs too)
         self.staging_prefix = staging_prefix(self.path)
@@ -146,6 +150,7 @@ class ArchiveWriter:
     def __enter__(self) -> "ArchiveWriter":
         self._started = time.perf_counter()
         check_output(self.path)
+        remove_stale(self.path)  # what a killed writer of the same name left behind
         try:
             self._fh = open(self.staging, "w+b")
         except OSError as exc:
