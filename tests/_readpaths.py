@@ -56,7 +56,9 @@ class _Run:
         except ZnippyError as exc:
             kind = "refused" if self.names_archive(str(exc)) else "bad"
             self.out.append(Outcome(where, kind, f"{type(exc).__name__}: {str(exc)[:300]}"))
-        except Exception as exc:  # noqa: BLE001  (classified, not hidden)
+        except (KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001  (classified, not hidden; Rust panics too)
             kind = "bad"
             if _is_duckdb_error(exc) and self.names_archive(str(exc)) and \
                     _OURS.search(str(exc)):
@@ -155,7 +157,9 @@ def _cli(run: _Run, work: Path) -> None:
                 code = main(args)
         except SystemExit as exc:  # argparse
             code = exc.code if isinstance(exc.code, int) else 2
-        except Exception as exc:  # noqa: BLE001  (a traceback a CLI user would see)
+        except (KeyboardInterrupt, GeneratorExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001  (a traceback a CLI user would see)
             run.out.append(Outcome(where, "bad", f"{type(exc).__name__}: {str(exc)[:300]}"))
             continue
         text = err.getvalue()

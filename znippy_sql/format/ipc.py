@@ -109,16 +109,50 @@ def checked_reader(buf: pa.Buffer, what: str, path: str | None,
 
 
 def read_schema(buf: pa.Buffer, what: str, path: str | None) -> pa.Schema:
-    """The schema message at the start of ``buf`` (the bytes of that message only)."""
+    """The schema message at the start of ``buf`` (the bytes of that message only), its
+    names and metadata valid UTF-8."""
     try:
-        return pa.ipc.read_schema(pa.BufferReader(buf))
+        schema = pa.ipc.read_schema(pa.BufferReader(buf))
     except ARROW_ERRORS as exc:
         raise FormatError(f"{what}: unreadable schema: {exc}", path=path) from None
+    problem = text_problem(schema)
+    if problem is not None:
+        raise FormatError(f"{what} {problem}", path=path)
+    return schema
+
+
+def text_problem(schema: pa.Schema) -> str | None:
+    """Column names and metadata (of the schema and of every field, nested ones included)
+    must be valid UTF-8: Python, DuckDB and Polars decode them (Polars panics otherwise)."""
+    def fields(items: list[pa.Field]) -> str | None:
+        for f in items:
+            try:
+                f.name  # noqa: B018  (decoding it is the check)
+                _decode(f.metadata)
+            except UnicodeDecodeError:
+                return "has a column name or column metadata that is not valid UTF-8"
+            inner = [f.type.field(i) for i in range(f.type.num_fields)]
+            problem = fields(inner) if inner else None
+            if problem is not None:
+                return problem
+        return None
+
+    try:
+        _decode(schema.metadata)
+    except UnicodeDecodeError:
+        return "has schema metadata that is not valid UTF-8"
+    return fields(list(schema))
+
+
+def _decode(meta: dict[bytes, bytes] | None) -> None:
+    for key, value in (meta or {}).items():
+        key.decode("utf-8")
+        value.decode("utf-8")
 
 
 def schema_problem(got: pa.Schema, want: pa.Schema | None,
                    check: SchemaCheck | None) -> str | None:
-    problem = names_problem(got)
+    problem = text_problem(got) or names_problem(got)
     if problem is not None:
         return problem
     if want is not None and not got.equals(want):

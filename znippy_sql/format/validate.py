@@ -13,7 +13,7 @@ implementation, called by every read path (``read/reader.py``, the DuckDB and Po
 - :func:`union_problem`: module columns of the same name have one type in every group.
 - :func:`rows_problem`: the unsigned values views and readers do arithmetic on are in range.
 - :func:`lookup_problem`: the lookup is sorted, each path once, its chunks ``0..n-1`` with
-  contiguous ``fdata_offset``s.
+  contiguous ``fdata_offset``s and, in a file of several chunks, none empty.
 """
 
 from __future__ import annotations
@@ -183,6 +183,13 @@ def lookup_problem(lookup: pa.Table) -> str | None:
     if n > 1:
         cont = (seq[1:] == seq[:-1] + 1) & (fdo[1:] == fdo[:-1] + usz[:-1])
         bad[1:] |= same[1:] & ~cont
+        # a file of several chunks has no empty one: every byte it holds is read
+        multi = same.copy()
+        multi[:-1] |= same[1:]
+        empty = multi & (usz == 0)
+        if empty.any():
+            return _row_problem(lookup, empty, "has an empty chunk in a file of several "
+                                               "chunks")
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         want_seq, want_off = (int(seq[i - 1]) + 1, int(fdo[i - 1]) + int(usz[i - 1])) \

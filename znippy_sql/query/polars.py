@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import polars as pl
 import pyarrow as pa
@@ -50,6 +50,7 @@ _CHUNK_GROUP_FIELDS = (pa.field("repo", pa.utf8(), nullable=False),
                        pa.field("module_name", pa.utf8(), nullable=False))
 _ARCHIVE = pa.field("archive", pa.utf8(), nullable=False)
 ArchiveLike = str | os.PathLike[str] | Archive
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -107,8 +108,9 @@ def _absent(archive: Archive, section: str) -> ZnippyError:
     return ZnippyError(f"the archive has no {section} section", path=archive.path)
 
 
-def _refused(archive: Archive, what: str, exc: Exception) -> FormatError:
-    return FormatError(f"{what}: Polars refused its rows: {str(exc)[:300]}", path=archive.path)
+def _refused(archive: Archive, what: str, exc: BaseException) -> FormatError:
+    return FormatError(f"{what}: Polars refused its rows: {str(exc)[:300]}",
+                       path=archive.path if archive is not None else None)
 
 
 def _polars_schema(schema: pa.Schema) -> pl.Schema:
@@ -116,12 +118,22 @@ def _polars_schema(schema: pa.Schema) -> pl.Schema:
 
 
 def _frame(archive: Archive, what: str, table: pa.Table) -> pl.DataFrame:
-    try:
-        df = pl.from_arrow(table)
-    except Exception as exc:  # Polars errors (and panics) on rows it cannot take
-        raise _refused(archive, what, exc) from None
+    df = _engine(archive, what, lambda: pl.from_arrow(table))
     assert isinstance(df, pl.DataFrame)
     return df
+
+
+def _engine(archive: Archive, what: str, fn: Callable[[], _T]) -> _T:
+    """Run a Polars call on our data; what it raises (or panics with: a pyo3 PanicException
+    is a BaseException) becomes a FormatError naming the archive and the section."""
+    try:
+        return fn()
+    except (KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except ZnippyError:
+        raise
+    except BaseException as exc:
+        raise _refused(archive, what, exc) from None  # type: ignore[arg-type]
 
 
 def _finish(frames: Iterator[pl.DataFrame], with_columns: list[str] | None,
@@ -200,7 +212,8 @@ class _GroupScan(_Pruned):
             self.group_names = {"repo", "pkg_type", "pkg_type_name", "module_name"}
         if many:
             self.group_names.add("archive")
-        self.pl_schema = _polars_schema(self.schema)
+        self.pl_schema = _engine(sources[0].archive if sources else None,  # type: ignore[arg-type]
+                                 section, lambda: _polars_schema(self.schema))
         self.sources = sources
 
     def lazy(self) -> pl.LazyFrame:
@@ -244,10 +257,8 @@ class _GroupScan(_Pruned):
                      and (needed is None or n in needed)]
             what = group_what(key)
             df = _frame(archive, what, part.select(names))
-            try:
-                yield df.cast({n: self.pl_schema[n] for n in names})  # type: ignore[arg-type]
-            except pl.exceptions.PolarsError as exc:
-                raise _refused(archive, what, exc) from None
+            yield _engine(archive, what, lambda: df.cast(
+                {n: self.pl_schema[n] for n in names}))  # type: ignore[arg-type]
 
     def source(self, with_columns: list[str] | None, predicate: pl.Expr | None,
                n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
@@ -330,7 +341,9 @@ class _TableScan(_Pruned):
     def lazy(self) -> pl.LazyFrame:
         from polars.io.plugins import register_io_source
 
-        return register_io_source(self.source, schema=_polars_schema(self.schema),
+        schema = _engine(self.sources[0].archive, self.section,
+                         lambda: _polars_schema(self.schema))
+        return register_io_source(self.source, schema=schema,
                                   explain_name=f"znippy {self.section}")
 
     def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:

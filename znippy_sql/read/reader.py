@@ -376,6 +376,9 @@ class Archive:
             if chunk.chunk_seq != r - row or chunk.fdata_offset != offset:
                 raise FormatError(f"{path!r}: chunk {chunk.chunk_seq} at {chunk.fdata_offset}, "
                                   f"expected chunk {r - row} at {offset}", path=self.path)
+            if chunk.uncompressed_size == 0 and end - row > 1:
+                raise FormatError(f"{path!r}: chunk {chunk.chunk_seq} of {end - row} is empty",
+                                  path=self.path)
             offset += chunk.uncompressed_size
             chunks.append(chunk)
         return FileInfo(path, row, tuple(chunks))
