@@ -43,7 +43,7 @@ VIEW_COLUMNS = frozenset({
     *BASE_NAMES, "pkg_type", "pkg_type_name", "repo", "module", "module_name", "size",
     "stored_size", "chunks", "digest", "archive", "content",
 })
-_MODULE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\Z")
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 #: The Arrow types a module column may have.
 MODULE_TYPES: frozenset[pa.DataType] = frozenset({
     pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(),
@@ -94,8 +94,8 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
             return f"has a second column named {f.name!r}"
         seen.add(low)
         if len(f.name) > MAX_NAME or not _MODULE_NAME.match(f.name):
-            return (f"has a module column named {f.name[:MAX_NAME]!r} (expected "
-                    "<module>_<name>, ASCII letters, digits and '_')")
+            return (f"has a module column named {f.name[:MAX_NAME]!r} (expected ASCII "
+                    f"letters, digits and '_', at most {MAX_NAME})")
         if f.type not in MODULE_TYPES:
             return f"has module column {f.name!r} of type {f.type}, which is not accepted"
     return schema_metadata(schema)[1]
