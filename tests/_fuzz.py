@@ -1,7 +1,8 @@
 """Mutations of real archives for the fuzz campaign (``tests/test_fuzz.py``, ``bench/fuzz.py``).
 
 A case is (base archive, mutation class, seed): deterministic bytes, run through every read path
-(``_readpaths.every_read_path``). Base archives are written by this project's writer; the
+(``_readpaths.every_read_path``). Base archives are written by this project's writer and by
+``rust_layout`` (the Rust tool's layout, written in Python by the Rust-reader tests); the
 mutations work on their bytes with pyarrow/blake3/ducer only (``_splice``):
 
 - ``flip``: 1-4 byte flips in the tail, the manifest's section digests left as they were
@@ -56,8 +57,9 @@ def _text(n: int, seed: int) -> bytes:
 
 
 def base_archives(work: Path) -> list[Base]:
-    """The archives every mutation starts from: plain (two groups, a three-chunk file,
-    ``__meta__``), signed, and typed (module columns)."""
+    """The archives every mutation starts from: the Rust tool's CLI layout (with two plugin
+    columns), plain (two groups, a three-chunk file, ``__meta__``), signed, and typed
+    (module columns)."""
     from znippy_sql import Entry, write_archive
 
     work.mkdir(parents=True, exist_ok=True)
@@ -68,6 +70,12 @@ def base_archives(work: Path) -> list[Base]:
     typed = {"pkgs/foo-1.0-py3-none-any.whl": _text(900, 11),
              "pkgs/bar-2.1.tar.gz": bytes(range(200)), "README.md": _text(400, 12)}
     out = []
+    import rust_layout
+
+    rust = work / "rust.znippy"  # the Rust tool's CLI layout: no lookup, no trie, unaligned
+    rust_layout.write_cli(rust, files, cores=2, ext_fields=("group_id", "version"),
+                          ext={"src/f0.txt": {"group_id": "g", "version": "1"}})
+    out.append(Base("rust", rust.read_bytes(), dict(files)))
     for name, source, extra in (("plain", files, {"meta": {"k": "v"}}),
                                 ("signed", files, {"signer": _signer()}),
                                 ("typed", typed, {"pkg_type": "auto"})):
@@ -156,7 +164,8 @@ def _rows(data: bytes, secs: dict[str, bytes], rng: random.Random) -> tuple[byte
     groups = [n for n in secs if not n.startswith("__")]
     target = rng.choice(groups)
     sub = pa.ipc.open_stream(pa.py_buffer(secs[target])).read_all()
-    lk = pa.ipc.open_stream(pa.py_buffer(secs["__lookup__"])).read_all()
+    lk = pa.ipc.open_stream(pa.py_buffer(secs.get("__lookup__", secs[target]))).read_all()
+    has_lookup = "__lookup__" in secs  # not in the Rust tool's layout
     sub_rows, lk_rows = sub.to_pylist(), lk.to_pylist()
     what = []
     for _ in range(rng.randint(1, 3)):
@@ -190,6 +199,8 @@ def _rows(data: bytes, secs: dict[str, bytes], rng: random.Random) -> tuple[byte
     replace = {}
     try:
         replace[target] = stream(pa.Table.from_pylist(sub_rows, schema=sub.schema))
+        if not has_lookup:
+            return rebuild(data, replace), "rows " + "; ".join(what)
         table = pa.Table.from_pylist(lk_rows, schema=lk.schema)
         replace["__lookup__"] = stream(table)
         if rng.random() < 0.5:  # the trie rebuilt to match the lookup, as a forger would

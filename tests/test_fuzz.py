@@ -61,7 +61,7 @@ _SETTINGS = settings(max_examples=400, deadline=None, derandomize=True, database
 
 
 @_SETTINGS
-@given(which=st.integers(0, 2), kind=st.sampled_from(MUTATIONS), seed=st.integers(0, 2**32))
+@given(which=st.integers(0, 3), kind=st.sampled_from(MUTATIONS), seed=st.integers(0, 2**32))
 def test_fuzz_every_read_path(bases: list[Base], scratch: Path, which: int, kind: str,
                               seed: int) -> None:
     if _over_budget(0.7):
@@ -70,7 +70,7 @@ def test_fuzz_every_read_path(bases: list[Base], scratch: Path, which: int, kind
 
 
 @_SETTINGS
-@given(which=st.integers(0, 2), seed=st.integers(0, 2**32))
+@given(which=st.integers(0, 3), seed=st.integers(0, 2**32))
 def test_fuzz_structured_lies(bases: list[Base], scratch: Path, which: int, seed: int) -> None:
     """Lying rows and added columns with the digests recomputed: only the reader's own checks
     stand between them and DuckDB or Polars."""
