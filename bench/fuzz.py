@@ -159,7 +159,7 @@ def _report(args: argparse.Namespace, results: list[dict[str, object]], seconds:
     for r in results:
         paths.update(r["paths"])  # type: ignore[arg-type]
         by_kind[str(r["kind"])][str(r["worst"])] += 1
-    bad = [r for r in results if r["worst"] in ("crash", "hang", "wrong", "bad")]
+    bad = [r for r in results if r["worst"] in ("crash", "hang", "wrong", "bad", "harness")]
     (args.out / "not-clean.jsonl").write_text("".join(json.dumps(r) + "\n" for r in bad))
     lines = [
         f"Command: `.venv/bin/python bench/fuzz.py --seconds {args.seconds:g} --workers "

@@ -51,8 +51,15 @@ class ArchiveFile(io.RawIOBase):
             self._cached = (i, data)
         return self._cached[1]
 
+    def _empty(self) -> None:
+        """An empty file's one chunk is still decoded and checked once (a frame that declares
+        0 bytes may hold more: the index would lie), before end of file is reported."""
+        if self._size == 0 and self._cached is None:
+            self._chunk(0)
+
     def readinto(self, buffer: "memoryview | bytearray") -> int:  # type: ignore[override]
         """Fill ``buffer`` across chunk boundaries; short only at end of file."""
+        self._empty()
         out = memoryview(buffer).cast("B")
         done = 0
         while done < len(out) and self._pos < self._size:
@@ -68,6 +75,7 @@ class ArchiveFile(io.RawIOBase):
         return done
 
     def readall(self) -> bytes:
+        self._empty()
         parts = []
         while self._pos < self._size:
             i = bisect.bisect_right(self._starts, self._pos) - 1
