@@ -112,7 +112,8 @@ def campaign(args: argparse.Namespace) -> None:
     stop = started + args.seconds
 
     def more() -> bool:
-        return time.monotonic() < stop and (args.cases is None or next_seed < args.seed + args.cases)
+        return time.monotonic() < stop and (args.cases is None
+                                            or next_seed < args.seed + args.cases)
 
     for w in workers:
         if more():

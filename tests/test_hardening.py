@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
-import polars as pl
 import pyarrow as pa
 import pytest
 from _readpaths import PATHS, Outcome, bad, every_read_path

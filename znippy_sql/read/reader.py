@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..format import codec
-from ..errors import ChecksumError, CodecError, FormatError, NotFoundError, ZnippyError
+from ..errors import ChecksumError, CodecError, FormatError, NotFoundError
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts

@@ -24,7 +24,8 @@ import pyarrow as pa
 from ..errors import FormatError, UnsafePathError, ZnippyError
 from ..format.paths import check_relative_path
 from .reader import Chunk, fst_call, group_what
-from ..format.schema import BASE_NAMES, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey
+from ..format.schema import (BASE_NAMES, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE,
+                             GroupKey)
 from ..format.lookup import build_lookup
 from ..format.validate import duplicate_paths
 
