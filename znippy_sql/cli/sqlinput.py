@@ -2,13 +2,14 @@
 stdin), a last argument ``-`` (stdin), piped stdin when no SQL is given, or, when stdin is a
 terminal and no SQL is given, a prompt (statements end with ``;``, Ctrl-D leaves).
 
-The last argument is SQL unless it names an existing file (then every argument is an
-archive and the SQL comes from elsewhere).
+The last argument is SQL unless it names an existing file or is a glob that matches one (then
+every argument is an archive and the SQL comes from elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -27,7 +28,7 @@ def split_args(args: argparse.Namespace) -> tuple[list[str], str | None]:
         return positional, _read(sql_file)
     if positional and positional[-1] == "-":
         return positional[:-1], _read("-")
-    if positional and not os.path.exists(positional[-1]):
+    if positional and not _names_archives(positional[-1]):
         return positional[:-1], positional[-1]
     stdin = sys.stdin
     if stdin is not None and stdin.isatty():
@@ -36,6 +37,13 @@ def split_args(args: argparse.Namespace) -> tuple[list[str], str | None]:
     if not text.strip():
         raise ZnippyError("no query: give it as the last argument, with -f FILE, or on stdin")
     return positional, text
+
+
+def _names_archives(text: str) -> bool:
+    """An existing file, or a glob (``dumps/*.znippy``) that matches one: an archive argument."""
+    if os.path.exists(text):
+        return True
+    return any(c in text for c in "*?[") and bool(glob.glob(text))
 
 
 def _read(name: str) -> str:
