@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from znippy_sql import open_archive, write_archive
@@ -13,7 +14,10 @@ def test_the_output_and_its_staging_files_are_never_inputs(tmp_path: Path, capsy
     src = tmp_path / "selfsrc"
     (src / "pkg").mkdir(parents=True)
     (src / "pkg" / "a.py").write_text("a = 1\n")
-    (src / ".self.znippy.znippy-staging-999-dead").write_bytes(b"left by a crashed run")
+    # a sibling of a live process (this one): a dead one's is removed by the next write to
+    # the name (test_hardening_write), a live one's is left alone, and never read as input
+    staged = f".self.znippy.znippy-staging-{os.getpid()}-dead"
+    (src / staged).write_bytes(b"another writer's work in progress")
     out = src / "self.znippy"
     for _ in range(2):  # the second run finds the first run's archive in SRC
         assert main(["create", str(src), "-o", str(out), "--no-posix"]) == 0
@@ -35,8 +39,7 @@ def test_the_output_and_its_staging_files_are_never_inputs(tmp_path: Path, capsy
     other = tmp_path / "other.znippy"
     write_archive(other, src)
     with open_archive(other) as a:
-        assert sorted(a.select()) == [".self.znippy.znippy-staging-999-dead", "pkg/a.py",
-                                      "pkg/b.py", "self.znippy"]
+        assert sorted(a.select()) == [staged, "pkg/a.py", "pkg/b.py", "self.znippy"]
 
 
 # -- POSIX facts (item 8) ---------------------------------------------------------------------
