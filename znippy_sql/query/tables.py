@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,19 +83,21 @@ class ArrowPart:
         self.schema = schema
         self._load = load
         self._table: pa.Table | None = None
+        self._lock = threading.Lock()  # DuckDB may scan one source from two threads at once
         self.stamp = stamp
         self.what = what
 
     def table(self) -> pa.Table:
         if self.stamp is not None:
             self.stamp.check()
-        if self._table is None:
-            table = self._load()
-            if not table.schema.equals(self.schema):
-                raise FormatError(f"{self.what}: its schema changed since it was registered",
-                                  path=self.stamp.path if self.stamp else None)
-            self._table = table
-        return self._table
+        with self._lock:
+            if self._table is None:
+                table = self._load()
+                if not table.schema.equals(self.schema):
+                    raise FormatError(f"{self.what}: its schema changed since it was "
+                                      "registered", path=self.stamp.path if self.stamp else None)
+                self._table = table
+            return self._table
 
     def __arrow_c_schema__(self) -> Any:
         return self.schema.__arrow_c_schema__()
