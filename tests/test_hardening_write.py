@@ -296,3 +296,20 @@ def _verify_help(capsys: pytest.CaptureFixture[str]) -> str:
     with pytest.raises(SystemExit):
         main(["verify", "--help"])
     return capsys.readouterr().out
+
+
+def test_damaged_meta_is_refused_where_posix_facts_are_read(good: bytes, tmp_path: Path
+                                                            ) -> None:
+    """Found by bench/fuzz.py (seed 204620): a flipped byte of a column name in __meta__ gave
+    ``KeyError: 'Field "value" does not exist'`` from extract, ls and cat, which read the
+    POSIX facts there. The section's schema is checked first: a FormatError naming it."""
+    meta = pa.table({"relative_path": ["a.txt"], "key": ["posix.mode"], "valuf": ["33188"]})
+    path = tmp_path / "posix.znippy"
+    path.write_bytes(rebuild(good, {"__meta__": stream(meta)}))
+    with open_archive(path) as a:
+        with pytest.raises(FormatError, match="posix.znippy: __meta__ has schema"):
+            a.extract(tmp_path / "out")
+    from znippy_sql.cli import main
+
+    for args in (["ls", "-l", str(path)], ["extract", str(path), "-o", str(tmp_path / "o")]):
+        assert main(args) == 2

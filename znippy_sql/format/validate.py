@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from .kernels import call_function, one_array
-from .schema import BASE_FIELDS, BASE_NAMES, LOOKUP_SCHEMA, GroupKey
+from .schema import BASE_FIELDS, BASE_NAMES, LOOKUP_SCHEMA, META_SCHEMA, GroupKey
 
 #: The largest chunk a reader decodes [fixed here]: a frame's declared size is an untrusted
 #: length, so it is capped before anything is allocated for it. Writers cut at 10 MiB.
@@ -196,6 +196,19 @@ def lookup_problem(lookup: pa.Table) -> str | None:
             if same[i] else (0, 0)
         return (f"holds {paths[i].as_py()!r}: chunk {int(seq[i])} at {int(fdo[i])}, expected "
                 f"chunk {want_seq} at {want_off}")
+    return None
+
+
+def meta_problem(table: object) -> str | None:
+    """What keeps a ``__meta__`` section from being read as facts: the names and types of
+    ``META_SCHEMA`` (``key``/``value`` may be declared nullable, a table given to the writer
+    is stored as given, but hold no nulls)."""
+    if not isinstance(table, pa.Table) or [(f.name, f.type) for f in table.schema] != [
+            (f.name, f.type) for f in META_SCHEMA]:
+        got = table.schema if isinstance(table, pa.Table) else "raw bytes"
+        return f"has schema {got}, expected {META_SCHEMA}"
+    if table.column("key").null_count or table.column("value").null_count:
+        return ": a fact without a key or a value"
     return None
 
 

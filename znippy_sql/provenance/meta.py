@@ -26,6 +26,7 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from ..format.paths import check_relative_path
 from ..format.schema import META, META_SCHEMA
+from ..format.validate import meta_problem
 from ..format.sections import ReservedSection
 
 if TYPE_CHECKING:
@@ -121,14 +122,9 @@ def read_meta(archive: "Archive") -> pa.Table | None:
     if not archive.has_section(META):
         return None
     table = archive.section(META)
-    # names and types exactly; key and value may be declared nullable (a table given to the
-    # writer as such is stored as given) but hold no nulls
-    if not isinstance(table, pa.Table) or [(f.name, f.type) for f in table.schema] != [
-            (f.name, f.type) for f in META_SCHEMA]:
-        got = table.schema if isinstance(table, pa.Table) else "raw bytes"
-        raise FormatError(f"{META} has schema {got}, expected {META_SCHEMA}", path=archive.path)
-    if table.column("key").null_count or table.column("value").null_count:
-        raise FormatError(f"{META}: a fact without a key or a value", path=archive.path)
+    problem = meta_problem(table)
+    if problem is not None:
+        raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)
     return table
 
 

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from ..errors import FormatError
 from ..format.kernels import call_function, filter_by
 from ..format.schema import META
+from ..format.validate import meta_problem
 
 if TYPE_CHECKING:
     from .reader import Archive
@@ -45,8 +47,9 @@ def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
     if not archive.has_section(META):
         return None
     table = archive.section(META)
-    if not isinstance(table, pa.Table) or "key" not in table.schema.names:
-        return None
+    problem = meta_problem(table)
+    if problem is not None:  # damaged facts are not guessed at
+        raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)
     mask = call_function("is_in", [table.column("key")],
                          _set_lookup(pa.array(keys, pa.utf8())))
     return filter_by(table, mask)
