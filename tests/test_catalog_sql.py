@@ -43,7 +43,7 @@ QUERIES = [
     "WITH x AS (SELECT * FROM files WHERE repo = 'r2') SELECT count(*) n FROM x "
     "WHERE size > 0",
     "SELECT (SELECT count(*) FROM files WHERE repo = 'r0') a, count(*) b FROM files",
-    "SELECT f FROM files f WHERE repo = 'r1' ORDER BY f.relative_path",
+    "SELECT f FROM files f WHERE repo = 'r1' ORDER BY f.relative_path, f.archive_uri",
     "SELECT COLUMNS('maven_.*') FROM files WHERE pkg_type = 1 ORDER BY ALL",
     "SELECT REPO, count(*) n FROM FILES WHERE Repo = 'r1' GROUP BY ALL",
     "SELECT relative_path, len(chunks) c FROM files WHERE size BETWEEN 2 AND 60 ORDER BY ALL",
