@@ -677,10 +677,24 @@ def _decoded(archive: "Archive", path: str, chunks: Iterable["Chunk"]
              ) -> Iterator[tuple["Chunk", bytes | memoryview]]:
     """Each chunk and its checked bytes; a big blob's mapped pages are dropped once the caller
     has written it (when it asks for the next)."""
+    batch: list["Chunk"] = []
+    held = 0
     for chunk in chunks:
+        if chunk.blob_size < RELEASE_BYTES:  # small chunks (a cut jar): decoded in batches
+            batch.append(chunk)
+            held += chunk.uncompressed_size
+            if held < WRITEV_BYTES and len(batch) < WRITEV_PIECES:
+                continue
+            yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+            batch, held = [], 0
+            continue
+        if batch:
+            yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+            batch, held = [], 0
         yield chunk, archive.chunk_view(path, chunk, verify=True)
-        if chunk.blob_size >= RELEASE_BYTES:
-            archive.source.release(chunk.blob_offset, chunk.blob_size)
+        archive.source.release(chunk.blob_offset, chunk.blob_size)
+    if batch:
+        yield from zip(batch, archive.chunk_views(path, batch, verify=True))
 
 
 def _write_run(archive: "Archive", part: _Part) -> int:
