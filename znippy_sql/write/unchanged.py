@@ -2,8 +2,8 @@
 
 An append (or a store add) of a tree it holds already would otherwise compress and store every
 file again and leave the old blobs dead. A file is unchanged when its path is stored in the
-same group, and its bytes, cut into chunks as the writer cuts them (``block_size`` pieces),
-have the stored chunks' sizes and BLAKE3 checksums. Reading and hashing is what compression
+same group, and its bytes, cut where the stored chunks are cut (``block_size`` pieces, or a
+zip's entry boundaries when dedup cut it), have the stored chunks' BLAKE3 checksums. Reading and hashing is what compression
 would cost at least, and BLAKE3 runs at several GB/s: cheap next to compressing again.
 """
 
@@ -17,14 +17,6 @@ import blake3
 from .source import Entry
 
 
-def chunk_sizes(size: int, block_size: int) -> list[int]:
-    """The chunk sizes the writer cuts a ``size``-byte file into (an empty file: one)."""
-    if size == 0:
-        return [0]
-    full, rest = divmod(size, block_size)
-    return [block_size] * full + ([rest] if rest else [])
-
-
 def same_content(entry: Entry, sizes: Sequence[int], checksums: Sequence[bytes], *,
                  block_size: int) -> bool:
     """Whether ``entry``'s bytes have exactly these chunk ``sizes`` and ``checksums``."""
@@ -32,7 +24,11 @@ def same_content(entry: Entry, sizes: Sequence[int], checksums: Sequence[bytes],
         size = entry.size()
     except Exception:  # noqa: BLE001  (unreadable: the writer reports it when it reads)
         return False
-    if list(sizes) != chunk_sizes(size, block_size):
+    # the stored cuts must tile the file (fixed pieces, or a cut zip's spans: any boundaries)
+    if size == 0:
+        if list(sizes) != [0]:
+            return False
+    elif sum(sizes) != size or not all(0 < n <= block_size for n in sizes):
         return False
     if entry.data is not None:
         view = memoryview(entry.data)
