@@ -74,7 +74,8 @@ def as_table(result: Any) -> pa.Table:
 
 
 def extract_result(cat: "Catalog", result: Any, dest: str, *, flat: bool = False,
-                   workers: int | None = None) -> CatalogExtractReport:
+                   workers: int | None = None,
+                   open_options: Mapping[str, Any] | None = None) -> CatalogExtractReport:
     t0 = time.perf_counter()
     table = as_table(result)
     for col in ("archive_uri", "relative_path"):
@@ -90,7 +91,7 @@ def extract_result(cat: "Catalog", result: Any, dest: str, *, flat: bool = False
         prefix = "" if flat else stem(uri) + "/"
         report.archives += 1
         try:
-            archive = open_archive(uri)
+            archive = open_archive(uri, **dict(open_options or {}))
         except (ZnippyError, OSError) as exc:
             why = exc.problem if isinstance(exc, ZnippyError) else str(exc)
             report.failed.update({f"{uri}:{p}": f"cannot open the archive: {why}"

@@ -251,17 +251,20 @@ class Catalog:
         return {name: scan.describe() for name, scan in plan_query(self, query).items()}
 
     def extract(self, result: Any, dest: PathLike, *, flat: bool = False,
-                workers: int | None = None) -> Any:
-        """Extract the files of a query result (``archive_uri``, ``relative_path``)."""
+                workers: int | None = None,
+                open_options: Mapping[str, Any] | None = None) -> Any:
+        """Extract the files of a query result (``archive_uri``, ``relative_path``);
+        ``open_options`` go to each ``open_archive`` (``storage_options``, ``cache``)."""
         from .extract import extract_result
 
-        return extract_result(self, result, os.fspath(dest), flat=flat, workers=workers)
+        return extract_result(self, result, os.fspath(dest), flat=flat, workers=workers,
+                              open_options=open_options)
 
-    def verify(self) -> Any:
+    def verify(self, *, open_options: Mapping[str, Any] | None = None) -> Any:
         """Every archive's tail against the catalog's rows (see :mod:`.verify`)."""
         from .verify import verify_catalog
 
-        return verify_catalog(self)
+        return verify_catalog(self, open_options=open_options)
 
     def __repr__(self) -> str:
         return f"<Catalog {self.name}.{self.namespace} in {self.warehouse!r}>"

@@ -12,7 +12,8 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import blake3
 import pyarrow as pa
@@ -48,7 +49,8 @@ class VerifyReport:
         return not self.drift
 
 
-def verify_catalog(cat: "Catalog") -> VerifyReport:
+def verify_catalog(cat: "Catalog", *, open_options: Mapping[str, Any] | None = None
+                   ) -> VerifyReport:
     t0 = time.perf_counter()
     report = VerifyReport()
     records = cat.archives()
@@ -59,14 +61,15 @@ def verify_catalog(cat: "Catalog") -> VerifyReport:
     for rec in records.to_pylist():
         uri = rec["archive_uri"]
         mine = by_uri.pop(uri, None)
-        report.drift.extend(_check(uri, rec, mine))
+        report.drift.extend(_check(uri, rec, mine, dict(open_options or {})))
     for uri, t in sorted(by_uri.items()):
         report.drift.append(Drift(uri, "orphans", f"{t.num_rows} files rows, no archives row"))
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _check(uri: str, rec: dict, mine: pa.Table | None) -> list[Drift]:
+def _check(uri: str, rec: dict, mine: pa.Table | None, open_options: dict[str, Any]
+           ) -> list[Drift]:
     out: list[Drift] = []
     count = 0 if mine is None else mine.num_rows
     if count != rec["files"]:
@@ -83,7 +86,7 @@ def _check(uri: str, rec: dict, mine: pa.Table | None) -> list[Drift]:
                              f"digest (first: {bad[0]!r})"))
     try:
         ident = local_identity(uri)
-        now = read_rows(uri, identity=ident)
+        now = read_rows(uri, identity=ident, open_options=open_options)
     except ZnippyError as exc:
         return [*out, Drift(uri, "missing", exc.problem)]
     if (now.size, now.etag_or_mtime) != (rec["size"], rec["etag_or_mtime"]):
