@@ -94,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _configure_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """The command's ``--storage-option`` and ``--no-cache`` for every remote open it makes."""
     given = getattr(args, "storage_options", [])
+    if not given and not getattr(args, "no_cache", False):
+        return  # the defaults stand; a local archive needs none of the remote code
     from ..remote import configure
     from ..remote.url import parse_option
 
