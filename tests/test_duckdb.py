@@ -375,7 +375,7 @@ def test_oid_index_layout_and_bad_bytes() -> None:
     bad = {
         "shorter than": good[:100],
         "bad magic": patched(0, b"NOTGITOI"),
-        "unsupported version": patched(8, st.pack("<I", 2)),
+        "unsupported version": patched(8, st.pack("<I", 3)),
         "neither 20 nor 32": patched(12, st.pack("<I", 24)),
         "cannot hold": patched(16, st.pack("<Q", 4)),
         "strictly ascending": patched(oid_at, OIDS[2]),
@@ -387,3 +387,30 @@ def test_oid_index_layout_and_bad_bytes() -> None:
             decode_oid_index(data, path="x.znippy")
     with pytest.raises(FormatError, match="past the lookup"):
         decode_oid_index(good, lookup_rows=1)
+
+
+def test_oid_index_version_2_carries_the_position_order() -> None:
+    import struct as st
+
+    from znippy_sql import FormatError
+    from znippy_sql.format.gitindex import FIXED_LEN, OidIndex, decode_oid_index
+
+    rows = [(OIDS[0], 0, 12, 1), (OIDS[1], 1, 400, 3), (OIDS[2], 0, 99, 2)]
+    positions = [OIDS[1], OIDS[2], OIDS[0]]
+    good = encode_oid_index(rows, positions=positions)
+    assert len(good) == FIXED_LEN + 3 * (17 + 20)
+    assert st.unpack_from("<IIQ", good, 8) == (2, 20, 3)
+    index = OidIndex(good)
+    ordinal = {o: i for i, o in enumerate(sorted(OIDS))}
+    assert index.order.tolist() == [ordinal[o] for o in positions]
+    assert [index.oid(i) for i in range(3)] == sorted(OIDS)
+    assert index.find(OIDS[1]) == ordinal[OIDS[1]]
+    assert index.types.tolist() == [1, 2, 3]  # by oid: OIDS sorted are 0x10.., 0x33.., ...
+    t = decode_oid_index(good)
+    assert t.column("offset").to_pylist() == [12, 99, 400]
+    at = FIXED_LEN + 3 * 12
+    twice = good[:at] + st.pack("<3I", 0, 0, 1) + good[at + 12:]
+    with pytest.raises(FormatError, match="not a permutation"):
+        decode_oid_index(twice, path="x.znippy")
+    with pytest.raises(ValueError, match="every object id once"):
+        encode_oid_index(rows, positions=positions[:2])

@@ -221,7 +221,7 @@ def test_import_matches_git(repo: Repo, archive: Path) -> None:
     gens = dict(con.execute("SELECT lower(hex(oid)), generation FROM g_git_commits").fetchall())
     tips = set(repo.commits()) - {p for ln in repo.git("log", "--all", "--format=%P")
                                   .splitlines() for p in ln.split()}
-    assert stored == {c for c, g in gens.items() if g % 32 == 0 or c in tips}
+    assert tips <= stored == set(gens)  # under 100 commits git's selection takes each
     tag = refs["refs/tags/tagtag"]
     assert con.execute("SELECT type, content FROM git_cat('g', ?)", [tag]).fetchall() == [
         ("tag", repo.raw("cat-file", "tag", tag))]
@@ -243,16 +243,14 @@ def test_polars_sections_equal_the_duckdb_views(archive: Path) -> None:
     assert set(objects["type_name"]) == {"commit", "tree", "blob", "tag"}
 
 
-def test_one_pack_mode_and_thinned_bitmaps(repo: Repo, tmp_path: Path) -> None:
+def test_one_pack_mode_and_every_bitmap(repo: Repo, tmp_path: Path) -> None:
     out = tmp_path / "one.znippy"
-    import_repository(repo.path, out, mode="one-pack", bitmap_every=3)
+    import_repository(repo.path, out, mode="one-pack")
     with open_archive(out) as a:
         assert a.lookup.num_rows == 1
-        stored = a.section("__gunnar_reach__").num_rows
-    assert 0 < stored < len(repo.commits())
     check_against_git(repo, out)
     every = tmp_path / "every.znippy"
-    import_repository(repo.path, every, bitmap_every=1)
+    import_repository(repo.path, every, walk_bound=0)
     with open_archive(every) as a:
         assert a.section("__gunnar_reach__").num_rows == len(repo.commits())
     check_against_git(repo, every, rev_list_every=2)

@@ -54,7 +54,7 @@ def check_every_commit(repo: Path, archive: Path) -> None:
         assert reach == listed, c
 
 
-@pytest.mark.parametrize("name", ["golden-git-v1.znippy"])
+@pytest.mark.parametrize("name", ["golden-git-v1.znippy", "golden-git-v2.znippy"])
 def test_golden_git_archive_reads_like_git(golden_repo: Path, name: str) -> None:
     check_every_commit(golden_repo, DATA / name)
     with open_archive(DATA / name) as a:

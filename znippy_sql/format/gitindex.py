@@ -16,14 +16,19 @@ aligned to its element size)::
     1056 + (12+L)N    N           type:     u8[N], git object type after delta resolution
                                             (1 commit, 2 tree, 3 blob, 4 tag)
 
-An object's *ordinal* is its position in oid order; ``__gunnar_reach__`` bitmaps count in
-ordinals. The section is exactly ``1056 + N * (13 + oid_len)`` bytes long.
+Version 2 inserts, after ``pack_row``, ``order: u32[N]`` (``order[p]`` = the ordinal of the
+object at bitmap *position* p, a permutation) and shifts ``oid`` and ``type`` by 4N.
+
+An object's *ordinal* is its position in oid order. ``__gunnar_reach__`` bitmaps count in
+ordinals (version 1) or in positions (version 2: a traversal order in which reachable sets
+are runs). The section is exactly ``1056 + N * (13 + oid_len)`` bytes long (version 1), or
+``1056 + N * (17 + oid_len)`` (version 2).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +37,8 @@ from ..errors import FormatError
 
 MAGIC = b"ZNGITOID"
 VERSION = 1
+#: version 2 carries ``order`` (position → ordinal): bitmaps count positions
+VERSIONS = (1, 2)
 HEADER = struct.Struct("<8sIIQQ")  # magic, version, oid_len, count, reserved
 FANOUT_LEN = 256 * 4
 FIXED_LEN = HEADER.size + FANOUT_LEN  # 1056
@@ -40,9 +47,10 @@ OID_LENS = (20, 32)
 TYPE_NAMES = {1: "commit", 2: "tree", 3: "blob", 4: "tag"}
 
 
-def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len: int = 20
-                     ) -> bytes:
-    """``(oid, pack_row, offset, type)`` tuples → the section bytes (sorted by oid here)."""
+def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len: int = 20,
+                     positions: Sequence[bytes] | None = None) -> bytes:
+    """``(oid, pack_row, offset, type)`` tuples → the section bytes (sorted by oid here).
+    ``positions``: every oid once, in bitmap position order → version 2 with ``order``."""
     if oid_len not in OID_LENS:
         raise ValueError(f"oid_len must be 20 or 32, not {oid_len}")
     rows = sorted(objects, key=lambda o: o[0])
@@ -57,11 +65,18 @@ def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len:
     fanout = np.zeros(256, dtype="<u4")
     for oid, *_ in rows:
         fanout[oid[0]] += 1
+    order = b""
+    if positions is not None:
+        ordinal = {r[0]: i for i, r in enumerate(rows)}
+        if len(positions) != n or len(set(positions)) != n or not set(positions) <= ordinal.keys():
+            raise ValueError("positions must list every object id once")
+        order = np.array([ordinal[o] for o in positions], dtype="<u4").tobytes()
     parts = [
-        HEADER.pack(MAGIC, VERSION, oid_len, n, 0),
+        HEADER.pack(MAGIC, 1 if positions is None else 2, oid_len, n, 0),
         np.cumsum(fanout, dtype="<u4").tobytes(),
         np.array([r[2] for r in rows], dtype="<u8").tobytes(),
         np.array([r[1] for r in rows], dtype="<u4").tobytes(),
+        order,
         b"".join(r[0] for r in rows),
         bytes(r[3] for r in rows),
     ]
@@ -79,8 +94,8 @@ def objects_schema(oid_len: int = 20) -> pa.Schema:
     ])
 
 
-def _header(buf: memoryview, path: str | None) -> tuple[int, int, np.ndarray]:
-    """``(oid_len, count, fanout)`` after the O(1) checks: size, magic, version, lengths and
+def _header(buf: memoryview, path: str | None) -> tuple[int, int, np.ndarray, int]:
+    """``(oid_len, count, fanout, version)`` after the O(1) checks: size, magic, version, lengths and
     a cumulative fanout that ends at the count."""
     size = len(buf)
 
@@ -92,17 +107,17 @@ def _header(buf: memoryview, path: str | None) -> tuple[int, int, np.ndarray]:
     magic, version, oid_len, count, _reserved = HEADER.unpack_from(buf, 0)
     if magic != MAGIC:
         raise bad(f"bad magic {bytes(magic)!r}")
-    if version != VERSION:
+    if version not in VERSIONS:
         raise bad(f"unsupported version {version}")
     if oid_len not in OID_LENS:
         raise bad(f"oid length {oid_len} is neither 20 nor 32")
-    per = 13 + oid_len
+    per = 13 + oid_len + (4 if version == 2 else 0)
     if (size - FIXED_LEN) % per or (size - FIXED_LEN) // per != count:
         raise bad(f"{size} bytes cannot hold {count} objects of {per} bytes")
     fanout = np.frombuffer(buf, dtype="<u4", count=256, offset=HEADER.size)
     if bool((fanout[1:] < fanout[:-1]).any()) or int(fanout[-1]) != count:
         raise bad("fanout table is not cumulative or does not end at the object count")
-    return int(oid_len), int(count), fanout
+    return int(oid_len), int(count), fanout, int(version)
 
 
 class OidIndex:
@@ -112,14 +127,18 @@ class OidIndex:
 
     def __init__(self, data: memoryview | bytes, *, path: str | None = None) -> None:
         self.buf = memoryview(data).cast("B")
-        self.oid_len, self.count, fanout = _header(self.buf, path)
+        self.oid_len, self.count, fanout, self.version = _header(self.buf, path)
         self.fanout = fanout.tolist()
         n = self.count
-        self._oids_at = FIXED_LEN + 12 * n
+        extra = 4 * n if self.version == 2 else 0
+        self._oids_at = FIXED_LEN + 12 * n + extra
         self.offsets = np.frombuffer(self.buf, dtype="<u8", count=n, offset=FIXED_LEN)
         self.pack_rows = np.frombuffer(self.buf, dtype="<u4", count=n, offset=FIXED_LEN + 8 * n)
+        #: position → ordinal (version 2), or ``None``: bitmaps count ordinals
+        self.order = (np.frombuffer(self.buf, dtype="<u4", count=n, offset=FIXED_LEN + 12 * n)
+                      if extra else None)
         self.types = np.frombuffer(self.buf, dtype=np.uint8, count=n,
-                                   offset=FIXED_LEN + (12 + self.oid_len) * n)
+                                   offset=self._oids_at + self.oid_len * n)
 
     def oid(self, ordinal: int) -> bytes:
         at = self._oids_at + ordinal * self.oid_len
@@ -171,12 +190,18 @@ def decode_oid_index(data: memoryview | bytes, *, lookup_rows: int | None = None
     def bad(why: str) -> FormatError:
         return FormatError(f"__gunnar_oid__: {why}", path=path)
 
-    oid_len, n, fanout = _header(buf, path)
+    oid_len, n, fanout, version = _header(buf, path)
     at = FIXED_LEN
     offsets = np.frombuffer(buf, dtype="<u8", count=n, offset=at)
     at += 8 * n
     pack_rows = np.frombuffer(buf, dtype="<u4", count=n, offset=at)
     at += 4 * n
+    if version == 2:
+        order = np.frombuffer(buf, dtype="<u4", count=n, offset=at)
+        at += 4 * n
+        if n and (int(order.max()) >= n or
+                  not bool((np.bincount(order, minlength=n) == 1).all())):
+            raise bad("order is not a permutation of the ordinals")
     oids = np.frombuffer(buf, dtype=np.uint8, count=n * oid_len, offset=at).reshape(n, oid_len)
     at += oid_len * n
     types = np.frombuffer(buf, dtype=np.uint8, count=n, offset=at)

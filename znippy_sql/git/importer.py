@@ -24,7 +24,7 @@ from ..errors import ZnippyError
 from ..format.schema import META, META_SCHEMA
 from ..format.sections import ReservedSection
 from .push import Receiver
-from .sections import BITMAP_EVERY
+from .sections import WALK_BOUND
 
 Mode = Literal["packs", "one-pack"]
 
@@ -95,7 +95,7 @@ def _refs(repo: str) -> pa.Table:
 
 
 def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                      mode: Mode = "packs", bitmap_every: int = BITMAP_EVERY) -> ImportReport:
+                      mode: Mode = "packs", walk_bound: int = WALK_BOUND) -> ImportReport:
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
@@ -120,7 +120,9 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
                 if loose:
                     pushed += _push_made(rx, repo, "\n".join(loose).encode() + b"\n",
                                          "loose objects")
-            report = rx.seal(out, [ReservedSection(META, refs)], bitmap_every=bitmap_every)
+            prefer = {bytes.fromhex(v) for v in refs.column("value").to_pylist()}
+            report = rx.seal(out, [ReservedSection(META, refs)], walk_bound=walk_bound,
+                             prefer=prefer)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,

@@ -12,6 +12,7 @@ import heapq
 import zlib
 from functools import cached_property
 
+import numpy as np
 from pyroaring import BitMap
 
 from ..errors import ChecksumError, FormatError, NotFoundError, ZnippyError
@@ -141,6 +142,40 @@ class GitObjects:
             t.column("parents").to_pylist(), t.column("commit_time").to_pylist())}
 
     @cached_property
+    def _blocks(self) -> dict[bytes, tuple[int, int]]:
+        """commit → (position, block length): the layout of docs/git-sections.md, version 2."""
+        t = self.archive.section(GIT_GRAPH)
+        assert not isinstance(t, memoryview)
+        if "position" not in t.column_names or "block" not in t.column_names:
+            raise FormatError(f"{GIT_GRAPH}: no position/block columns, but {GIT_OID} has "
+                              "positions", path=self.archive.path)
+        n = self.index.count
+        out = {}
+        for o, at, size in zip(t.column("oid").to_pylist(), t.column("position").to_pylist(),
+                               t.column("block").to_pylist()):
+            if at + size > n:
+                raise FormatError(f"{GIT_GRAPH}: commit {o.hex()}'s block ends past the "
+                                  f"{n} objects", path=self.archive.path)
+            out[o] = (at, size)
+        return out
+
+    @cached_property
+    def absent_objects(self) -> int:
+        """How many ids the archive's commits and trees name that it does not hold (a partial
+        clone's missing blobs, a shallow history's parents); 0 for a complete history. An
+        archive written before this was recorded says 0."""
+        if not self.archive.has_section(GIT_GRAPH):
+            return 0
+        t = self.archive.section(GIT_GRAPH)
+        assert not isinstance(t, memoryview)
+        value = (t.schema.metadata or {}).get(b"znippy.git.absent_objects", b"0")
+        try:
+            return int(value)
+        except ValueError:
+            raise FormatError(f"{GIT_GRAPH}: absent_objects {value!r} is not a number",
+                              path=self.archive.path) from None
+
+    @cached_property
     def _bitmaps(self) -> dict[bytes, bytes]:
         if not self.archive.has_section(GIT_REACH):
             return {}
@@ -175,12 +210,50 @@ class GitObjects:
         return out
 
     def reachable(self, oid: bytes) -> BitMap:
-        """Ordinals of every object ``git rev-list --objects <oid>`` lists: a stored bitmap,
-        or the union of the nearest bitmapped ancestors' and a walk of the commits between."""
+        """Ordinals of every object ``git rev-list --objects <oid>`` lists (of those the
+        archive holds: see :attr:`absent_objects`): a stored bitmap, or the union of the
+        nearest bitmapped ancestors' and the walked commits' blocks (version 2) or trees."""
         self._commit(oid)
+        order = self.index.order
+        if order is None:
+            return self._reachable_v1(oid)
+        stored = self._bitmaps
+        blocks = self._blocks
+        if oid in stored:
+            found = self._bitmap(oid)
+        else:
+            found = BitMap()
+            seen = {oid}
+            todo = [oid]
+            while todo:
+                cur = todo.pop()
+                if cur in stored:
+                    found |= self._bitmap(cur)
+                    continue
+                at, size = blocks[cur]
+                found.add_range(at, at + size)
+                for p in self._graph[cur][1]:
+                    if p not in seen and p in blocks:
+                        seen.add(p)
+                        todo.append(p)
+        positions = np.frombuffer(found.to_array(), dtype=np.uint32)
+        if len(positions) and int(positions[-1]) >= len(order):
+            raise FormatError(f"{GIT_REACH}: a bitmap names position {int(positions[-1])} "
+                              f"of {len(order)}", path=self.archive.path)
+        return BitMap(np.sort(order[positions]))
+
+    def _bitmap(self, oid: bytes) -> BitMap:
+        try:
+            return BitMap.deserialize(self._bitmaps[oid])
+        except (ValueError, MemoryError):
+            raise FormatError(f"{GIT_REACH}: the bitmap of {oid.hex()} is damaged",
+                              path=self.archive.path) from None
+
+    def _reachable_v1(self, oid: bytes) -> BitMap:
+        """Version 1 (bitmaps over ordinals): complete by walking the commits' trees."""
         stored = self._bitmaps
         if oid in stored:
-            return BitMap.deserialize(stored[oid])
+            return self._bitmap(oid)
         result = BitMap()
         walked: list[bytes] = []
         seen = {oid}
@@ -188,7 +261,7 @@ class GitObjects:
         while todo:
             cur = todo.pop()
             if cur in stored:
-                result |= BitMap.deserialize(stored[cur])
+                result |= self._bitmap(cur)
                 continue
             walked.append(cur)
             for p in self._graph[cur][1]:

@@ -4,13 +4,13 @@ a bad pack is refused with nothing acked; the parsed objects are kept for the se
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ..format.sections import ReservedSection
 from .journal import Extent, JournalState, read_journal
 from .pack import ParsedPack, index_pack
 from .seal import PackSet, SealReport, pack_path, seal_generation_zero
-from .sections import BITMAP_EVERY
+from .sections import WALK_BOUND
 from .writers import Faults, SafeWriter
 
 
@@ -52,9 +52,10 @@ class Receiver:
         return extent
 
     def seal(self, archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (),
-             *, bitmap_every: int = BITMAP_EVERY) -> SealReport:
+             *, walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> SealReport:
         return seal_generation_zero(self.blobs, self.writer.journal, archive, reserved,
-                                    parsed=self.parsed, bitmap_every=bitmap_every)
+                                    parsed=self.parsed, walk_bound=walk_bound,
+                                    prefer=prefer)
 
     def close(self) -> None:
         self.writer.close()

@@ -15,7 +15,7 @@ import mmap
 import os
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import blake3
@@ -28,7 +28,7 @@ from ..format.sections import ReservedSection
 from ..write.tail import write_tail
 from .journal import JournalState, read_journal
 from .pack import ParsedPack, index_pack, read_object
-from .sections import BITMAP_EVERY, git_sections
+from .sections import WALK_BOUND, git_sections
 
 PACK_PREFIX = "objects.pack."
 
@@ -74,7 +74,8 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
                          archive: str | os.PathLike[str],
                          reserved: Sequence[ReservedSection] = (), *, git: bool = True,
                          parsed: Mapping[int, ParsedPack] | None = None,
-                         bitmap_every: int = BITMAP_EVERY) -> SealReport:
+                         walk_bound: int = WALK_BOUND,
+                         prefer: Collection[bytes] = ()) -> SealReport:
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
     archive = os.fspath(archive)
@@ -88,7 +89,8 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
         report = _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
-                            parsed=parsed or {}, every=bitmap_every)
+                            parsed=parsed or {}, every=walk_bound,
+                            prefer=prefer)
         os.replace(staged, archive)
     except BaseException:
         if os.path.exists(staged):
@@ -100,7 +102,8 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
 
 def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                reserved: Sequence[ReservedSection], *, git: bool,
-               parsed: Mapping[int, ParsedPack], every: int) -> SealReport:
+               parsed: Mapping[int, ParsedPack], every: int,
+               prefer: Collection[bytes]) -> SealReport:
     live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
     retired = sum(1 for e in state.packs if e[0] in state.retired)
     after = len(state.live()) - len(live)
@@ -129,7 +132,7 @@ def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                     counts[0] = len({o for _, p in packs for o in p.oids})
                     counts[1] = len({c for _, p in packs for c in p.commits})
                     return git_sections([(row_of[pack_path(i)], p) for i, p in packs],
-                                        every=every)
+                                        walk_bound=every, prefer=prefer)
                 builders.append(build)
             groups = {GroupKey(0, "", ""): rows} if live else {}
             info = write_tail(fh, blob_bytes, groups, sections=reserved,

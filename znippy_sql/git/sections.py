@@ -1,21 +1,24 @@
 """The three git sections of a sealed archive, from its parsed packs (docs/git-sections.md).
 
 ``__gunnar_oid__`` lists every object of every live pack once (the first pack that holds it,
-in pack-ordinal order, wins); ``__gunnar_graph__`` has one row per commit, ``__gunnar_reach__``
-one Roaring bitmap per *selected* commit (see :func:`bitmapped`). Rows are in oid order, so
-the sections depend on the objects only, not on the order packs were pushed in.
+in pack-ordinal order, wins) and, since version 2, the bitmap position order;
+``__gunnar_graph__`` has one row per commit (with its position and block),
+``__gunnar_reach__`` one Roaring bitmap of positions per *selected* commit (git's selection,
+:func:`~.graph.select_commits`, plus what keeps every completing walk within ``walk_bound``
+commits, :func:`~.graph.reach_layout`). Rows are in oid order, so the sections depend on the
+objects only, not on the order packs were pushed in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pyarrow as pa
 
 from ..format.gitindex import encode_oid_index
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..format.sections import ReservedSection
-from .graph import Commit, Tree, generations, reach_bitmaps, topo_order
+from .graph import Commit, Tree, generations, reach_layout, select_commits, topo_order
 from .pack import ParsedPack
 
 OID = pa.binary(20)
@@ -26,23 +29,25 @@ GRAPH_SCHEMA = pa.schema([
     pa.field("generation", pa.uint32(), nullable=False),
     pa.field("commit_time", pa.int64(), nullable=False),
     pa.field("corrected_date", pa.int64(), nullable=False),
+    pa.field("position", pa.uint32(), nullable=False),
+    pa.field("block", pa.uint32(), nullable=False),
 ])
 REACH_SCHEMA = pa.schema([
     pa.field("oid", OID, nullable=False),
     pa.field("bitmap", pa.binary(), nullable=False),
 ])
-#: a commit gets a stored bitmap when its generation is a multiple of this, or it has no
-#: children (a tip); the others are completed from their nearest bitmapped ancestors
-BITMAP_EVERY = 32
+#: a commit is stored when completing it could walk more than this many unstored commits
+WALK_BOUND = 1000
+#: schema metadata of ``__gunnar_graph__``: ids the archive's commits and trees name that it
+#: does not hold (a partial clone's missing blobs, a shallow history's parents)
+ABSENT_KEY = b"znippy.git.absent_objects"
 
 
-def bitmapped(generation: int, is_tip: bool, every: int = BITMAP_EVERY) -> bool:
-    return every <= 1 or is_tip or generation % every == 0
-
-
-def git_sections(packs: Sequence[tuple[int, ParsedPack]], *, every: int = BITMAP_EVERY
-                 ) -> list[ReservedSection]:
-    """``(pack's lookup row, parsed pack)`` in pack-ordinal order → the three sections."""
+def git_sections(packs: Sequence[tuple[int, ParsedPack]], *, walk_bound: int = WALK_BOUND,
+                 prefer: Collection[bytes] = ()) -> list[ReservedSection]:
+    """``(pack's lookup row, parsed pack)`` in pack-ordinal order → the three sections.
+    ``walk_bound = 0`` stores every commit's bitmap; ``prefer``: commits refs name (git's
+    selection takes them first in a window)."""
     objects: dict[bytes, tuple[bytes, int, int, int]] = {}
     commits: dict[bytes, Commit] = {}
     trees: dict[bytes, Tree] = {}
@@ -54,12 +59,11 @@ def git_sections(packs: Sequence[tuple[int, ParsedPack]], *, every: int = BITMAP
             commits.setdefault(oid, commit)
         for oid, tree in pack.trees.items():
             trees.setdefault(oid, tree)
-    ordinal = {oid: i for i, oid in enumerate(sorted(objects))}
     order = topo_order(commits)
     gen, corrected = generations(commits, order)
-    has_child = {p for c in commits.values() for p in c[1]}
-    sets = reach_bitmaps(commits, order, trees, ordinal,
-                         lambda oid: bitmapped(gen[oid], oid not in has_child, every))
+    chosen = set(commits) if walk_bound <= 0 else select_commits(commits, prefer)
+    layout = reach_layout(commits, trees, objects, gen, chosen=chosen,
+                          bound=max(walk_bound, 1))
     ids = sorted(commits)
     graph = pa.table([
         pa.array(ids, OID),
@@ -68,10 +72,13 @@ def git_sections(packs: Sequence[tuple[int, ParsedPack]], *, every: int = BITMAP
         pa.array([gen[c] for c in ids], pa.uint32()),
         pa.array([commits[c][2] for c in ids], pa.int64()),
         pa.array([corrected[c] for c in ids], pa.int64()),
-    ], schema=GRAPH_SCHEMA)
-    kept = sorted(sets)
+        pa.array([layout.blocks[c][0] for c in ids], pa.uint32()),
+        pa.array([layout.blocks[c][1] for c in ids], pa.uint32()),
+    ], schema=GRAPH_SCHEMA.with_metadata({ABSENT_KEY: str(layout.absent).encode()}))
+    kept = sorted(layout.kept)
     reach = pa.table([pa.array(kept, OID),
-                      pa.array([sets[c].serialize() for c in kept], pa.binary())],
+                      pa.array([layout.kept[c].serialize() for c in kept], pa.binary())],
                      schema=REACH_SCHEMA)
-    return [ReservedSection(GIT_OID, encode_oid_index(objects.values())),
+    return [ReservedSection(GIT_OID, encode_oid_index(objects.values(),
+                                                      positions=layout.positions)),
             ReservedSection(GIT_GRAPH, graph), ReservedSection(GIT_REACH, reach)]
