@@ -121,3 +121,35 @@ def test_every_ref_of_a_large_history(tmp_path: Path) -> None:
     out = tmp_path / "big.znippy"
     import_repository(repo, out)
     assert check_every_ref(repo, out) > 3000
+
+
+def test_a_partial_clone_imports_and_says_its_history_is_incomplete(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from znippy_sql.cli import main
+
+    src = make(tmp_path / "src.git", 12)
+    git(src, "config", "uploadpack.allowFilter", "true")
+    part = tmp_path / "part.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--filter=blob:none", f"file://{src}",
+                    str(part)], check=True, capture_output=True)
+    assert list((part / "objects" / "pack").glob("*.promisor"))
+    blobs = {ln.split()[0] for ln in git(src, "cat-file", "--batch-all-objects",
+                                         "--batch-check").splitlines() if " blob " in ln}
+    out = tmp_path / "part.znippy"
+    import_repository(part, out)
+    with open_archive(out) as a:
+        assert GitObjects(a).absent_objects == len(blobs) > 0
+    assert main(["info", str(out)]) == 0
+    assert "INCOMPLETE history" in capsys.readouterr().out
+    con = duckdb.connect()
+    register(con, out, "g")
+    for line in git(part, "for-each-ref", "--format=%(objectname)").split():
+        listed = {ln.split(" ")[0] for ln in git(part, "rev-list", "--objects",
+                                                 "--missing=allow-any", line).splitlines()}
+        reach = {o for (o,) in con.execute("SELECT lower(hex(oid)) FROM git_reachable('g', ?)",
+                                           [line]).fetchall()}
+        assert reach == listed and not reach & blobs
+    complete = tmp_path / "src.znippy"
+    import_repository(src, complete)
+    assert main(["info", str(complete)]) == 0
+    assert "complete history" in capsys.readouterr().out

@@ -242,7 +242,24 @@ def archive_info(archive: Any) -> dict[str, Any]:
         "groups": groups,
         "sections": archive.sections,
         "manifest": manifest,
+        **_git_info(archive),
     }
+
+
+def _git_info(archive: Any) -> dict[str, Any]:
+    """``{"git": ...}`` for an archive of git packs: counts, and whether its history is whole
+    (a partial clone's archive names blobs it does not hold)."""
+    from ..format.schema import GIT_GRAPH, GIT_OID
+
+    if not (archive.has_section(GIT_OID) and archive.has_section(GIT_GRAPH)):
+        return {}
+    from ..git.objects import GitObjects
+
+    objects = GitObjects(archive)
+    absent = objects.absent_objects
+    return {"git": {"objects": objects.index.count,
+                    "commits": archive.section(GIT_GRAPH).num_rows,
+                    "absent_objects": absent, "complete_history": absent == 0}}
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -270,6 +287,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"sections  {', '.join(info['sections']) or '(none)'}"
           + ("; lookup built in memory (the Rust tool's layout)"
              if info["lookup"] == "in memory" else ""))
+    if "git" in info:
+        g = info["git"]
+        print(f"git       {g['objects']} objects, {g['commits']} commits; " + (
+            "complete history" if g["complete_history"] else
+            f"INCOMPLETE history: {g['absent_objects']} objects its commits and trees name are "
+            "absent (a partial clone or a shallow history); git_reachable lists the present "
+            "ones only"))
     print("groups")
     print(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
           f"{'bytes':>14}{'stored':>14}")
