@@ -22,6 +22,7 @@ from znippy_sql.git.importer import import_repository
 from znippy_sql.git.journal import retire_packs
 from znippy_sql.git.objects import GitObjects
 from znippy_sql.git.pack import REF_DELTA, OFS_DELTA, entry_header
+from znippy_sql.errors import ChecksumError, PackError
 from znippy_sql.git.push import Receiver
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -357,7 +358,7 @@ def test_import_cli(repo: Repo, tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "not a git repository" in capsys.readouterr().err
     assert not (tmp_path / "x.znippy").exists()
     assert main(["git", "import", str(repo.path), "-o", str(tmp_path / "no" / "x.znippy")]) == 2
-    assert "staging directory" in capsys.readouterr().err and not (tmp_path / "no").exists()
+    assert "staging file" in capsys.readouterr().err and not (tmp_path / "no").exists()
 
 
 def fast_import_stream(commits: int) -> Iterator[bytes]:
@@ -415,3 +416,77 @@ def check_against_git_sample(r: Repo, path: Path) -> None:
         listed = {ln.split(" ")[0] for ln in r.git("rev-list", "--objects", c).splitlines()}
         assert {x for (x,) in con.execute("SELECT lower(hex(oid)) FROM git_reachable('g', ?)",
                                           [c]).fetchall()} == listed
+
+
+def test_import_writes_what_pushing_the_packs_writes(repo: Repo, tmp_path: Path) -> None:
+    """``git import`` (packs indexed from their ``.idx``, sealed without a journal) gives the
+    bytes the push path gives for the same packs (each parsed and hashed whole)."""
+    r = Repo.__new__(Repo)
+    r.path, r.env, r.clock = tmp_path / "packed", repo.env, repo.clock
+    shutil.copytree(repo.path, r.path)
+    r.git("repack", "-a", "-d", "-q")
+    out = tmp_path / "import.znippy"
+    import_repository(r.path, out)
+    from znippy_sql.git.importer import _pack_files, _refs
+    from znippy_sql.format.schema import META
+    from znippy_sql.format.sections import ReservedSection
+
+    refs = _refs(str(r.path))
+    with Receiver(tmp_path / "blobs") as rx:
+        for p in _pack_files(str(r.path / ".git" / "objects")):
+            rx.push(Path(p).read_bytes())
+        rx.seal(tmp_path / "pushed.znippy", [ReservedSection(META, refs)],
+                prefer={bytes.fromhex(v) for v in refs.column("value").to_pylist()})
+    assert out.read_bytes() == (tmp_path / "pushed.znippy").read_bytes()
+
+
+def test_a_damaged_idx_is_caught_and_the_pack_parsed_whole(repo: Repo, tmp_path: Path
+                                                           ) -> None:
+    from znippy_sql.git.fastindex import IdxMismatch, read_idx
+
+    r = Repo.__new__(Repo)
+    r.path, r.env, r.clock = tmp_path / "bad", repo.env, repo.clock
+    shutil.copytree(repo.path, r.path)
+    r.git("repack", "-a", "-d", "-q")
+    (idx,) = (r.path / ".git" / "objects" / "pack").glob("*.idx")
+    pack = memoryview(idx.with_suffix(".pack").read_bytes())
+    good = idx.read_bytes()
+    n = int.from_bytes(good[8 + 255 * 4:8 + 256 * 4], "big")
+    assert len(read_idx(good, pack, name="p")[0]) == n
+    import hashlib
+
+    def forged(at: int) -> bytes:
+        data = bytearray(good)
+        data[at] ^= 1
+        data[-20:] = hashlib.sha1(bytes(data[:-20])).digest()   # its trailer made to match
+        return bytes(data)
+
+    names, crcs, offsets = 8 + 1024, 8 + 1024 + 20 * n, 8 + 1024 + 24 * n
+    for at, why in ((crcs, "CRC32"), (offsets + 3, "offsets|CRC32"),
+                    (len(good) - 21, "another pack"),
+                    (len(good) - 1, "own SHA-1"), (5, "version-2")):
+        data = forged(at) if at != len(good) - 1 else good[:-1] + bytes([good[-1] ^ 1])
+        with pytest.raises(IdxMismatch, match=why):
+            read_idx(data, pack, name="p")
+    idx.chmod(0o644)
+    out = tmp_path / "x.znippy"
+    kinds = dict(ln.split()[:2] for ln in r.git("cat-file", "--batch-all-objects",
+                                                "--batch-check").splitlines())
+    ids = [good[names + 20 * i:names + 20 * i + 20].hex() for i in range(n)]
+    commit = next(i for i, o in enumerate(ids) if kinds[o] == "commit")
+    for damage in (crcs, names + 20 * commit + 19):   # a CRC32; a commit's id: it is hashed
+        idx.write_bytes(forged(damage))
+        import_repository(r.path, out)   # the pack is whole: parsed instead of the .idx
+        idx.write_bytes(good)            # (git itself believes the forged .idx)
+        check_against_git(r, out, rev_list_every=5)
+        out.unlink()
+    # a blob's id is taken from the .idx unhashed (its trailer forged to match): every read
+    # of the object hashes it, so the forged id is caught there
+    blob = next(i for i, o in enumerate(ids) if kinds[o] == "blob" and i + 1 < n
+                and ids[i + 1][:38] != o[:38])
+    idx.write_bytes(forged(names + 20 * blob + 19))
+    import_repository(r.path, out)
+    wrong = bytes.fromhex(ids[blob][:38] + f"{int(ids[blob][38:], 16) ^ 1:02x}")
+    with open_archive(out) as a:
+        with pytest.raises(ChecksumError, match="does not hash to its id"):
+            GitObjects(a).read(wrong)

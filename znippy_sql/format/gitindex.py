@@ -53,32 +53,48 @@ def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len:
     ``positions``: every oid once, in bitmap position order → version 2 with ``order``."""
     if oid_len not in OID_LENS:
         raise ValueError(f"oid_len must be 20 or 32, not {oid_len}")
-    rows = sorted(objects, key=lambda o: o[0])
-    for i, (oid, pack_row, offset, kind) in enumerate(rows):
-        if len(oid) != oid_len:
-            raise ValueError(f"object id {oid.hex()} is not {oid_len} bytes")
-        if i and rows[i - 1][0] == oid:
-            raise ValueError(f"object id {oid.hex()} given twice")
-        if kind not in TYPE_NAMES:
-            raise ValueError(f"object {oid.hex()}: unknown git object type {kind}")
+    rows = list(objects)
     n = len(rows)
-    fanout = np.zeros(256, dtype="<u4")
-    for oid, *_ in rows:
-        fanout[oid[0]] += 1
+    joined = b"".join(r[0] for r in rows)
+    if len(joined) != n * oid_len:
+        bad = next(r[0] for r in rows if len(r[0]) != oid_len)
+        raise ValueError(f"object id {bad.hex()} is not {oid_len} bytes")
+    ids = np.frombuffer(joined, dtype=np.uint8).reshape(n, oid_len)
+    # lexicographic order of the ids: sort by big-endian words, last word first
+    words = [ids[:, k:k + 8].copy().view(">u8")[:, 0] if k + 8 <= oid_len
+             else ids[:, k:].copy().view(">u4")[:, 0] for k in range(0, oid_len, 8)]
+    sort = np.lexsort(tuple(reversed(words))) if n else np.zeros(0, dtype=np.int64)
+    ids = ids[sort]
+    if n > 1:
+        same = (ids[1:] == ids[:-1]).all(axis=1)
+        if bool(same.any()):
+            raise ValueError(f"object id {ids[int(same.argmax())].tobytes().hex()} given twice")
+    kinds = np.array([r[3] for r in rows], dtype=np.int64)[sort]
+    if n and not bool(np.isin(kinds, list(TYPE_NAMES)).all()):
+        bad_at = int(np.argmin(np.isin(kinds, list(TYPE_NAMES))))
+        raise ValueError(f"object {ids[bad_at].tobytes().hex()}: unknown git object type "
+                         f"{int(kinds[bad_at])}")
+    fanout = np.bincount(ids[:, 0], minlength=256) if n else np.zeros(256, dtype=np.int64)
     order = b""
     if positions is not None:
-        ordinal = {r[0]: i for i, r in enumerate(rows)}
-        if len(positions) != n or len(set(positions)) != n or not set(positions) <= ordinal.keys():
+        rank = np.empty(n, dtype=np.int64)
+        rank[sort] = np.arange(n)
+        index_of = {r[0]: i for i, r in enumerate(rows)}
+        try:
+            at = np.array([index_of[o] for o in positions], dtype=np.int64)
+        except KeyError:
+            raise ValueError("positions must list every object id once") from None
+        if len(at) != n or (n and not bool((np.bincount(at, minlength=n) == 1).all())):
             raise ValueError("positions must list every object id once")
-        order = np.array([ordinal[o] for o in positions], dtype="<u4").tobytes()
+        order = rank[at].astype("<u4").tobytes()
     parts = [
         HEADER.pack(MAGIC, 1 if positions is None else 2, oid_len, n, 0),
-        np.cumsum(fanout, dtype="<u4").tobytes(),
-        np.array([r[2] for r in rows], dtype="<u8").tobytes(),
-        np.array([r[1] for r in rows], dtype="<u4").tobytes(),
+        np.cumsum(fanout).astype("<u4").tobytes(),
+        np.array([r[2] for r in rows], dtype="<u8")[sort].tobytes(),
+        np.array([r[1] for r in rows], dtype="<u4")[sort].tobytes(),
         order,
-        b"".join(r[0] for r in rows),
-        bytes(r[3] for r in rows),
+        ids.tobytes(),
+        kinds.astype(np.uint8).tobytes(),
     ]
     return b"".join(parts)
 

@@ -25,24 +25,40 @@ Commit = tuple[bytes, tuple[bytes, ...], int]          # tree, parents, committe
 Tree = tuple[list[bytes], list[bytes]]                 # subtree oids, blob oids
 
 
+def post_order(commits: Mapping[bytes, Commit], roots: Iterable[bytes]) -> list[bytes]:
+    """Depth-first post-order from ``roots``, first parent first (iterative): every commit
+    after all its parents. A commit no root reaches (only in a cycle) is left out."""
+    seen: set[bytes] = set()
+    out: list[bytes] = []
+    for root in roots:
+        if root in seen:
+            continue
+        seen.add(root)
+        stack = [(root, 0)]
+        while stack:
+            oid, i = stack[-1]
+            parents = commits[oid][1]
+            while i < len(parents) and (parents[i] in seen or parents[i] not in commits):
+                i += 1
+            if i < len(parents):
+                stack[-1] = (oid, i + 1)
+                seen.add(parents[i])
+                stack.append((parents[i], 0))
+            else:
+                stack.pop()
+                out.append(oid)
+    return out
+
+
+def tips(commits: Mapping[bytes, Commit]) -> list[bytes]:
+    """Commits no other commit names as a parent, in oid order."""
+    has_child = {p for c in commits.values() for p in c[1]}
+    return sorted(c for c in commits if c not in has_child)
+
+
 def topo_order(commits: Mapping[bytes, Commit]) -> list[bytes]:
-    """Every commit after all its parents (Kahn's algorithm, deterministic)."""
-    waiting: dict[bytes, int] = {}
-    children: dict[bytes, list[bytes]] = {}
-    for oid in sorted(commits):
-        present = {p for p in commits[oid][1] if p in commits}
-        waiting[oid] = len(present)
-        for p in sorted(present):
-            children.setdefault(p, []).append(oid)
-    ready = deque(oid for oid, n in waiting.items() if n == 0)
-    order: list[bytes] = []
-    while ready:
-        oid = ready.popleft()
-        order.append(oid)
-        for child in children.get(oid, ()):
-            waiting[child] -= 1
-            if waiting[child] == 0:
-                ready.append(child)
+    """Every commit after all its parents (deterministic: post-order from the tips)."""
+    order = post_order(commits, tips(commits))
     if len(order) != len(commits):
         raise FormatError("the commits' parent links form a cycle")
     return order
@@ -129,11 +145,6 @@ class Layout:
     kept: dict[bytes, BitMap]              #: stored commits → reachable positions (runs)
     irregular: int                         #: commits stored because their block is not enough
     absent: int                            #: ids commits and trees name, absent from the archive
-
-
-def _roots(commits: Mapping[bytes, Commit], gen: Mapping[bytes, int]) -> list[bytes]:
-    has_child = {p for c in commits.values() for p in c[1]}
-    return sorted((c for c in commits if c not in has_child), key=lambda c: (-gen[c], c))
 
 
 def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
@@ -225,22 +236,8 @@ def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
         if pending.get(oid, 0) == 0:
             del sets[oid]
 
-    seen: set[bytes] = set()
-    for root in _roots(commits, gen):
-        seen.add(root)
-        stack = [(root, 0)]
-        while stack:
-            oid, i = stack[-1]
-            parents = commits[oid][1]
-            while i < len(parents) and (parents[i] in seen or parents[i] not in commits):
-                i += 1
-            if i < len(parents):
-                stack[-1] = (oid, i + 1)
-                seen.add(parents[i])
-                stack.append((parents[i], 0))
-            else:
-                stack.pop()
-                emit(oid)
+    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
+        emit(oid)
     if len(blocks) != len(commits):
         raise FormatError("the commits' parent links form a cycle")
     rest = sorted(o for o in objects if o not in where)   # tags, unreachable objects

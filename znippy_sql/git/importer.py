@@ -1,18 +1,19 @@
-"""``git import``: a real repository's objects pushed through the push path and sealed.
+"""``git import``: a real repository's packs, indexed (from their checked ``.idx``) and sealed.
 
 ``mode="packs"`` (default) pushes the repository's own pack files verbatim (oldest first),
-then one pack of its loose objects made by ``git pack-objects``; ``mode="one-pack"`` pushes
+each indexed from its ``.idx`` when it has one (checked: git/fastindex.py), then one pack of
+its loose objects made by ``git pack-objects``; ``mode="one-pack"`` pushes
 one pack of every object (``git pack-objects`` over ``--batch-all-objects``), a mirror. Either
 way the archive holds exactly the objects ``git cat-file --batch-all-objects`` lists. The refs
 go into ``__meta__`` (archive-level facts: key = ref name, value = object id; ``HEAD`` =
-the id it resolves to). The blob file and journal live in a staging directory beside the
-output, removed when the seal is in place (or on failure).
+the id it resolves to). The packs are written straight into a staging sibling of the output
+and sealed there (no journal: the repository keeps its packs; pushes go through
+:class:`~.push.Receiver`), then renamed onto the output; on failure nothing is left.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ import pyarrow as pa
 from ..errors import ZnippyError
 from ..format.schema import META, META_SCHEMA
 from ..format.sections import ReservedSection
-from .push import Receiver
+from .fastindex import IdxMismatch, index_with_idx
+from .pack import ParsedPack, index_pack
+from .seal import PackSet, seal_packs
 from .sections import WALK_BOUND
 
 Mode = Literal["packs", "one-pack"]
@@ -101,46 +104,53 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
     repo, out = os.fspath(repo_dir), os.fspath(out)
     objects = _objects_dir(repo)
     refs = _refs(repo)
-    stage = f"{out}.import-{os.getpid()}"
-    try:
-        os.mkdir(stage)
-    except OSError as exc:
-        raise ZnippyError(f"cannot create the staging directory {stage}: {exc.strerror}",
-                          path=out) from None
-    try:
-        with Receiver(os.path.join(stage, "objects.pack")) as rx:
-            pushed = 0
-            if mode == "one-pack":
-                ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-                pushed += _push_made(rx, repo, ids, "all objects")
-            else:
-                for path in _pack_files(objects):
-                    pushed += _push_file(rx, path)
-                loose = _loose_ids(objects)
-                if loose:
-                    pushed += _push_made(rx, repo, "\n".join(loose).encode() + b"\n",
-                                         "loose objects")
-            prefer = {bytes.fromhex(v) for v in refs.column("value").to_pylist()}
-            report = rx.seal(out, [ReservedSection(META, refs)], walk_bound=walk_bound,
-                             prefer=prefer)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    packs: list[tuple[bytes, ParsedPack]] = []
+    bases = PackSet()
+
+    def add(data: bytes, pack: ParsedPack) -> None:
+        bases.add(memoryview(data), pack)
+        packs.append((data, pack))
+
+    if mode == "one-pack":
+        ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+        data = _made(repo, ids)
+        add(data, index_pack(data, name="<git pack-objects of all objects>"))
+    else:
+        for path in _pack_files(objects):
+            add(*_read_pack(path))
+        loose = _loose_ids(objects)
+        if loose:
+            data = _made(repo, "\n".join(loose).encode() + b"\n")
+            add(data, index_pack(data, name="<git pack-objects of the loose objects>",
+                                 external=bases))
+    prefer = {bytes.fromhex(v) for v in refs.column("value").to_pylist()}
+    report = seal_packs(packs, out, [ReservedSection(META, refs)], walk_bound=walk_bound,
+                        prefer=prefer)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
                         time.perf_counter() - start)
 
 
-def _push_file(rx: Receiver, path: str) -> int:
+def _read_pack(path: str) -> tuple[bytes, ParsedPack]:
+    """A pack file's bytes, indexed from its ``.idx`` when it has one (checked:
+    git/fastindex.py), else parsed and hashed whole."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
+        idx_path = path[:-len(".pack")] + ".idx"
+        idx = None
+        if os.path.exists(idx_path):
+            with open(idx_path, "rb") as fh:
+                idx = fh.read()
     except OSError as exc:
         raise ZnippyError(f"cannot read: {exc.strerror}", path=path) from None
-    rx.push(data, name=path)
-    return len(data)
+    if idx is not None:
+        try:
+            return data, index_with_idx(memoryview(data), idx, name=path)
+        except IdxMismatch:
+            pass                  # a stale or damaged .idx: the whole parse decides
+    return data, index_pack(data, name=path)
 
 
-def _push_made(rx: Receiver, repo: str, ids: bytes, what: str) -> int:
-    data = _git(repo, "pack-objects", "--stdout", "--delta-base-offset", "-q", stdin=ids)
-    rx.push(data, name=f"<git pack-objects of the {what}>")
-    return len(data)
+def _made(repo: str, ids: bytes) -> bytes:
+    return _git(repo, "pack-objects", "--stdout", "--delta-base-offset", "-q", stdin=ids)

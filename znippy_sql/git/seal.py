@@ -53,16 +53,22 @@ def pack_path(ordinal: int) -> str:
 
 class PackSet:
     """Objects of packs already parsed, readable by id: the external delta bases of the next
-    pack (a REF delta may name an object of an earlier pack, as a thin push does)."""
+    pack (a REF delta may name an object of an earlier pack, as a thin push does). The id
+    table is built at the first lookup (most imports never need one)."""
 
     def __init__(self) -> None:
+        self._packs: list[tuple[memoryview, ParsedPack]] = []
         self._where: dict[bytes, tuple[memoryview, int, str]] = {}
+        self._indexed = 0
 
     def add(self, view: memoryview, pack: ParsedPack) -> None:
-        for oid, offset in zip(pack.oids, pack.offsets):
-            self._where.setdefault(oid, (view, offset, pack.name))
+        self._packs.append((view, pack))
 
     def __call__(self, oid: bytes) -> tuple[int, bytes] | None:
+        for view, pack in self._packs[self._indexed:]:
+            for o, offset in zip(pack.oids, pack.offsets):
+                self._where.setdefault(o, (view, offset, pack.name))
+        self._indexed = len(self._packs)
         hit = self._where.get(oid)
         if hit is None:
             return None
@@ -91,6 +97,38 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         report = _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
                             parsed=parsed or {}, every=walk_bound,
                             prefer=prefer)
+        os.replace(staged, archive)
+    except BaseException:
+        if os.path.exists(staged):
+            os.unlink(staged)
+        raise
+    fsync_dir(archive)
+    return report
+
+
+def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
+               archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (), *,
+               walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> SealReport:
+    """Packs already parsed (``git import``) → ``archive``, without a blob file or journal:
+    the same bytes :func:`seal_generation_zero` writes after the packs were pushed in this
+    order (the packs back to back from offset 0, then the tail)."""
+    archive = os.fspath(archive)
+    staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        extents: list[tuple[int, int]] = []
+        at = 0
+        try:
+            with open(staged, "wb") as fh:
+                for data, _pack in packs:
+                    fh.write(data)
+                    extents.append((at, len(data)))
+                    at += len(data)
+        except OSError as exc:
+            raise ZnippyError(f"cannot write the staging file {staged}: "
+                              f"{exc.strerror or exc}", path=archive) from None
+        parsed = {e[0]: p for e, (_d, p) in zip(extents, packs)}
+        report = _seal_into(staged, archive, at, JournalState(extents, frozenset()), reserved,
+                            git=True, parsed=parsed, every=walk_bound, prefer=prefer)
         os.replace(staged, archive)
     except BaseException:
         if os.path.exists(staged):
