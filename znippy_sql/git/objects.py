@@ -13,6 +13,7 @@ import zlib
 from functools import cached_property
 
 import numpy as np
+import pyarrow as pa
 from pyroaring import BitMap
 
 from ..errors import ChecksumError, FormatError, NotFoundError, ZnippyError
@@ -142,22 +143,19 @@ class GitObjects:
             t.column("parents").to_pylist(), t.column("commit_time").to_pylist())}
 
     @cached_property
-    def _blocks(self) -> dict[bytes, tuple[int, int]]:
-        """commit → (position, block length): the layout of docs/git-sections.md, version 2."""
+    def _blocks(self) -> tuple[list[int], list[int]]:
+        """(position, block length) of each graph row: the layout of docs/git-sections.md."""
         t = self.archive.section(GIT_GRAPH)
         assert not isinstance(t, memoryview)
         if "position" not in t.column_names or "block" not in t.column_names:
             raise FormatError(f"{GIT_GRAPH}: no position/block columns, but {GIT_OID} has "
                               "positions", path=self.archive.path)
-        n = self.index.count
-        out = {}
-        for o, at, size in zip(t.column("oid").to_pylist(), t.column("position").to_pylist(),
-                               t.column("block").to_pylist()):
-            if at + size > n:
-                raise FormatError(f"{GIT_GRAPH}: commit {o.hex()}'s block ends past the "
-                                  f"{n} objects", path=self.archive.path)
-            out[o] = (at, size)
-        return out
+        at = t.column("position").to_numpy().astype(np.int64)
+        size = t.column("block").to_numpy().astype(np.int64)
+        if len(at) and int((at + size).max()) > self.index.count:
+            raise FormatError(f"{GIT_GRAPH}: a commit's block ends past the "
+                              f"{self.index.count} objects", path=self.archive.path)
+        return at.tolist(), size.tolist()
 
     @cached_property
     def absent_objects(self) -> int:
@@ -183,6 +181,12 @@ class GitObjects:
         assert not isinstance(t, memoryview)
         return dict(zip(t.column("oid").to_pylist(), t.column("bitmap").to_pylist()))
 
+    @cached_property
+    def _stored_rows(self) -> dict[int, bytes]:
+        """graph row → the commit id, of the commits with a stored bitmap."""
+        row = self._dag[1]
+        return {row[o]: o for o in self._bitmaps if o in row}
+
     def _commit(self, oid: bytes) -> tuple[bytes, list[bytes], int]:
         hit = self._graph.get(oid)
         if hit is None:
@@ -190,57 +194,86 @@ class GitObjects:
                                 path=self.archive.path)
         return hit
 
+    @cached_property
+    def _dag(self) -> tuple[pa.Table, dict[bytes, int], list[tuple[int, ...]], list[int]]:
+        """The graph by row: (table, oid → row, each row's parent rows, committer times)."""
+        t = self.archive.section(GIT_GRAPH)
+        assert not isinstance(t, memoryview)
+        ids = t.column("oid").to_pylist()
+        row = {o: i for i, o in enumerate(ids)}
+        parents = [tuple(row[p] for p in ps if p in row)
+                   for ps in t.column("parents").to_pylist()]
+        return t, row, parents, t.column("commit_time").to_pylist()
+
+    def log_rows(self, oid: bytes) -> list[int]:
+        """:meth:`log` as rows of ``__gunnar_graph__``."""
+        self._commit(oid)
+        _t, row, parents, times = self._dag
+        start = row[oid]
+        seen = bytearray(len(parents))
+        seen[start] = 1
+        heap = [(-times[start], 0, start)]
+        count = 1
+        out = []
+        pop, push = heapq.heappop, heapq.heappush
+        while heap:
+            cur = pop(heap)[2]
+            out.append(cur)
+            for p in parents[cur]:
+                if not seen[p]:
+                    seen[p] = 1
+                    push(heap, (-times[p], count, p))
+                    count += 1
+        return out
+
     def log(self, oid: bytes) -> list[bytes]:
         """Commits reachable from ``oid`` in ``git log``'s order: newest committer time
         first, ties in the order they were met (git's date-ordered walk)."""
-        self._commit(oid)
-        graph = self._graph
-        seen = {oid}
-        heap = [(-graph[oid][2], 0, oid)]
-        count = 1
-        out = []
-        while heap:
-            _t, _n, cur = heapq.heappop(heap)
-            out.append(cur)
-            for p in graph[cur][1]:
-                if p not in seen and p in graph:
-                    seen.add(p)
-                    heapq.heappush(heap, (-graph[p][2], count, p))
-                    count += 1
-        return out
+        ids = self._dag[0].column("oid")
+        return [ids[i].as_py() for i in self.log_rows(oid)]
 
     def reachable(self, oid: bytes) -> BitMap:
         """Ordinals of every object ``git rev-list --objects <oid>`` lists (of those the
         archive holds: see :attr:`absent_objects`): a stored bitmap, or the union of the
         nearest bitmapped ancestors' and the walked commits' blocks (version 2) or trees."""
+        if self.index.order is None:
+            self._commit(oid)
+            return self._reachable_v1(oid)
+        return BitMap(self.reachable_array(oid))
+
+    def reachable_array(self, oid: bytes) -> np.ndarray:
+        """:meth:`reachable` as a sorted ``uint32`` array of ordinals."""
         self._commit(oid)
         order = self.index.order
         if order is None:
-            return self._reachable_v1(oid)
+            return np.frombuffer(self._reachable_v1(oid).to_array(), dtype=np.uint32)
         stored = self._bitmaps
-        blocks = self._blocks
         if oid in stored:
             found = self._bitmap(oid)
         else:
+            _t, row, parents, _times = self._dag
+            at, size = self._blocks
+            by_row = self._stored_rows
             found = BitMap()
-            seen = {oid}
-            todo = [oid]
+            start = row[oid]
+            seen = {start}
+            todo = [start]
             while todo:
                 cur = todo.pop()
-                if cur in stored:
-                    found |= self._bitmap(cur)
+                key = by_row.get(cur)
+                if key is not None:
+                    found |= self._bitmap(key)
                     continue
-                at, size = blocks[cur]
-                found.add_range(at, at + size)
-                for p in self._graph[cur][1]:
-                    if p not in seen and p in blocks:
+                found.add_range(at[cur], at[cur] + size[cur])
+                for p in parents[cur]:
+                    if p not in seen:
                         seen.add(p)
                         todo.append(p)
         positions = np.frombuffer(found.to_array(), dtype=np.uint32)
         if len(positions) and int(positions[-1]) >= len(order):
             raise FormatError(f"{GIT_REACH}: a bitmap names position {int(positions[-1])} "
                               f"of {len(order)}", path=self.archive.path)
-        return BitMap(np.sort(order[positions]))
+        return np.sort(order[positions])
 
     def _bitmap(self, oid: bytes) -> BitMap:
         try:

@@ -12,6 +12,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from znippy_sql.errors import NotFoundError, ZnippyError
@@ -56,32 +57,52 @@ def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | No
     return out
 
 
+def _lists(parts: list[pa.Array | None], value_type: pa.DataType) -> pa.Array:
+    """One list per row (``None`` → NULL), built from Arrow arrays without Python rows."""
+    offsets = [0]
+    end = 0
+    for part in parts:
+        if part is not None:
+            end += len(part)
+        offsets.append(end)
+    values = [p for p in parts if p is not None and len(p)]
+    flat = pa.concat_arrays(values) if values else pa.array([], value_type)
+    offs = pa.array(offsets, pa.int32())
+    mask = (pa.array([p is None for p in parts]) if any(p is None for p in parts)
+            else None)
+    return pa.ListArray.from_arrays(offs, flat, mask=mask)
+
+
 def log_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_log(archive, commit) -> STRUCT(seq, oid)[]`` in ``git log`` order."""
-    out: list[list[dict[str, Any]] | None] = []
+    kind = pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])
+    parts: list[pa.Array | None] = []
     for row in _rows(archives, oids):
         if row is None:
-            out.append(None)
+            parts.append(None)
             continue
         objects, oid = row
-        ids = [] if oid is None or objects.type_of(oid) != "commit" else objects.log(oid)
-        out.append([{"seq": i, "oid": c} for i, c in enumerate(ids)])
-    return pa.array(out, pa.list_(pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])))
+        rows = [] if oid is None or objects.type_of(oid) != "commit" else objects.log_rows(oid)
+        ids = objects._dag[0].column("oid").take(pa.array(rows, pa.int64())).cast(pa.binary())
+        parts.append(pa.StructArray.from_arrays(
+            [pa.array(np.arange(len(rows), dtype=np.uint32)), ids.combine_chunks()
+             if isinstance(ids, pa.ChunkedArray) else ids], fields=list(kind)))
+    return _lists(parts, kind)
 
 
 def reachable_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_reachable(archive, commit) -> UINTEGER[]``: object ordinals."""
-    out: list[list[int] | None] = []
+    parts: list[pa.Array | None] = []
     for row in _rows(archives, oids):
         if row is None:
-            out.append(None)
+            parts.append(None)
             continue
         objects, oid = row
         if oid is None or objects.type_of(oid) != "commit":
-            out.append([])
+            parts.append(pa.array([], pa.uint32()))
         else:
-            out.append(list(objects.reachable(oid)))
-    return pa.array(out, pa.list_(pa.uint32()))
+            parts.append(pa.array(objects.reachable_array(oid)))
+    return _lists(parts, pa.uint32())
 
 
 def cat_udf(archives: Any, oids: Any) -> pa.Array:
