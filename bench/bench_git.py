@@ -17,6 +17,9 @@ alternating rounds, page cache warm for both; the figures are medians.
    cat-file -p`` (a process, as git is used); the CLI's own process time is shown too.
 4. **reach**: ``git_reachable`` of the newest commit (DuckDB macro; and in process) vs ``git
    rev-list --objects``; also a commit whose bitmap is not stored (completed by a walk).
+6. **mirrors** (issue 28): real hosted repositories fetched as bare mirrors, each named with
+   ``--mirror NAME=DIR``: archive vs packs, bitmaps, import vs ``tar | zstd -3 -T2``, every
+   ref's ``git_log``/``git_reachable`` (bench/bench_git_mirrors.py).
 5. **bitmaps**: the ``__gunnar_reach__`` size for a 10,000-commit repository (refs of REPO taken
    until their history reaches 10,000 commits) with a bitmap every 1, 8, 32, 128 generations,
    and what completing an unstored commit costs.
@@ -231,16 +234,17 @@ def bench_bitmaps(repo: str, lines: list[str]) -> None:
     n = int(git(sub, "rev-list", "--all", "--count"))
     packs = sum(os.path.getsize(os.path.join(sub, "objects", "pack", f))
                 for f in os.listdir(os.path.join(sub, "objects", "pack")) if f.endswith(".pack"))
-    lines += ["## Reachability bitmaps: every commit or every k-th?", "",
+    lines += ["## Reachability bitmaps: the walk bound", "",
               f"A history of {n:,} commits (refs of the benchmark repository taken until their "
-              f"history reaches 10,000 commits; packs {packs / 2**20:.1f} MiB). A commit gets a "
-              "stored bitmap when its generation is a multiple of k or it is a tip; the others "
-              "are completed from their nearest bitmapped ancestors (20 unstored commits).", "",
-              "| k | stored bitmaps | `__gunnar_reach__` | vs packs | import | completing "
+              f"history reaches 10,000 commits; packs {packs / 2**20:.1f} MiB). git's selection "
+              "plus irregular commits plus every commit whose completing walk could pass the "
+              "bound (0: every commit stored); the others are completed from their nearest "
+              "bitmapped ancestors (20 unstored commits).", "",
+              "| bound | stored bitmaps | `__gunnar_reach__` | vs packs | import | completing "
               "(median / max) |", "|---:|---:|---:|---:|---:|---:|"]
-    for k in (1, 8, 32, 128):
+    for k in (0, 100, 1000, 10_000):
         out = os.path.join(WORK, f"bitmaps-{k}.znippy")
-        t = timed(lambda: import_repository(sub, out, bitmap_every=k))
+        t = timed(lambda: import_repository(sub, out, walk_bound=k))
         with open_archive(out) as a:
             row = next(r for r in a.manifest_rows if r.key.module_name == "__gunnar_reach__")
             table = a.section("__gunnar_reach__")
@@ -250,15 +254,19 @@ def bench_bitmaps(repo: str, lines: list[str]) -> None:
             todo = [o for o in oids if o not in stored][::97][:20]
             costs = [timed(lambda: objs.reachable(o)) for o in todo]
         done = (f"{ms(statistics.median(costs))} / {ms(max(costs))}" if costs else "—")
-        lines.append(f"| {k} | {table.num_rows:,} | {row.index_len / 2**20:.1f} MiB | "
-                     f"{row.index_len / packs:.2f}× | {t:.1f} s | {done} |")
+        lines.append(f"| {k:,} | {table.num_rows:,} | {row.index_len / 2**10:,.1f} KiB | "
+                     f"{row.index_len / packs:.4f}× | {t:.1f} s | {done} |")
         os.unlink(out)
     lines.append("")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--repo", required=True, help="a bare git dir of >= 5,000 commits")
+    ap.add_argument("--repo", help="a bare git dir of >= 5,000 commits")
+    ap.add_argument("--mirror", action="append", default=[], metavar="NAME=DIR",
+                    help="a fetched bare mirror of github:NAME (part mirrors)")
+    ap.add_argument("--min-refs", type=int, default=2000)
+    ap.add_argument("--sample", type=int, default=40, help="refs checked and timed in SQL")
     ap.add_argument("--out", default=os.path.join(HERE, "results-git.md"))
     ap.add_argument("--parts", default="ack,import,cat,reach,bitmaps")
     args = ap.parse_args()
@@ -266,8 +274,10 @@ def main() -> int:
     os.makedirs(WORK, exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = ["# Git benchmark: push path, import, cat-file, reachability", "",
-             f"Command: `.venv/bin/python bench/bench_git.py --repo <dulwich history, bare>"
-             f"{'' if parts == {'ack', 'import', 'cat', 'reach', 'bitmaps'} else ' --parts ' + args.parts}`"
+             f"Command: `.venv/bin/python bench/bench_git.py"
+             f"{' --repo <dulwich history, bare>' if args.repo else ''}"
+             f"{'' if parts == {'ack', 'import', 'cat', 'reach', 'bitmaps'} else ' --parts ' + args.parts}"
+             f"{''.join(' --mirror ' + m.split('=')[0] + '=<fetched mirror>' for m in args.mirror)}`"
              f" — {stamp}, {platform.machine()}, {os.cpu_count()} cores (shared with other "
              f"work), Python {platform.python_version()}, {git('.', 'version').strip()}.", ""]
     if "ack" in parts:
@@ -284,6 +294,13 @@ def main() -> int:
         bench_reach(args.repo, archive, lines)
     if "bitmaps" in parts:
         bench_bitmaps(args.repo, lines)
+    if "mirrors" in parts:
+        from bench_git_mirrors import bench_mirror
+
+        lines += ["## Real hosted repositories (issue 28)", ""]
+        for spec in args.mirror:
+            name, _, path = spec.partition("=")
+            bench_mirror(name, path, WORK, lines, min_refs=args.min_refs, sample=args.sample)
     text = "\n".join(lines) + "\n"
     print(text)
     with open(args.out, "w") as fh:

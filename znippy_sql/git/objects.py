@@ -205,24 +205,35 @@ class GitObjects:
                    for ps in t.column("parents").to_pylist()]
         return t, row, parents, t.column("commit_time").to_pylist()
 
+    @cached_property
+    def _log_keys(self) -> tuple[list[int], int]:
+        """Per row, its committer time as a heap key's high bits (newest smallest), and the
+        bit width of a row number: a key is ``time bits | order met | row``, one int."""
+        times = self._dag[3]
+        bits = max(1, len(times).bit_length())
+        top = max(times, default=0) + 1
+        return [(top - t) << (2 * bits) for t in times], bits
+
     def log_rows(self, oid: bytes) -> list[int]:
         """:meth:`log` as rows of ``__gunnar_graph__``."""
         self._commit(oid)
-        _t, row, parents, times = self._dag
+        row, parents = self._dag[1], self._dag[2]
+        keys, bits = self._log_keys
+        mask = (1 << bits) - 1
         start = row[oid]
         seen = bytearray(len(parents))
         seen[start] = 1
-        heap = [(-times[start], 0, start)]
+        heap = [keys[start] | start]
         count = 1
         out = []
         pop, push = heapq.heappop, heapq.heappush
         while heap:
-            cur = pop(heap)[2]
+            cur = pop(heap) & mask
             out.append(cur)
             for p in parents[cur]:
                 if not seen[p]:
                     seen[p] = 1
-                    push(heap, (-times[p], count, p))
+                    push(heap, keys[p] | (count << bits) | p)
                     count += 1
         return out
 
