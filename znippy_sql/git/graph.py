@@ -5,15 +5,15 @@ else 1 + the largest generation of its parents. ``corrected_date`` is git's gene
 v2: max(committer time, largest parent corrected_date + 1). Parents absent from the archive
 (a shallow history) count as no parent.
 
-A commit's reachability set is the ordinals of every object ``git rev-list --objects <commit>``
-lists: the commit, its ancestors, their trees and blobs (not gitlinks). It is built from its
-parents' sets: ``set(c) = {c} ∪ set(parents) ∪ tree closure``, and a tree already in the set is
-not walked again (its closure is in the set with it), so the cost grows with what changed.
+A commit's reachability set is every object ``git rev-list --objects <commit>`` lists: the
+commit, its ancestors, their trees and blobs (not gitlinks), counted in bitmap positions
+(:func:`reach_layout`): its parents' sets plus its block, a tree already in the set not walked
+again (its closure is in the set with it), so the cost grows with what changed.
+:func:`tree_closure` completes a commit of an older archive (bitmaps over ordinals).
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -94,44 +94,6 @@ def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree],
         subtrees, blobs = entry
         into.update([b for b in (ordinal(x) for x in blobs) if b is not None])
         todo.extend(subtrees)
-
-
-def reach_bitmaps(commits: Mapping[bytes, Commit], order: list[bytes],
-                  trees: Mapping[bytes, Tree], ordinal: Mapping[bytes, int],
-                  keep: Callable[[bytes], bool]) -> dict[bytes, BitMap]:
-    """The reachability set of every commit for which ``keep(oid)``; the others are built
-    too (their children need them) and dropped once their last child has its set."""
-    get = ordinal.get
-    pending: dict[bytes, int] = {}
-    for oid in order:
-        for p in set(commits[oid][1]):
-            if p in commits:
-                pending[p] = pending.get(p, 0) + 1
-    sets: dict[bytes, BitMap] = {}
-    kept: dict[bytes, BitMap] = {}
-    for oid in order:
-        tree, parents, _when = commits[oid]
-        present = [p for p in dict.fromkeys(parents) if p in commits]
-        if not present:
-            s = BitMap()
-        elif len(present) == 1:
-            s = sets[present[0]].copy()
-        else:
-            s = BitMap.union(*(sets[p] for p in present))
-        own = get(oid)
-        if own is not None:
-            s.add(own)
-        tree_closure(s, tree, trees, get)
-        sets[oid] = s
-        if keep(oid):
-            kept[oid] = s
-        for p in present:
-            pending[p] -= 1
-            if pending[p] == 0:
-                del sets[p]
-        if pending.get(oid, 0) == 0:
-            sets.pop(oid, None)
-    return kept
 
 
 # -- positions: a traversal order in which reachable sets are runs ------------------------------
