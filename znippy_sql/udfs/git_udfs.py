@@ -105,6 +105,36 @@ def reachable_udf(archives: Any, oids: Any) -> pa.Array:
     return _lists(parts, pa.uint32())
 
 
+REACH_ROW = "STRUCT(oid BLOB, type_name VARCHAR, ordinal UINTEGER)"
+_TYPE_NAMES = pa.array(["", "commit", "tree", "blob", "tag"])
+
+
+def reachable_objects_udf(archives: Any, oids: Any) -> pa.Array:
+    """``znippy_git_reachable_objects(archive, commit) -> STRUCT(oid, type_name, ordinal)[]``
+    in ordinal order: the rows ``git_reachable`` returns, built from the object index
+    without a join."""
+    kind = pa.struct([("oid", pa.binary()), ("type_name", pa.utf8()),
+                      ("ordinal", pa.uint32())])
+    parts: list[pa.Array | None] = []
+    for row in _rows(archives, oids):
+        if row is None:
+            parts.append(None)
+            continue
+        objects, oid = row
+        found = (np.zeros(0, dtype=np.uint32) if oid is None
+                 or objects.type_of(oid) != "commit" else objects.reachable_array(oid))
+        index = objects.index
+        width = index.oid_len
+        ids = np.frombuffer(index.buf, dtype=np.uint8, count=index.count * width,
+                            offset=index._oids_at).reshape(index.count, width)[found]
+        oid_col = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(width), len(found), [None, pa.py_buffer(ids.tobytes())]).cast(pa.binary())
+        names = _TYPE_NAMES.take(pa.array(index.types[found].astype(np.int32)))
+        parts.append(pa.StructArray.from_arrays([oid_col, names, pa.array(found)],
+                                                fields=list(kind)))
+    return _lists(parts, kind)
+
+
 def cat_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_cat(archive, oid) -> STRUCT(type, size, content)`` (NULL fields if
     absent)."""
@@ -123,5 +153,7 @@ def cat_udf(archives: Any, oids: Any) -> pa.Array:
 UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_git_log", log_udf, ["VARCHAR", "VARCHAR"], f"{LOG_ROW}[]", False),
     ("znippy_git_reachable", reachable_udf, ["VARCHAR", "VARCHAR"], "UINTEGER[]", False),
+    ("znippy_git_reachable_objects", reachable_objects_udf, ["VARCHAR", "VARCHAR"],
+     f"{REACH_ROW}[]", False),
     ("znippy_git_cat", cat_udf, ["VARCHAR", "VARCHAR"], CAT_ROW, False),
 )
