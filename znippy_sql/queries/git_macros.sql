@@ -11,13 +11,13 @@ CREATE OR REPLACE TEMP MACRO git_log(name, commit_oid) AS TABLE
     ORDER BY w.seq;
 
 -- Every object `git rev-list --objects <commit>` lists (a stored bitmap, or one completed
--- from the nearest bitmapped ancestors), in ordinal (= oid) order; the rows come from the
--- object index in the UDF (no join with <name>_git_objects).
+-- from the nearest bitmapped ancestors), in ordinal (= oid) order.
 CREATE OR REPLACE TEMP MACRO git_reachable(name, commit_oid) AS TABLE
-    SELECT r.o.oid::BLOB AS oid, r.o.type_name AS type_name, r.o.ordinal AS ordinal
-    FROM (SELECT unnest(znippy_git_reachable_objects(s.archive, commit_oid::VARCHAR)) AS o
+    SELECT o.oid, o.type_name, o.ordinal
+    FROM (SELECT unnest(znippy_git_reachable(s.archive, commit_oid::VARCHAR)) AS ord
           FROM query_table(name || '__archive') AS s) AS r
-    ORDER BY r.o.ordinal;
+    JOIN query_table(name || '_git_objects') AS o ON o.ordinal = r.ord
+    ORDER BY o.ordinal;
 
 -- One object: its type, size and content (the bytes `git cat-file <type> <oid>` prints).
 -- No row for an id that is not in the archive.

@@ -12,7 +12,6 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from znippy_sql.errors import NotFoundError, ZnippyError
@@ -57,82 +56,32 @@ def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | No
     return out
 
 
-def _lists(parts: list[pa.Array | None], value_type: pa.DataType) -> pa.Array:
-    """One list per row (``None`` → NULL), built from Arrow arrays without Python rows."""
-    offsets = [0]
-    end = 0
-    for part in parts:
-        if part is not None:
-            end += len(part)
-        offsets.append(end)
-    values = [p for p in parts if p is not None and len(p)]
-    flat = pa.concat_arrays(values) if values else pa.array([], value_type)
-    offs = pa.array(offsets, pa.int32())
-    mask = (pa.array([p is None for p in parts]) if any(p is None for p in parts)
-            else None)
-    return pa.ListArray.from_arrays(offs, flat, mask=mask)
-
-
 def log_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_log(archive, commit) -> STRUCT(seq, oid)[]`` in ``git log`` order."""
-    kind = pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])
-    parts: list[pa.Array | None] = []
+    out: list[list[dict[str, Any]] | None] = []
     for row in _rows(archives, oids):
         if row is None:
-            parts.append(None)
+            out.append(None)
             continue
         objects, oid = row
-        rows = [] if oid is None or objects.type_of(oid) != "commit" else objects.log_rows(oid)
-        ids = objects._dag[0].column("oid").take(pa.array(rows, pa.int64())).cast(pa.binary())
-        parts.append(pa.StructArray.from_arrays(
-            [pa.array(np.arange(len(rows), dtype=np.uint32)), ids.combine_chunks()
-             if isinstance(ids, pa.ChunkedArray) else ids], fields=list(kind)))
-    return _lists(parts, kind)
+        ids = [] if oid is None or objects.type_of(oid) != "commit" else objects.log(oid)
+        out.append([{"seq": i, "oid": c} for i, c in enumerate(ids)])
+    return pa.array(out, pa.list_(pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])))
 
 
 def reachable_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_reachable(archive, commit) -> UINTEGER[]``: object ordinals."""
-    parts: list[pa.Array | None] = []
+    out: list[list[int] | None] = []
     for row in _rows(archives, oids):
         if row is None:
-            parts.append(None)
+            out.append(None)
             continue
         objects, oid = row
         if oid is None or objects.type_of(oid) != "commit":
-            parts.append(pa.array([], pa.uint32()))
+            out.append([])
         else:
-            parts.append(pa.array(objects.reachable_array(oid)))
-    return _lists(parts, pa.uint32())
-
-
-REACH_ROW = "STRUCT(oid BLOB, type_name VARCHAR, ordinal UINTEGER)"
-_TYPE_NAMES = pa.array(["", "commit", "tree", "blob", "tag"])
-
-
-def reachable_objects_udf(archives: Any, oids: Any) -> pa.Array:
-    """``znippy_git_reachable_objects(archive, commit) -> STRUCT(oid, type_name, ordinal)[]``
-    in ordinal order: the rows ``git_reachable`` returns, built from the object index
-    without a join."""
-    kind = pa.struct([("oid", pa.binary()), ("type_name", pa.utf8()),
-                      ("ordinal", pa.uint32())])
-    parts: list[pa.Array | None] = []
-    for row in _rows(archives, oids):
-        if row is None:
-            parts.append(None)
-            continue
-        objects, oid = row
-        found = (np.zeros(0, dtype=np.uint32) if oid is None
-                 or objects.type_of(oid) != "commit" else objects.reachable_array(oid))
-        index = objects.index
-        width = index.oid_len
-        ids = np.frombuffer(index.buf, dtype=np.uint8, count=index.count * width,
-                            offset=index._oids_at).reshape(index.count, width)[found]
-        oid_col = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(width), len(found), [None, pa.py_buffer(ids.tobytes())]).cast(pa.binary())
-        names = _TYPE_NAMES.take(pa.array(index.types[found].astype(np.int32)))
-        parts.append(pa.StructArray.from_arrays([oid_col, names, pa.array(found)],
-                                                fields=list(kind)))
-    return _lists(parts, kind)
+            out.append(list(objects.reachable(oid)))
+    return pa.array(out, pa.list_(pa.uint32()))
 
 
 def cat_udf(archives: Any, oids: Any) -> pa.Array:
@@ -153,7 +102,5 @@ def cat_udf(archives: Any, oids: Any) -> pa.Array:
 UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_git_log", log_udf, ["VARCHAR", "VARCHAR"], f"{LOG_ROW}[]", False),
     ("znippy_git_reachable", reachable_udf, ["VARCHAR", "VARCHAR"], "UINTEGER[]", False),
-    ("znippy_git_reachable_objects", reachable_objects_udf, ["VARCHAR", "VARCHAR"],
-     f"{REACH_ROW}[]", False),
     ("znippy_git_cat", cat_udf, ["VARCHAR", "VARCHAR"], CAT_ROW, False),
 )
