@@ -99,6 +99,7 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
+    out = _local_output(out)
     objects = _objects_dir(repo)
     refs = _refs(repo)
     stage = f"{out}.import-{os.getpid()}"
@@ -126,6 +127,19 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
                         time.perf_counter() - start)
+
+
+def _local_output(out: str) -> str:
+    """``out`` as a local path (a ``file://`` URL is one); any other URL is refused."""
+    from ..remote import is_url, local_path
+
+    if not is_url(out):
+        return out
+    path = local_path(out)
+    if path is None:
+        raise ZnippyError("git import writes local files only; write a local archive and copy "
+                          "it", path=out)
+    return path
 
 
 def _push_file(rx: Receiver, path: str) -> int:
