@@ -1,0 +1,134 @@
+"""Object names as ``git rev-parse`` takes them, for what an archive holds.
+
+A name is, in git's order: a full id (40 hex digits; it must be in the archive); a ref —
+``HEAD``, a full ref name, or a short one tried as ``refs/<n>``, ``refs/tags/<n>``,
+``refs/heads/<n>``, ``refs/remotes/<n>``, ``refs/remotes/<n>/HEAD`` (the first that exists
+wins, as git's dwim); else an abbreviated id of 4 or more hex digits, which must name exactly
+one object (an ambiguous one is an error listing every candidate with its type). Anything else
+is an error naming it. Refs come from the archive (git/refs.py).
+
+On top: :meth:`Names.commit` peels tags to the commit ``git log`` starts from (a tree, a blob
+or a tag of one is "not a commit"); :meth:`Names.reachable` is what
+``git rev-list --objects <name>`` lists (a tag lists itself and the tags it passes; a tree its
+closure; a blob itself).
+"""
+
+from __future__ import annotations
+
+from pyroaring import BitMap
+
+from ..errors import NotFoundError, ZnippyError
+from .graph import tree_closure
+from .objects import GitObjects, _TreeReader
+from .refs import Refs, load_refs, peel
+
+HEX = frozenset("0123456789abcdef")
+MIN_ABBREV = 4
+#: git's dwim rules (refs.c ref_rev_parse_rules), in order
+RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}",
+         "refs/remotes/{}/HEAD")
+
+
+class Names:
+    """Name resolution for one archive's objects and refs."""
+
+    def __init__(self, objects: GitObjects, refs: Refs | None = None) -> None:
+        self.objects = objects
+        self.refs = refs if refs is not None else load_refs(objects.archive)
+        self.path = objects.archive.path
+
+    def resolve(self, name: str) -> bytes:
+        """The object id ``name`` names (any type)."""
+        text = name.strip()
+        if not text:
+            raise ZnippyError("an empty object name", path=self.path)
+        width = 2 * self.objects.index.oid_len
+        hexish = set(text.lower()) <= HEX
+        if hexish and len(text) == width:
+            oid = bytes.fromhex(text)
+            if self.objects.index.find(oid) is None:
+                raise NotFoundError(f"no object {text.lower()} in the archive", path=self.path)
+            return oid
+        ref = self._ref(text)
+        if ref is not None:
+            return ref
+        if hexish and MIN_ABBREV <= len(text) < width:
+            return self._abbreviation(text.lower())
+        known = f"{len(self.refs.by_name)} refs" if self.refs.by_name else "no refs"
+        raise NotFoundError(f"no object or ref named {name!r} in the archive (it has {known};"
+                            f" ids are {MIN_ABBREV} to {width} hex digits)", path=self.path)
+
+    def _ref(self, text: str) -> bytes | None:
+        by_name = self.refs.by_name
+        for rule in RULES:
+            ref = by_name.get(rule.format(text))
+            if ref is None:
+                continue
+            if ref.target is None:
+                raise NotFoundError(f"{ref.name} points to {ref.symbolic}, which has no commit "
+                                    "yet (an unborn branch)", path=self.path)
+            if self.objects.index.find(ref.target) is None:
+                raise NotFoundError(f"{ref.name} points at {ref.target.hex()}, which is not in "
+                                    "the archive", path=self.path)
+            return ref.target
+        return None
+
+    def _abbreviation(self, text: str) -> bytes:
+        index = self.objects.index
+        hits = index.with_prefix(text)
+        if not hits:
+            raise NotFoundError(f"no object {text} in the archive", path=self.path)
+        if len(hits) > 1:
+            shown = ", ".join(f"{index.oid(i).hex()} {self.objects.type_of(index.oid(i))}"
+                              for i in hits[:20])
+            more = f" and {len(hits) - 20} more" if len(hits) > 20 else ""
+            raise ZnippyError(f"short object id {text} is ambiguous; the candidates are: "
+                              f"{shown}{more}", path=self.path)
+        return index.oid(hits[0])
+
+    def commit(self, name: str) -> bytes:
+        """The commit ``git log <name>`` starts from: tags peeled; anything else refused."""
+        oid = self.resolve(name)
+        _tags, target, kind = peel(self.objects, oid)
+        if kind != "commit":
+            what = f"{kind} {target.hex()}" if target == oid else \
+                f"tag {oid.hex()} of a {kind} ({target.hex()})"
+            raise ZnippyError(f"{name!r} names a {what}, not a commit", path=self.path)
+        return target
+
+    def reachable(self, name: str) -> BitMap:
+        """Ordinals of what ``git rev-list --objects <name>`` lists."""
+        oid = self.resolve(name)
+        tags, target, kind = peel(self.objects, oid)
+        find = self.objects.index.find
+        if kind == "commit":
+            out = self._commit_closure(target)
+        elif kind == "tree":
+            out = BitMap()
+            tree_closure(out, target, _TreeReader(self.objects), find)
+        else:
+            out = BitMap([find(target)])
+        out.update(find(t) for t in tags)
+        return out
+
+    def log(self, name: str) -> list[bytes]:
+        """The commits ``git log <name>`` lists, in its order (shallow boundary honoured)."""
+        return self.objects.log(self.commit(name), self.refs.shallow)
+
+    def _commit_closure(self, commit: bytes) -> BitMap:
+        """A commit's ``rev-list --objects`` set. The stored bitmaps follow every parent in
+        the archive; at a shallow boundary git follows none, so when a boundary commit's
+        parent is in the archive after all (another branch fetched deeper) the set is walked
+        with the boundary cut instead."""
+        objects = self.objects
+        graph = objects._graph
+        if not any(p in graph for c in self.refs.shallow if c in graph for p in graph[c][1]):
+            return objects.reachable(commit)
+        out = BitMap()
+        trees = _TreeReader(objects)
+        for cur in objects.log(commit, self.refs.shallow):
+            own = objects.index.find(cur)
+            if own is not None:
+                out.add(own)
+            tree_closure(out, graph[cur][0], trees, objects.index.find)
+        return out
