@@ -126,6 +126,14 @@ def test_shallow_clone_refs_log_and_reach(repo: Repo, tmp_path: Path,
         listed = {ln.split(" ")[0] for ln in r.git("rev-list", "--objects", c).splitlines()}
         assert {x for (x,) in con.execute("SELECT lower(hex(oid)) FROM git_reachable('g', ?)",
                                           [c]).fetchall()} == listed, c
+    boundary = (r.path / ".git" / "shallow").read_text().split()
+    with open_archive(out) as a:
+        names = Names(GitObjects(a))
+        for c in boundary:  # git: no parent past the boundary, even if it is in the archive
+            assert subprocess.run(["git", "-C", str(r.path), "rev-parse", "-q", "--verify",
+                                   f"{c}~1"], capture_output=True, env=r.env).returncode != 0
+            with pytest.raises(ZnippyError, match="a shallow boundary"):
+                names.resolve(f"{c}~1")
 
 
 def test_detached_head_and_a_repository_without_refs(repo: Repo, tmp_path: Path,
@@ -173,6 +181,28 @@ def test_names_resolve_as_git_rev_parse(repo: Repo, archive: Path,
         assert main(["git", "cat-file", str(archive), name, "-e"]) == 0
 
 
+SUFFIXED = ("HEAD~1", "HEAD~3", "HEAD^", "HEAD~4^2", "HEAD^1~2", "HEAD^0", "HEAD~0", "v1~2",
+            "v1^{}", "v1^{commit}", "v1^{tree}", "tagtag^{tag}", "tagtag^{}", "blobtag^{blob}",
+            "HEAD^{tree}", "HEAD:README", "HEAD:src/pkg", "HEAD:src/pkg/mod1.py", "side~1:",
+            "HEAD~2^{object}", "main~3^^2~1")
+
+
+def test_suffixes_resolve_as_git_rev_parse(repo: Repo, archive: Path) -> None:
+    with open_archive(archive) as a:
+        names = Names(GitObjects(a))
+        for name in SUFFIXED:
+            assert names.resolve(name).hex() == repo.git("rev-parse", name).strip(), name
+        for name, why in (("HEAD^3", "has no parent 3"), ("HEAD~999", "has no parent 1"),
+                          ("HEAD:nosuch", "not in the archive's tree"),
+                          ("blobtag^{commit}", "is a blob, not a commit"),
+                          ("HEAD^{tag}", "is a commit, not a tag"),
+                          ("HEAD^{thing}", "unknown object type")):
+            assert subprocess.run(["git", "-C", str(repo.path), "rev-parse", "--verify", "-q",
+                                   name], capture_output=True, env=repo.env).returncode != 0
+            with pytest.raises(ZnippyError, match=why):
+                names.resolve(name)
+
+
 def test_log_peels_tags_and_refuses_what_is_not_a_commit(repo: Repo, archive: Path) -> None:
     con = duckdb.connect()
     register(con, archive, "g")
@@ -183,7 +213,7 @@ def test_log_peels_tags_and_refuses_what_is_not_a_commit(repo: Repo, archive: Pa
             "FROM git_log('g', ?)", [name]).fetchall()]
 
     v1 = repo.git("rev-parse", "v1").strip()
-    for name in ("v1", v1, v1[:8], "tagtag", "light", "HEAD", "side", "main"):
+    for name in ("v1", v1, v1[:8], "tagtag", "light", "HEAD", "side", "main", "HEAD~2"):
         assert log(name) == [w.rstrip() for w in repo.git("log", "--format=%H %P", name)
                              .splitlines()], name
     tree = repo.git("rev-parse", "HEAD^{tree}").strip()

@@ -5,7 +5,9 @@ A name is, in git's order: a full id (40 hex digits; it must be in the archive);
 ``refs/heads/<n>``, ``refs/remotes/<n>``, ``refs/remotes/<n>/HEAD`` (the first that exists
 wins, as git's dwim); else an abbreviated id of 4 or more hex digits, which must name exactly
 one object (an ambiguous one is an error listing every candidate with its type). Anything else
-is an error naming it. Refs come from the archive (git/refs.py).
+is an error naming it. Refs come from the archive (git/refs.py). Then git's suffixes: ``~n``
+(first parents), ``^n`` (n-th parent), ``^{type}`` / ``^{}`` (peel), ``:path`` (a tree
+entry); a shallow boundary commit has no parents, as in git.
 
 On top: :meth:`Names.commit` peels tags to the commit ``git log`` starts from (a tree, a blob
 or a tag of one is "not a commit"); :meth:`Names.reachable` is what
@@ -15,11 +17,14 @@ closure; a blob itself).
 
 from __future__ import annotations
 
+import re
+
 from pyroaring import BitMap
 
 from ..errors import NotFoundError, ZnippyError
 from .graph import tree_closure
 from .objects import GitObjects, _TreeReader
+from .pack import parse_commit, tree_entries
 from .refs import Refs, load_refs, peel
 
 HEX = frozenset("0123456789abcdef")
@@ -27,6 +32,8 @@ MIN_ABBREV = 4
 #: git's dwim rules (refs.c ref_rev_parse_rules), in order
 RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}",
          "refs/remotes/{}/HEAD")
+_SUFFIXES = re.compile(r"(.+?)((?:~\d*|\^(?:\{[a-z]*\}|\d*))*)")
+_STEP = re.compile(r"~\d*|\^\{[a-z]*\}|\^\d*")
 
 
 class Names:
@@ -42,6 +49,16 @@ class Names:
         text = name.strip()
         if not text:
             raise ZnippyError("an empty object name", path=self.path)
+        base, colon, path = text.partition(":")
+        m = _SUFFIXES.fullmatch(base)
+        if m is None or (not m.group(2) and not colon):
+            return self._base(text)
+        oid = self._base(m.group(1))
+        for step in _STEP.findall(m.group(2)):
+            oid = self._step(oid, step, text)
+        return self._path(oid, path, text) if colon else oid
+
+    def _base(self, text: str) -> bytes:
         width = 2 * self.objects.index.oid_len
         hexish = set(text.lower()) <= HEX
         if hexish and len(text) == width:
@@ -55,8 +72,57 @@ class Names:
         if hexish and MIN_ABBREV <= len(text) < width:
             return self._abbreviation(text.lower())
         known = f"{len(self.refs.by_name)} refs" if self.refs.by_name else "no refs"
-        raise NotFoundError(f"no object or ref named {name!r} in the archive (it has {known};"
+        raise NotFoundError(f"no object or ref named {text!r} in the archive (it has {known};"
                             f" ids are {MIN_ABBREV} to {width} hex digits)", path=self.path)
+
+    # -- suffixes: ~n, ^n, ^{type}, ^{}, :path -------------------------------------------------
+    def _step(self, oid: bytes, step: str, name: str) -> bytes:
+        if step.startswith("^{"):
+            want = step[2:-1]
+            if want not in ("", "object", "commit", "tree", "blob", "tag"):
+                raise ZnippyError(f"{name!r}: unknown object type {want!r}", path=self.path)
+            return self._peel_to(oid, want, name)
+        count = int(step[1:] or 1)
+        oid = self._peel_to(oid, "commit", name)
+        if step[0] == "^":
+            return oid if count == 0 else self._parent(oid, count - 1, name)
+        for _ in range(count):
+            oid = self._parent(oid, 0, name)
+        return oid
+
+    def _peel_to(self, oid: bytes, want: str, name: str) -> bytes:
+        if want == "object" or (want == "tag" and self.objects.type_of(oid) == "tag"):
+            return oid
+        _tags, target, kind = peel(self.objects, oid)
+        if want in ("", kind):
+            return target
+        if want == "tree" and kind == "commit":
+            return parse_commit(self.objects.read(target)[1])[0]
+        raise ZnippyError(f"{name!r}: {target.hex()} is a {kind}, not a {want}", path=self.path)
+
+    def _parent(self, commit: bytes, which: int, name: str) -> bytes:
+        parents = () if commit in self.refs.shallow else \
+            parse_commit(self.objects.read(commit)[1])[1]
+        if which >= len(parents):
+            raise NotFoundError(f"{name!r}: commit {commit.hex()} has no parent {which + 1}"
+                                + (" (a shallow boundary)" if commit in self.refs.shallow else ""),
+                                path=self.path)
+        if self.objects.index.find(parents[which]) is None:
+            raise NotFoundError(f"{name!r}: parent {parents[which].hex()} is not in the archive",
+                                path=self.path)
+        return parents[which]
+
+    def _path(self, oid: bytes, path: str, name: str) -> bytes:
+        oid = self._peel_to(oid, "tree", name)
+        for part in (p for p in path.split("/") if p):
+            kind, content = self.objects.read(oid)
+            hit = next((child for _mode, entry, child in tree_entries(content)
+                        if entry == part.encode()), None) if kind == "tree" else None
+            if hit is None or self.objects.index.find(hit) is None:
+                raise NotFoundError(f"{name!r}: path {path!r} is not in the archive's tree",
+                                    path=self.path)
+            oid = hit
+        return oid
 
     def _ref(self, text: str) -> bytes | None:
         by_name = self.refs.by_name
