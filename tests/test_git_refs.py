@@ -105,6 +105,16 @@ def test_refs_and_show_ref_match_git(repo: Repo, archive: Path,
         < names.index("__meta__")  # FORMAT §4: with the git sections, before __meta__
 
 
+def test_polars_refs_equal_the_view(archive: Path) -> None:
+    from znippy_sql.polars import scan
+
+    con = duckdb.connect()
+    register(con, archive, "g")
+    frame = scan(archive, "git_refs").collect()
+    assert frame.columns == ["name", "target", "peeled", "symbolic"]
+    assert frame.rows() == con.execute("SELECT * FROM g_git_refs ORDER BY name").fetchall()
+
+
 def test_shallow_clone_refs_log_and_reach(repo: Repo, tmp_path: Path,
                                           capfdbinary: pytest.CaptureFixture[bytes]) -> None:
     r = Repo.__new__(Repo)
@@ -148,6 +158,26 @@ def test_detached_head_and_a_repository_without_refs(repo: Repo, tmp_path: Path,
     check_refs(r, out, capfdbinary)
     with open_archive(out) as a:
         assert load_refs(a).by_name["HEAD"].symbolic is None
+
+
+def test_head_on_an_unborn_branch(tmp_path: Path,
+                                  capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    r = Repo(tmp_path / "orphan")
+    r.write("a.txt", "a\n")
+    r.commit("one")
+    r.git("checkout", "-q", "--orphan", "fresh")
+    out = tmp_path / "orphan.znippy"
+    import_repository(r.path, out)
+    with open_archive(out) as a:
+        head = load_refs(a).by_name["HEAD"]
+        assert (head.target, head.symbolic) == (None, "refs/heads/fresh")
+        with pytest.raises(ZnippyError, match="refs/heads/fresh, which has no commit yet"):
+            Names(GitObjects(a)).resolve("HEAD")
+    for args in (["--head"], ["--head", "-d"]):
+        code = main(["git", "show-ref", str(out), *args])
+        git = subprocess.run(["git", "-C", str(r.path), "show-ref", *args], capture_output=True,
+                             env=r.env)
+        assert (code, capfdbinary.readouterr().out) == (git.returncode, git.stdout)
 
 
 # -- names as git rev-parse takes them -----------------------------------------------------------

@@ -131,8 +131,9 @@ class Names:
             if ref is None:
                 continue
             if ref.target is None:
-                raise NotFoundError(f"{ref.name} points to {ref.symbolic}, which has no commit "
-                                    "yet (an unborn branch)", path=self.path)
+                why = f"points to {ref.symbolic}, which has no commit yet (an unborn branch)" \
+                    if ref.symbolic else "names no object"
+                raise NotFoundError(f"{ref.name} {why}", path=self.path)
             if self.objects.index.find(ref.target) is None:
                 raise NotFoundError(f"{ref.name} points at {ref.target.hex()}, which is not in "
                                     "the archive", path=self.path)
