@@ -22,7 +22,7 @@ import pyarrow as pa
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
-from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID, pkg_type_name
+from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
 from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, provenance_cli, size_arg)
@@ -93,7 +93,8 @@ def cmd_ls(args: argparse.Namespace) -> int:
         files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
         rows = files.to_pylist()
         facts = posix_facts(archive) if (args.long or args.json) else None
-        # a git archive's packs are stored as git keeps them: read-only (no mode recorded)
+        from ..format.schema import GIT_OID  # a git archive's packs: read-only, as git's
+
         unset = 0o100444 if archive.has_section(GIT_OID) else None
         paths_filter = PathFilter(members=args.paths, excludes=args.exclude)
         if paths_filter:
