@@ -339,3 +339,23 @@ def test_an_archive_without_the_refs_section_keeps_reading(repo: Repo, tmp_path:
     register(con, out, "g")
     assert not con.execute("SELECT * FROM duckdb_views() WHERE view_name = 'g_git_refs'"
                            ).fetchall()
+
+
+def test_a_refs_section_of_another_schema_is_refused_naming_it(
+        repo: Repo, tmp_path: Path, capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    import pyarrow as pa
+
+    from znippy_sql.errors import FormatError
+    from znippy_sql.git.push import Receiver
+
+    out = tmp_path / "odd.znippy"
+    with Receiver(tmp_path / "blobs") as rx:
+        rx.push(repo.raw("pack-objects", "--revs", "--all", "--stdout", "-q", input=b""))
+        rx.seal(out, [ReservedSection(GIT_REFS, pa.table({"name": ["HEAD"], "x": [1]}))])
+    with open_archive(out) as a:
+        with pytest.raises(FormatError, match="__gunnar_refs__ does not have the refs schema"):
+            load_refs(a)
+    assert main(["git", "show-ref", str(out)]) == 2
+    err = capfdbinary.readouterr().err
+    assert b"__gunnar_refs__" in err and err.count(b"\n") == 1
+    assert main(["git", "cat-file", str(out), "HEAD", "-t"]) == 2

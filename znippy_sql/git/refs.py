@@ -5,8 +5,8 @@ target when it names a branch, its ``target`` id when the branch has a commit), 
 tag, remote-tracking and other ref under ``refs/`` (``target`` = the id it names; a symbolic
 ref such as ``refs/remotes/origin/HEAD`` also has ``symbolic``), ``peeled`` = the first non-tag
 object an annotated tag leads to (what ``git show-ref -d`` prints as ``^{}``), and one row named
-``shallow`` per boundary commit of a shallow repository (its ``target``; the commit's parents
-are not in the archive). Rows in name order (bytes).
+``shallow`` per boundary commit of a shallow repository (its ``target``; git treats it as
+having no parents, whatever the archive holds). Rows in name order (bytes).
 
 An archive sealed before this section existed has its refs only in ``__meta__`` (archive-level
 facts ``refs/…`` and ``HEAD`` = id, no symbolic target, no shallow boundary): :func:`load_refs`
@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -199,9 +199,12 @@ def peel(objects: "GitObjects", oid: bytes) -> tuple[list[bytes], bytes, str]:
             raise FormatError(f"tag {oid.hex()} leads to a cycle of tags", path=path)
         tags.append(oid)
         line = objects.read(oid)[1].split(b"\n", 1)[0]
-        if not line.startswith(b"object ") or len(line) != 47:
-            raise FormatError(f"tag {oid.hex()} has no object line", path=path)
-        target = bytes.fromhex(line[7:].decode())
+        try:
+            if not line.startswith(b"object ") or len(line) != 47:
+                raise ValueError
+            target = bytes.fromhex(line[7:].decode("ascii"))
+        except ValueError:
+            raise FormatError(f"tag {oid.hex()} has no object line", path=path) from None
         if objects.index.find(target) is None:
             raise NotFoundError(f"tag {oid.hex()} points at {target.hex()}, which is not in "
                                 "the archive", path=path)
