@@ -139,6 +139,8 @@ def test_shallow_clone_refs_log_and_reach(repo: Repo, tmp_path: Path,
     boundary = (r.path / ".git" / "shallow").read_text().split()
     with open_archive(out) as a:
         names = Names(GitObjects(a))
+        for name in ("origin", "origin/main", "remotes/origin/side", "refs/remotes/origin/HEAD"):
+            assert names.resolve(name).hex() == r.git("rev-parse", name).strip(), name
         for c in boundary:  # git: no parent past the boundary, even if it is in the archive
             assert subprocess.run(["git", "-C", str(r.path), "rev-parse", "-q", "--verify",
                                    f"{c}~1"], capture_output=True, env=r.env).returncode != 0
