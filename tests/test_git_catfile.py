@@ -25,6 +25,7 @@ from znippy_sql.errors import NotFoundError
 from znippy_sql.git.importer import import_repository
 from znippy_sql.git.objects import GitObjects, quote_path
 from znippy_sql.git.pack import OFS_DELTA, REF_DELTA, entry_header, ofs_distance, tree_entries
+from znippy_sql.git.revparse import Names
 
 CLI = Path(sys.executable).parent / "znippy-sql"
 
@@ -67,11 +68,12 @@ def check_every_object(repo: Path, archive: Path) -> int:
     want = oracle(repo)
     with open_archive(archive) as a:
         objects = GitObjects(a)
+        names = Names(objects)
         index = objects.index
         assert {index.oid(i).hex() for i in range(index.count)} == set(want)
         for oid, (kind, size, content) in want.items():
             raw = bytes.fromhex(oid)
-            assert objects.resolve(oid) == raw                  # -e
+            assert names.resolve(oid) == raw                    # -e
             assert objects.type_of(raw) == kind, oid            # -t
             assert objects.size_of(raw) == size, oid            # -s
             assert objects.read(raw) == (kind, content), oid    # git cat-file <type>
@@ -80,7 +82,7 @@ def check_every_object(repo: Path, archive: Path) -> int:
         absent = [o[:-1] + ("0" if o[-1] != "0" else "1") for o in list(want)[:50]]
         for oid in (o for o in absent if o not in want):
             with pytest.raises(NotFoundError, match=oid):
-                objects.resolve(oid)
+                names.resolve(oid)
     return len(want)
 
 
