@@ -154,10 +154,9 @@ class GitObjects:
                                 path=self.archive.path)
         return hit
 
-    def log(self, oid: bytes, shallow: frozenset[bytes] = frozenset()) -> list[bytes]:
+    def log(self, oid: bytes) -> list[bytes]:
         """Commits reachable from ``oid`` in ``git log``'s order: newest committer time
-        first, ties in the order they were met (git's date-ordered walk). A ``shallow``
-        commit is walked as if it had no parents (git's graft at a shallow boundary)."""
+        first, ties in the order they were met (git's date-ordered walk)."""
         self._commit(oid)
         graph = self._graph
         seen = {oid}
@@ -167,7 +166,7 @@ class GitObjects:
         while heap:
             _t, _n, cur = heapq.heappop(heap)
             out.append(cur)
-            for p in graph[cur][1] if cur not in shallow else ():
+            for p in graph[cur][1]:
                 if p not in seen and p in graph:
                     seen.add(p)
                     heapq.heappush(heap, (-graph[p][2], count, p))

@@ -17,6 +17,7 @@ closure; a blob itself).
 
 from __future__ import annotations
 
+import heapq
 import re
 
 from pyroaring import BitMap
@@ -155,17 +156,51 @@ class Names:
 
     def commit(self, name: str) -> bytes:
         """The commit ``git log <name>`` starts from: tags peeled; anything else refused."""
-        oid = self.resolve(name)
+        return self.commit_of(self.resolve(name), name)
+
+    def commit_of(self, oid: bytes, name: str | None = None) -> bytes:
+        """``oid`` peeled to a commit (tags followed), or an error saying it is not one."""
         _tags, target, kind = peel(self.objects, oid)
         if kind != "commit":
             what = f"{kind} {target.hex()}" if target == oid else \
                 f"tag {oid.hex()} of a {kind} ({target.hex()})"
-            raise ZnippyError(f"{name!r} names a {what}, not a commit", path=self.path)
+            raise ZnippyError(f"{name or oid.hex()!r} names a {what}, not a commit",
+                              path=self.path)
         return target
+
+    def log(self, name: str) -> list[bytes]:
+        """The commits ``git log <name>`` lists, in its order."""
+        return self.log_of(self.resolve(name), name)
+
+    def log_of(self, oid: bytes, name: str | None = None) -> list[bytes]:
+        """:meth:`log` of a resolved id. At a shallow boundary git follows no parent; when a
+        boundary commit's parent is in the archive after all (another branch fetched deeper),
+        the walk cuts it there, else the plain walk of :meth:`GitObjects.log` is the same."""
+        commit = self.commit_of(oid, name)
+        if not self._grafts_matter():
+            return self.objects.log(commit)
+        graph = self.objects._graph
+        shallow = self.refs.shallow
+        seen = {commit}
+        heap = [(-graph[commit][2], 0, commit)]
+        count = 1
+        out = []
+        while heap:
+            _t, _n, cur = heapq.heappop(heap)
+            out.append(cur)
+            for p in graph[cur][1] if cur not in shallow else ():
+                if p not in seen and p in graph:
+                    seen.add(p)
+                    heapq.heappush(heap, (-graph[p][2], count, p))
+                    count += 1
+        return out
 
     def reachable(self, name: str) -> BitMap:
         """Ordinals of what ``git rev-list --objects <name>`` lists."""
-        oid = self.resolve(name)
+        return self.reachable_of(self.resolve(name))
+
+    def reachable_of(self, oid: bytes) -> BitMap:
+        """:meth:`reachable` of a resolved id: a tag adds itself and the tags it passes."""
         tags, target, kind = peel(self.objects, oid)
         find = self.objects.index.find
         if kind == "commit":
@@ -178,24 +213,22 @@ class Names:
         out.update(find(t) for t in tags)
         return out
 
-    def log(self, name: str) -> list[bytes]:
-        """The commits ``git log <name>`` lists, in its order (shallow boundary honoured)."""
-        return self.objects.log(self.commit(name), self.refs.shallow)
+    def _grafts_matter(self) -> bool:
+        graph = self.objects._graph
+        return any(p in graph for c in self.refs.shallow if c in graph for p in graph[c][1])
 
     def _commit_closure(self, commit: bytes) -> BitMap:
-        """A commit's ``rev-list --objects`` set. The stored bitmaps follow every parent in
-        the archive; at a shallow boundary git follows none, so when a boundary commit's
-        parent is in the archive after all (another branch fetched deeper) the set is walked
-        with the boundary cut instead."""
+        """A commit's ``rev-list --objects`` set: the stored bitmaps (completed), or, when a
+        shallow boundary cuts a parent that is in the archive (the bitmaps follow every parent
+        present), a walk of the commits :meth:`log_of` lists and their trees."""
         objects = self.objects
-        graph = objects._graph
-        if not any(p in graph for c in self.refs.shallow if c in graph for p in graph[c][1]):
+        if not self._grafts_matter():
             return objects.reachable(commit)
         out = BitMap()
         trees = _TreeReader(objects)
-        for cur in objects.log(commit, self.refs.shallow):
+        for cur in self.log_of(commit):
             own = objects.index.find(cur)
             if own is not None:
                 out.add(own)
-            tree_closure(out, graph[cur][0], trees, objects.index.find)
+            tree_closure(out, objects._graph[cur][0], trees, objects.index.find)
         return out

@@ -6,9 +6,12 @@
 -- Commits reachable from a commit (a tag is peeled to its commit), newest first, in
 -- `git log --format='%H %P'` order: a shallow boundary commit shows no parents, as in git.
 CREATE OR REPLACE TEMP MACRO git_log(name, commit_oid) AS TABLE
-    SELECT c.oid, CASE WHEN w.shallow THEN c.parents[1:0] ELSE c.parents END AS parents,
+    SELECT c.oid,
+           CASE WHEN list_contains(w.boundary, c.oid) THEN c.parents[1:0] ELSE c.parents END
+               AS parents,
            c.tree, c.generation, c.commit_time, c.corrected_date
-    FROM (SELECT unnest(znippy_git_log(s.archive, commit_oid::VARCHAR), recursive := true)
+    FROM (SELECT unnest(znippy_git_log(s.archive, commit_oid::VARCHAR), recursive := true),
+                 znippy_git_shallow(s.archive) AS boundary
           FROM query_table(name || '__archive') AS s) AS w
     JOIN query_table(name || '_git_commits') AS c ON c.oid = w.oid
     ORDER BY w.seq;

@@ -2,9 +2,9 @@
 one object's bytes, read through :class:`znippy_sql.git.objects.GitObjects`.
 
 An object is named as ``git rev-parse`` takes it (:mod:`znippy_sql.git.revparse`): a full id,
-an unambiguous abbreviation, a branch or tag name, ``HEAD``. A name that names nothing in the
-archive, an ambiguous abbreviation, and (for ``git_log``) a name that does not lead to a
-commit are errors that say so.
+an unambiguous abbreviation, a branch or tag name, ``HEAD``, git's suffixes. A name that names
+nothing in the archive, an ambiguous abbreviation, and (``git_log``) a name that does not lead
+to a commit are errors that say so.
 """
 
 from __future__ import annotations
@@ -22,59 +22,86 @@ from znippy_sql.read.reader import Archive
 from znippy_sql.udfs.archive_udfs import _plain, archive_at
 
 _LOCK = threading.Lock()
-_NAMES: "weakref.WeakKeyDictionary[Archive, Names]" = weakref.WeakKeyDictionary()
+_OBJECTS: "weakref.WeakKeyDictionary[Archive, GitObjects]" = weakref.WeakKeyDictionary()
+_NAMES: "weakref.WeakKeyDictionary[GitObjects, Names]" = weakref.WeakKeyDictionary()
 
-LOG_ROW = "STRUCT(seq UINTEGER, oid BLOB, shallow BOOLEAN)"
+LOG_ROW = "STRUCT(seq UINTEGER, oid BLOB)"
 CAT_ROW = "STRUCT(type VARCHAR, size UBIGINT, content BLOB)"
 
 
-def _names(path: str) -> Names:
+def _objects(path: str) -> GitObjects:
     archive = archive_at(path)
     with _LOCK:
-        hit = _NAMES.get(archive)
+        hit = _OBJECTS.get(archive)
         if hit is None:
-            hit = _NAMES[archive] = Names(GitObjects(archive))
+            hit = _OBJECTS[archive] = GitObjects(archive)
         return hit
 
 
-def _rows(archives: Any, names: Any) -> list[tuple[Names, str] | None]:
-    return [None if a is None or n is None else (_names(a), n)
-            for a, n in zip(_plain(archives).to_pylist(), _plain(names).to_pylist())]
+def _names(objects: GitObjects) -> Names:
+    with _LOCK:
+        hit = _NAMES.get(objects)
+        if hit is None:
+            hit = _NAMES[objects] = Names(objects)
+        return hit
 
 
-def log_udf(archives: Any, names: Any) -> pa.Array:
-    """``znippy_git_log(archive, name) -> STRUCT(seq, oid, shallow)[]`` in ``git log`` order;
-    ``shallow``: a boundary commit of a shallow history (git shows it without parents)."""
+def _oid(objects: GitObjects, text: str) -> bytes | None:
+    """The id ``text`` names, as git rev-parse resolves it (an error if it names nothing)."""
+    return _names(objects).resolve(text)
+
+
+def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | None]:
+    out: list[tuple[GitObjects, bytes | None] | None] = []
+    for a, o in zip(_plain(archives).to_pylist(), _plain(oids).to_pylist()):
+        if a is None or o is None:
+            out.append(None)
+            continue
+        objects = _objects(a)
+        out.append((objects, _oid(objects, o)))
+    return out
+
+
+def log_udf(archives: Any, oids: Any) -> pa.Array:
+    """``znippy_git_log(archive, commit) -> STRUCT(seq, oid)[]`` in ``git log`` order."""
     out: list[list[dict[str, Any]] | None] = []
-    for row in _rows(archives, names):
+    for row in _rows(archives, oids):
         if row is None:
             out.append(None)
             continue
-        resolver, name = row
-        ids = resolver.log(name)
-        shallow = resolver.refs.shallow
-        out.append([{"seq": i, "oid": c, "shallow": c in shallow} for i, c in enumerate(ids)])
-    return pa.array(out, pa.list_(pa.struct([("seq", pa.uint32()), ("oid", pa.binary()),
-                                             ("shallow", pa.bool_())])))
+        objects, oid = row
+        ids = [] if oid is None else _names(objects).log_of(oid)
+        out.append([{"seq": i, "oid": c} for i, c in enumerate(ids)])
+    return pa.array(out, pa.list_(pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])))
 
 
-def reachable_udf(archives: Any, names: Any) -> pa.Array:
-    """``znippy_git_reachable(archive, name) -> UINTEGER[]``: object ordinals."""
+def reachable_udf(archives: Any, oids: Any) -> pa.Array:
+    """``znippy_git_reachable(archive, commit) -> UINTEGER[]``: object ordinals."""
     out: list[list[int] | None] = []
-    for row in _rows(archives, names):
-        out.append(None if row is None else list(row[0].reachable(row[1])))
+    for row in _rows(archives, oids):
+        if row is None:
+            out.append(None)
+            continue
+        objects, oid = row
+        out.append([] if oid is None else list(_names(objects).reachable_of(oid)))
     return pa.array(out, pa.list_(pa.uint32()))
 
 
-def cat_udf(archives: Any, names: Any) -> pa.Array:
+def shallow_udf(archives: Any) -> pa.Array:
+    """``znippy_git_shallow(archive) -> BLOB[]``: the shallow boundary's commits (git shows
+    them without parents)."""
+    return pa.array([None if a is None else sorted(_names(_objects(a)).refs.shallow)
+                     for a in _plain(archives).to_pylist()], pa.list_(pa.binary()))
+
+
+def cat_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_cat(archive, name) -> STRUCT(type, size, content)``."""
     out: list[dict[str, Any] | None] = []
-    for row in _rows(archives, names):
-        if row is None:  # a struct of NULLs: DuckDB wants no NULL result
+    for row in _rows(archives, oids):
+        if row is None or row[1] is None:  # a struct of NULLs: DuckDB wants no NULL result
             out.append({"type": None, "size": None, "content": None})
             continue
-        resolver, name = row
-        kind, content = resolver.objects.read(resolver.resolve(name))
+        kind, content = row[0].read(row[1])
         out.append({"type": kind, "size": len(content), "content": content})
     return pa.array(out, pa.struct([("type", pa.utf8()), ("size", pa.uint64()),
                                     ("content", pa.binary())]))
@@ -85,4 +112,5 @@ UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_git_log", log_udf, ["VARCHAR", "VARCHAR"], f"{LOG_ROW}[]", False),
     ("znippy_git_reachable", reachable_udf, ["VARCHAR", "VARCHAR"], "UINTEGER[]", False),
     ("znippy_git_cat", cat_udf, ["VARCHAR", "VARCHAR"], CAT_ROW, False),
+    ("znippy_git_shallow", shallow_udf, ["VARCHAR"], "BLOB[]", False),
 )
