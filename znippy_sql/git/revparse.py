@@ -177,7 +177,7 @@ class Names:
         boundary commit's parent is in the archive after all (another branch fetched deeper),
         the walk cuts it there, else the plain walk of :meth:`GitObjects.log` is the same."""
         commit = self.commit_of(oid, name)
-        if not self._grafts_matter():
+        if not self.grafts_matter():
             return self.objects.log(commit)
         graph = self.objects._graph
         shallow = self.refs.shallow
@@ -213,7 +213,9 @@ class Names:
         out.update(find(t) for t in tags)
         return out
 
-    def _grafts_matter(self) -> bool:
+    def grafts_matter(self) -> bool:
+        """True when a shallow boundary commit has a parent in the archive: git cuts that
+        edge, the stored graph and bitmaps do not, so log and reach must walk."""
         graph = self.objects._graph
         return any(p in graph for c in self.refs.shallow if c in graph for p in graph[c][1])
 
@@ -222,7 +224,7 @@ class Names:
         shallow boundary cuts a parent that is in the archive (the bitmaps follow every parent
         present), a walk of the commits :meth:`log_of` lists and their trees."""
         objects = self.objects
-        if not self._grafts_matter():
+        if not self.grafts_matter():
             return objects.reachable(commit)
         out = BitMap()
         trees = _TreeReader(objects)

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from ..format.files import module_fields
-from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, LOOKUP, LOOKUP_SCHEMA, META,
+from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA, META,
                              RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey,
                              pkg_type_name)
 from ..format.validate import union_problem
@@ -220,6 +220,8 @@ def _sections(plan: ArchiveViews, trust: Any) -> None:
         plan.add_view("git_objects", template(
             "view_git_objects.sql", objects=plan.add_object("git_objects", objects),
             packs=plan.add_object("git_packs", packs)))
+    from ..format.schema import GIT_REFS
+
     for section, suffix in ((GIT_GRAPH, "git_commits"), (GIT_REACH, "git_reach"),
                             (GIT_REFS, "git_refs")):
         if archive.has_section(section):
