@@ -235,6 +235,12 @@ def test_suffixes_resolve_as_git_rev_parse(repo: Repo, archive: Path) -> None:
                 names.resolve(name)
 
 
+def test_a_name_too_long_is_refused_before_parsing(archive: Path) -> None:
+    with open_archive(archive) as a:
+        with pytest.raises(ZnippyError, match="at most 4096"):
+            Names(GitObjects(a)).resolve("HEAD" + "~" * 100_000 + "x")
+
+
 def test_log_peels_tags_and_refuses_what_is_not_a_commit(repo: Repo, archive: Path) -> None:
     con = duckdb.connect()
     register(con, archive, "g")

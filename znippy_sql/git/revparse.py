@@ -30,6 +30,8 @@ from .refs import Refs, load_refs, peel
 
 HEX = frozenset("0123456789abcdef")
 MIN_ABBREV = 4
+#: longer names are refused before any parsing (git's own limit for a ref name is PATH_MAX)
+MAX_NAME = 4096
 #: git's dwim rules (refs.c ref_rev_parse_rules), in order
 RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}",
          "refs/remotes/{}/HEAD")
@@ -50,6 +52,9 @@ class Names:
         text = name.strip()
         if not text:
             raise ZnippyError("an empty object name", path=self.path)
+        if len(text) > MAX_NAME:
+            raise ZnippyError(f"an object name of {len(text)} characters (at most {MAX_NAME})",
+                              path=self.path)
         base, colon, path = text.partition(":")
         m = _SUFFIXES.fullmatch(base)
         if m is None or (not m.group(2) and not colon):
