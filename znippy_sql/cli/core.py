@@ -93,6 +93,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
         files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
         rows = files.to_pylist()
         facts = posix_facts(archive) if (args.long or args.json) else None
+        from ..format.schema import GIT_OID  # a git archive's packs: read-only, as git's
+
+        unset = 0o100444 if archive.has_section(GIT_OID) else None
         paths_filter = PathFilter(members=args.paths, excludes=args.exclude)
         if paths_filter:
             keep = set(paths_filter.apply([r["relative_path"] for r in rows],
@@ -107,7 +110,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         path = row["relative_path"]
-        mode = facts.modes.get(path) if facts else None
+        mode = facts.modes.get(path, unset) if facts else None
         mtime = facts.mtimes.get(path) if facts else None
         link = facts.links.get(path) if facts else None
         out.write(f"{_mode(mode)} {row['repo'] or '-':<12} {row['size']:>12} {_when(mtime)} "

@@ -78,11 +78,12 @@ SIGN_ARCHIVE = "__sign_archive__"
 GIT_OID = "__gunnar_oid__"
 GIT_GRAPH = "__gunnar_graph__"
 GIT_REACH = "__gunnar_reach__"
+GIT_REFS = "__gunnar_refs__"
 
 #: Where each reserved section goes in the tail (FORMAT §4). Unknown reserved names sit with
 #: the git sections, in name order.
-_SECTION_RANK = {LOOKUP: 0, TRIE: 1, GIT_OID: 2, GIT_GRAPH: 3, GIT_REACH: 4, META: 6,
-                 SIGN_ARTIFACTS: 7, SIGN_ARCHIVE: 8}
+_SECTION_RANK = {LOOKUP: 0, TRIE: 1, GIT_OID: 2, GIT_GRAPH: 3, GIT_REACH: 4, GIT_REFS: 5,
+                 META: 6, SIGN_ARTIFACTS: 7, SIGN_ARCHIVE: 8}
 
 
 def section_rank(name: str) -> tuple[int, str]:
@@ -130,4 +131,4 @@ def pkg_type_name(value: int) -> str:
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
 #: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future
 #: extension: readers tell its kind from its bytes (an Arrow stream starts with FF FF FF FF).
-ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, META})
+ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, GIT_REFS, META})

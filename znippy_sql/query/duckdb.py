@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 #: Every view ``register`` may create, by suffix (``<name>_<suffix>``).
 VIEW_SUFFIXES = ("files", "chunks", "manifest", "groups", "lookup", "meta", "signatures",
-                 "git_objects", "git_commits", "git_reach", "_archive")
+                 "git_objects", "git_commits", "git_reach", "git_refs", "_archive")
 
 
 def sanitize_name(text: str) -> str:

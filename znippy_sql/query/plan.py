@@ -220,7 +220,10 @@ def _sections(plan: ArchiveViews, trust: Any) -> None:
         plan.add_view("git_objects", template(
             "view_git_objects.sql", objects=plan.add_object("git_objects", objects),
             packs=plan.add_object("git_packs", packs)))
-    for section, suffix in ((GIT_GRAPH, "git_commits"), (GIT_REACH, "git_reach")):
+    from ..format.schema import GIT_REFS
+
+    for section, suffix in ((GIT_GRAPH, "git_commits"), (GIT_REACH, "git_reach"),
+                            (GIT_REFS, "git_refs")):
         if archive.has_section(section):
             obj = plan.add_part(suffix, _schema(archive, section),
                                 lambda s=section: archive.section(s), section)

@@ -34,16 +34,16 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from ..format.files import files_schema, files_table, module_fields
-from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META,
+from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, LOOKUP, META,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what, open_archive
 from .tables import Stamp, group_schema
 
 Section = Literal["files", "chunks", "manifest", "lookup", "meta", "signatures", "git_objects",
-                  "git_commits", "git_reach"]
+                  "git_commits", "git_reach", "git_refs"]
 _SECTION_NAMES = {"meta": META, "git_commits": GIT_GRAPH, "git_reach": GIT_REACH,
-                  "lookup": LOOKUP, "git_objects": GIT_OID}
+                  "git_refs": GIT_REFS, "lookup": LOOKUP, "git_objects": GIT_OID}
 _CHUNK_GROUP_FIELDS = (pa.field("repo", pa.utf8(), nullable=False),
                        pa.field("pkg_type", pa.int8(), nullable=False),
                        pa.field("pkg_type_name", pa.utf8(), nullable=False),
@@ -97,7 +97,7 @@ def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "file
     or a list of paths, globs or :class:`Archive` objects) with an ``archive`` column (path)."""
     if section not in ("files", "chunks", "manifest", "signatures", *_SECTION_NAMES):
         raise ValueError(f"unknown section {section!r}; one of files, chunks, manifest, "
-                         "lookup, meta, signatures, git_objects, git_commits, git_reach")
+                         "lookup, meta, signatures, git_objects, git_commits, git_reach, git_refs")
     sources, many = _sources(archives)
     if section in ("files", "chunks"):
         return _GroupScan(sources, section, many).lazy()
