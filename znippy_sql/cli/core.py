@@ -59,7 +59,15 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
     extra = [n for n in idx.schema.names if n not in BASE_NAMES and n not in names]
     if extra:  # the modules' own columns, from each file's chunk_seq 0 row
         first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
-        grouped = grouped.join(first.select(["relative_path", *extra]), "relative_path")
+        # joined by row number: Arrow's join carries no list, struct or map column (another
+        # writer's extra columns, docs/format.md §11), a take does
+        rows = first.select(["relative_path"]).append_column(
+            "__row", pa.array(range(first.num_rows), pa.int64()))
+        grouped = grouped.join(rows, "relative_path")
+        picked = first.select(extra).take(grouped.column("__row"))
+        grouped = grouped.drop_columns(["__row"])
+        for name in extra:
+            grouped = grouped.append_column(picked.schema.field(name), picked.column(name))
     order = pc.sort_indices(grouped, [("relative_path", "ascending")])  # utf8 sorts by bytes
     return grouped.take(order).combine_chunks()
 

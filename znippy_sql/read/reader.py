@@ -42,7 +42,7 @@ from ..format.schema import (
     GroupKey,
     resolve_pkg_type,
 )
-from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, rows_problem,
+from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, portable, rows_problem,
                                subindex_schema_problem)
 
 _T = TypeVar("_T")
@@ -243,6 +243,7 @@ class Archive:
         problem = rows_problem(table, self.tail_offset)
         if problem is not None:
             raise FormatError(f"{what} {problem}", path=self.path)
+        table = portable(table)
         self._groups[key] = table
         return table
 
