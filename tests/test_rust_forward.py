@@ -212,7 +212,7 @@ def test_newer_writer_named_by_read_failures(tmp_path: Path,
     w.path.write_bytes(bytes(data))
     with open_archive(w.path) as a, pytest.raises(ZnippyError) as exc:
         a.read("docs/readme.txt")
-    assert "written by a newer znippy (znippy_format_version=5" in str(exc.value)
+    assert "(written by a newer znippy: znippy_format_version=5, newer than 3" in str(exc.value)
     code, _, err = run(["cat", str(w.path), "docs/readme.txt"], capsys)
     assert code != 0 and "znippy_format_version=5" in err
     assert "Traceback" not in err
@@ -275,3 +275,59 @@ def test_other_files_without_footer_are_not_called_unsealed(tmp_path: Path) -> N
     with pytest.raises(FormatError) as exc:
         open_archive(tmp_path / "f.znippy")
     assert not isinstance(exc.value, UnsealedArchiveError)
+
+
+@pytest.mark.parametrize("name", ["newer-lookup", "newer-meta", "newer-unknown"])
+def test_append_refuses_sections_it_does_not_understand(
+        name: str, written: dict[str, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """An append rewrites the tail: it would drop another writer's sections without a word,
+    so it refuses, naming them, and the archive is left as it was."""
+    from znippy_sql import append_archive
+
+    path = tmp_path / "a.znippy"
+    path.write_bytes(written[name].read_bytes())
+    before = path.read_bytes()
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "new.txt").write_bytes(b"new")
+    with pytest.raises(FormatError, match="does not understand .*append with the tool that "
+                                          "wrote the archive"):
+        append_archive(path, src)
+    code, _, err = run(["append", str(path), str(src)], capsys)
+    assert code == 2 and "not understood" in err and "Traceback" not in err
+    assert path.read_bytes() == before
+
+
+def test_append_to_a_release_with_a_base_lookup(written: dict[str, Path], tmp_path: Path) -> None:
+    from znippy_sql import append_archive
+
+    path = tmp_path / "a.znippy"
+    path.write_bytes(written["newer-base-lookup"].read_bytes())
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "new.txt").write_bytes(b"new")
+    append_archive(path, src)
+    with open_archive(path) as a:
+        assert a.read("new.txt") == b"new" and a.verify().ok
+        for p, data in CASES["newer-base-lookup"].files.items():
+            assert a.read(p) == data
+
+
+def test_view_failures_name_a_newer_writer(tmp_path: Path) -> None:
+    """A sub-index the views cannot load, on a newer writer's archive: DuckDB's and Polars'
+    errors name the writer's version too."""
+    w = rl.write_newer(tmp_path / "ok.znippy", newer_entries())
+    data = w.path.read_bytes()
+    path = tmp_path / "n.znippy"
+    out = rl._Out(path)
+    out.write(data[: w.blob_end])
+    subs = [(key, data[at : at + n], count + (i == 0))  # the first one's row count lies
+            for i, (key, at, n, count) in enumerate(w.sub_indexes)]
+    rl._finish(out, rl.Written(path, w.blob_end), subs)
+    with pytest.raises(ZnippyError, match="written by a newer znippy: znippy_format_version=5"):
+        scan(path).collect()
+    con = duckdb.connect()
+    with pytest.raises(ZnippyError, match="written by a newer znippy: znippy_format_version=5"):
+        register(con, path, "n")
+        con.execute("SELECT count(*) FROM n_files").fetchall()

@@ -133,9 +133,7 @@ def writer(archive: "Archive") -> dict[str, Any] | None:
     """Who wrote a foreign archive, from its first data sub-index's schema metadata:
     ``{"key", "version", "newer"}`` (None when it names no version)."""
     for key in archive.groups:
-        row = archive.manifest_row(key)
-        buf = archive.source.read(row.index_offset, row.index_len, "sub-index")
-        meta = read_schema(buf, "sub-index", archive.path).metadata or {}
+        meta = _schema_message(archive, key).metadata or {}
         value = meta.get(RUST_VERSION_KEY.encode())
         if value is None:
             return None
@@ -143,6 +141,21 @@ def writer(archive: "Archive") -> dict[str, Any] | None:
         newer = text.isdigit() and int(text) > KNOWN_RUST_FORMAT_VERSION
         return {"key": RUST_VERSION_KEY, "version": text, "newer": newer}
     return None
+
+
+def _schema_message(archive: "Archive", key: GroupKey) -> pa.Schema:
+    """The schema of a stream, reading its first message only (continuation marker, metadata
+    length, metadata: the whole range of a big sub-index is not fetched for it)."""
+    row = archive.manifest_row(key)
+    head = archive.source.read(row.index_offset, min(row.index_len, 8), "sub-index")
+    data = head.to_pybytes()
+    size = row.index_len
+    if len(data) == 8:
+        marked = data[:4] == _ARROW_MARK
+        n = struct.unpack("<I", data[4:8] if marked else data[:4])[0]
+        size = min(row.index_len, n + (8 if marked else 4))
+    buf = archive.source.read(row.index_offset, size, "sub-index")
+    return read_schema(buf, "sub-index", archive.path)
 
 
 def writer_text(info: dict[str, Any]) -> str:
@@ -164,7 +177,7 @@ def newer_writer_note(archive: "Archive") -> str | None:
         if not own_writer(archive):
             info = writer(archive)
             if info is not None and info["newer"]:
-                note = f"the archive was written by a newer znippy ({writer_text(info)})"
+                note = f"written by a newer znippy: {writer_text(info)}"
     except (ZnippyError, ValueError):
         note = None
     archive.__dict__["_newer_note"] = note

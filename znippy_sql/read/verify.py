@@ -157,7 +157,14 @@ def _structure(archive: "Archive", say: Say) -> pa.Table | None:
 def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None:
     """Raise unless what an append rebuilds from is sound: the lookup (sorted, each file's
     chunks in order), the trie (its checksum) and every path in one group only (``groups``:
-    the sub-indexes, read already)."""
+    the sub-indexes, read already); and no reserved section of another writer that this
+    reader does not understand (a rewritten tail would drop or replace it without a word)."""
+    foreign = archive.not_understood()
+    if foreign:
+        listed = "; ".join(f"{name}: {status}" for name, status in foreign.items())
+        raise FormatError(f"holds sections this reader does not understand ({listed}): an "
+                          "append would drop or replace them; append with the tool that wrote "
+                          "the archive", path=archive.path)
     archive.lookup  # noqa: B018  (its checks run on first use)
     if archive.has_section(TRIE):
         archive.trie  # noqa: B018
