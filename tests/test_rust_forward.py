@@ -331,3 +331,44 @@ def test_view_failures_name_a_newer_writer(tmp_path: Path) -> None:
     with pytest.raises(ZnippyError, match="written by a newer znippy: znippy_format_version=5"):
         register(con, path, "n")
         con.execute("SELECT count(*) FROM n_files").fetchall()
+
+
+def test_catalog_takes_extra_columns(written: dict[str, Path], tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    cat = tmp_path / "cat"
+    assert main(["catalog", "init", str(cat)]) == 0
+    assert main(["catalog", "add", str(cat), str(written["newer-columns"])]) == 0
+    capsys.readouterr()
+    code, out, err = run(["catalog", "sql", str(cat), "SELECT relative_path, kind, units "
+                          "FROM files WHERE relative_path = 'lib/a.pom'"], capsys)
+    assert code == 0, err
+    assert "lib/a.pom" in out and "pom" in out
+
+
+def test_over_http(written: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The same answers for an archive behind a URL (the local test server): sections not
+    understood, extra columns, and a hot archive's blob region named unsealed."""
+    from remote_server import RangeServer
+
+    monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
+    srv = RangeServer()
+    try:
+        srv.put("all.znippy", written["newer-all"].read_bytes())
+        hot = tmp_path / "hot.znippy"
+        rl.write_hot(hot, newer_entries())
+        srv.put("hot.znippy", hot.read_bytes())
+        url = f"{srv.url}/all.znippy"
+        with open_archive(url, cache=False) as a:
+            assert set(a.not_understood()) == NOT_UNDERSTOOD["newer-all"]
+            for p, data in CASES["newer-all"].files.items():
+                assert a.read(p) == data
+        code, out, err = run(["info", "--json", "--no-cache", url], capsys)
+        assert code == 0, err
+        assert set(json.loads(out)["not_understood"]) == NOT_UNDERSTOOD["newer-all"]
+        code, out, err = run(["ls", "--json", "--no-cache", url], capsys)
+        assert code == 0 and '"origin"' in out, err
+        with pytest.raises(UnsealedArchiveError, match="starts with an OpenZL frame"):
+            open_archive(f"{srv.url}/hot.znippy", cache=False)
+    finally:
+        srv.close()
