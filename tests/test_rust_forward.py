@@ -372,3 +372,14 @@ def test_over_http(written: dict[str, Path], tmp_path: Path, monkeypatch: pytest
             open_archive(f"{srv.url}/hot.znippy", cache=False)
     finally:
         srv.close()
+
+
+def test_a_lookup_without_its_trie_is_not_used(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    w = rl.write_newer(tmp_path / "half.znippy", newer_entries(),
+                       sections={"__lookup__": rl.base_lookup})
+    with open_archive(w.path) as a:
+        assert a.not_understood() == {"__lookup__": "not used (no __trie__ beside it)"}
+        assert a.lookup_in_memory and a.read("big.bin") == CASES["newer-all"].files["big.bin"]
+    code, out, _ = run(["verify", str(w.path)], capsys)
+    assert code == 0 and "NOTE: __lookup__: not used (no __trie__ beside it)" in out

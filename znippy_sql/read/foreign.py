@@ -5,9 +5,10 @@ An archive this project wrote records a BLAKE3 of every manifest row (``znippy.s
 blake3``); its reserved sections have the shapes this project writes, and anything else in
 them is damage (a ``FormatError`` where it is read), as in any archive that does not name its
 writer. An archive of the Rust tool has no such digests and names its writer in the schema
-metadata of its data sub-indexes (``znippy_format_version``): there a reserved section of a name this reader does not know, or of a known name with a
-shape it does not expect (the Rust tool's own ``__lookup__``, ``__trie__`` or ``__meta__`` of
-a release after 0.8), is **not understood**. It is skipped for reading files — without a
+metadata of its data sub-indexes (``znippy_format_version``): there a reserved section of a
+name this reader does not know, or of a known name with a shape it does not expect (the Rust
+tool's own ``__lookup__``, ``__trie__`` or ``__meta__`` of a release after 0.8), is **not
+understood**. It is skipped for reading files — without a
 usable ``__lookup__`` and ``__trie__`` the lookup is built in memory from the data
 sub-indexes, as for a Rust 0.8 archive (:mod:`.memlookup`) — and ``info`` and ``verify``
 report it as "not understood (schema …)".
@@ -117,6 +118,9 @@ def not_understood(archive: "Archive") -> dict[str, str]:
             out[name] = status
     if LOOKUP in out and archive.has_section(TRIE) and TRIE not in out:
         out[TRIE] = f"not used (it maps paths to rows of the {LOOKUP} not understood)"
+    for name, other in ((LOOKUP, TRIE), (TRIE, LOOKUP)):
+        if archive.has_section(name) and not archive.has_section(other) and name not in out:
+            out[name] = f"not used (no {other} beside it)"
     return out
 
 
