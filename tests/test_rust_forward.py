@@ -21,7 +21,7 @@ from rust_cases import Case, newer_cases, newer_entries
 from znippy_sql import ChecksumError, FormatError, ZnippyError, open_archive
 from znippy_sql.cli import main
 from znippy_sql.duckdb import register
-from znippy_sql.errors import UnsealedArchiveError
+from znippy_sql import UnsealedArchiveError
 from znippy_sql.polars import read_files, scan
 
 CASES = newer_cases()
