@@ -23,6 +23,7 @@ from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
+from ..read.foreign import own_writer, writer, writer_text
 from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, provenance_cli, size_arg)
@@ -59,7 +60,15 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
     extra = [n for n in idx.schema.names if n not in BASE_NAMES and n not in names]
     if extra:  # the modules' own columns, from each file's chunk_seq 0 row
         first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
-        grouped = grouped.join(first.select(["relative_path", *extra]), "relative_path")
+        # joined by row number: Arrow's join carries no list, struct or map column (another
+        # writer's extra columns, docs/format.md §11), a take does
+        rows = first.select(["relative_path"]).append_column(
+            "__row", pa.array(range(first.num_rows), pa.int64()))
+        grouped = grouped.join(rows, "relative_path")
+        picked = first.select(extra).take(grouped.column("__row"))
+        grouped = grouped.drop_columns(["__row"])
+        for name in extra:
+            grouped = grouped.append_column(picked.schema.field(name), picked.column(name))
     order = pc.sort_indices(grouped, [("relative_path", "ascending")])  # utf8 sorts by bytes
     return grouped.take(order).combine_chunks()
 
@@ -244,6 +253,9 @@ def archive_info(archive: Any) -> dict[str, Any]:
         "lookup": "in memory" if archive.lookup_in_memory else "section",
         "groups": groups,
         "sections": archive.sections,
+        # another writer's reserved sections this reader skips (docs/format.md §10)
+        "not_understood": archive.not_understood(),
+        "writer": None if own_writer(archive) else writer(archive),
         "manifest": manifest,
     }
 
@@ -270,9 +282,13 @@ def cmd_info(args: argparse.Namespace) -> int:
               f"{codec.get('znippy.openzl.graph', '?')} level={codec.get('znippy.openzl.level', '?')}"
               f" format_version={codec.get('znippy.openzl.format_version', '?')}"
               f" block_size={codec.get('znippy.block_size', '?')}")
+    if info["writer"] is not None:
+        print(f"writer    {writer_text(info['writer'])}")
     print(f"sections  {', '.join(info['sections']) or '(none)'}"
           + ("; lookup built in memory (the Rust tool's layout)"
              if info["lookup"] == "in memory" else ""))
+    for name, status in info["not_understood"].items():
+        print(f"  {name}: {status}: skipped")
     print("groups")
     print(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
           f"{'bytes':>14}{'stored':>14}")

@@ -34,7 +34,8 @@ from ..errors import FormatError, ZnippyError
 from ..format.footer import FOOTER_LEN
 from ..format.ipc import ARROW_ERRORS, checked_reader
 from ..format.schema import LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
-from ..format.validate import subindex_schema_problem
+from ..format.validate import portable, portable_schema, subindex_schema_problem
+from ..read.foreign import noted
 from ..read.reader import Archive, group_what
 
 _STRINGS = (pa.utf8(), pa.binary())
@@ -120,7 +121,7 @@ def group_schema(archive: Archive, key: GroupKey) -> pa.Schema:
     problem = subindex_schema_problem(schema)
     if problem is not None:
         raise FormatError(f"{what} {problem}", path=archive.path)
-    return schema
+    return portable_schema(schema)
 
 
 def stream_table(archive: Archive, key: GroupKey, what: str,
@@ -147,7 +148,10 @@ def stream_table(archive: Archive, key: GroupKey, what: str,
 
 def group_table(archive: Archive, key: GroupKey) -> pa.Table:
     """A sub-index checked cheaply (see the module docstring)."""
-    return stream_table(archive, key, group_what(key), subindex_schema_problem)
+    try:
+        return portable(stream_table(archive, key, group_what(key), subindex_schema_problem))
+    except ZnippyError as exc:  # on a newer writer's archive, the error names its version
+        raise noted(archive, exc) from None
 
 
 def section_table(archive: Archive, name: str) -> pa.Table:

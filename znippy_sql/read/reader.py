@@ -24,7 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..format import codec
-from ..errors import ChecksumError, CodecError, FormatError, NotFoundError
+from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
+                      UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts
@@ -42,8 +43,10 @@ from ..format.schema import (
     GroupKey,
     resolve_pkg_type,
 )
-from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, rows_problem,
+from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, portable, rows_problem,
                                subindex_schema_problem)
+from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
+                      unsealed_problem, with_writer)
 
 _T = TypeVar("_T")
 @dataclass(frozen=True)
@@ -168,12 +171,16 @@ class Archive:
 
     def _open_tail(self) -> None:
         src = self.source
-        if src.size < FOOTER_LEN:
-            raise FormatError(f"file is {src.size} bytes, too short for a footer", path=self.path)
         # bytes [-16..-8]: magic; [-8..]: manifest offset (u64 LE)
-        manifest_offset = decode_footer(src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer")
-                                        .to_pybytes())
+        manifest_offset = None if src.size < FOOTER_LEN else decode_footer(
+            src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
         if manifest_offset is None:
+            unsealed = unsealed_problem(src, self.path)  # a Rust hot archive, its journal
+            if unsealed is not None:
+                raise UnsealedArchiveError(unsealed, path=self.path)
+            if src.size < FOOTER_LEN:
+                raise FormatError(f"file is {src.size} bytes, too short for a footer",
+                                  path=self.path)
             raise FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=self.path)
         self.manifest_offset = manifest_offset
         self.manifest, self.manifest_rows = decode_manifest(src, manifest_offset)
@@ -181,12 +188,31 @@ class Archive:
         self.tail_offset = min((r.index_offset for r in self.manifest_rows),
                                default=manifest_offset)
         present = [self.has_section(name) for name in (LOOKUP, TRIE)]
-        #: no __lookup__ and no __trie__ (the Rust tool's v0.7/v0.8 layout): both are built
-        #: in memory from the data sub-indexes when first needed (:mod:`.memlookup`)
-        self.lookup_in_memory = not any(present)
-        for name, there in zip((LOOKUP, TRIE), present):
-            if not there and not self.lookup_in_memory:
-                raise FormatError(f"manifest has no {name} section", path=self.path)
+        if not any(present):  # the Rust tool's v0.7/v0.8 layout
+            self.__dict__["lookup_in_memory"] = True
+        elif not rust_writer(self):  # this project's, or an anonymous writer's: strict
+            self.__dict__["lookup_in_memory"] = False
+            for name, there in zip((LOOKUP, TRIE), present):
+                if not there:
+                    raise FormatError(f"manifest has no {name} section", path=self.path)
+
+    @cached_property
+    def lookup_in_memory(self) -> bool:
+        """No usable ``__lookup__`` and ``__trie__``: both are built in memory from the data
+        sub-indexes when first needed (:mod:`.memlookup`). True for the Rust tool's v0.7/v0.8
+        layout (neither section) and for another writer's archive whose sections this reader
+        does not understand (:mod:`.foreign`); decided without I/O for every other archive."""
+        return not lookup_usable(self)
+
+    def not_understood(self) -> dict[str, str]:
+        """Reserved sections of another writer's archive this reader does not understand
+        (name → ``"not understood (schema …)"``): skipped for reading files."""
+        return not_understood(self)
+
+    def understands(self, name: str) -> bool:
+        """Whether the reserved section ``name`` is read (present and understood)."""
+        return self.has_section(name) and (not rust_writer(self)
+                                           or section_status(self, name) is None)
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -228,6 +254,7 @@ class Archive:
         self._sound.add(key)
         return None
 
+    @with_writer
     def group_table(self, key: GroupKey) -> pa.Table:
         """One data sub-index, zero-copy from the memory map, checked in full once."""
         table = self._groups.get(key)
@@ -243,6 +270,7 @@ class Archive:
         problem = rows_problem(table, self.tail_offset)
         if problem is not None:
             raise FormatError(f"{what} {problem}", path=self.path)
+        table = portable(table)
         self._groups[key] = table
         return table
 
@@ -256,6 +284,7 @@ class Archive:
     def has_section(self, name: str) -> bool:
         return GroupKey(RESERVED_PKG_TYPE, "", name) in self._by_key
 
+    @with_writer
     def section(self, name: str) -> pa.Table | memoryview:
         """A reserved section: a ``pa.Table`` for Arrow sections, a ``memoryview`` for raw ones."""
         buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", name), name)
@@ -275,6 +304,7 @@ class Archive:
                                  keep=True)
 
     @cached_property
+    @with_writer
     def lookup(self) -> pa.Table:
         """``__lookup__``, or, in an archive without one, the same table built in memory;
         checked in full (values, order, each file's chunks) either way."""
@@ -309,6 +339,7 @@ class Archive:
         return (paths if len(first) == len(paths) else take(paths, first)).to_pylist()
 
     @cached_property
+    @with_writer
     def trie(self) -> Any:
         """``__trie__`` as a ``ducer.Map``, or, in an archive without one, a
         :class:`~.memlookup.SortedPaths` over the in-memory lookup (the same ``get``/``len``)."""
@@ -335,6 +366,7 @@ class Archive:
         return int(ends.max())
 
     # -- files ------------------------------------------------------------------------------
+    @with_writer
     def find(self, path: str) -> FileInfo | None:
         """The file's chunks, found through the fst trie (or the in-memory binary search of an
         archive without one; no scan either way)."""
@@ -467,6 +499,7 @@ class Archive:
         data = self.chunk_view(path, chunk, verify=verify)
         return data if isinstance(data, bytes) else data.tobytes()
 
+    @with_writer
     def chunk_view(self, path: str, chunk: Chunk, *, verify: bool | None = None
                    ) -> bytes | memoryview:
         """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy)."""
@@ -499,6 +532,7 @@ class Archive:
                 raise ChecksumError(f"{where()}BLAKE3 mismatch", path=self.path)
         return data
 
+    @with_writer
     def chunk_views(self, path: str, chunks: Sequence[Chunk], *, verify: bool | None = None
                     ) -> list[bytes | memoryview]:
         """:meth:`chunk_view` of many chunks of one file at once: the same checks, the
