@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parent.parent / "znippy_sql"
 LAYERS = [
     {"errors"},
     {"format", "modules", "remote"},
-    {"read"},
+    {"read", "views"},  # views: the view catalog (its capabilities' views register by name)
     {"provenance"},
     {"write"},
     {"git"},
