@@ -146,7 +146,11 @@ def test_bad_requests(full: Path, plain: Path) -> None:
         views.Where(pkg_type="no-such-type")
 
 
-def test_plain_archive_imports_no_git_code(plain: Path) -> None:
+def test_plain_archive_imports_no_git_code(tmp_path: Path) -> None:
+    from znippy_sql import Entry
+
+    plain = tmp_path / "three.znippy"
+    write_archive(plain, [Entry(f"f{i}.txt", data=b"x" * i) for i in range(3)], fsync=False)
     code = (
         "import sys, duckdb\n"
         "import znippy_sql.duckdb as zd\n"
