@@ -298,11 +298,16 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
             raise ValueError("read_files needs an archive, or a frame with an archive column")
         opened: dict[str, Archive] = {}
         names = frame.get_column("archive").to_list()
-        contents = [_open(opened, a).read(p) for a, p in zip(names, paths)]
+        got: dict[tuple[str, str], bytes] = {}
+        for name in dict.fromkeys(names):
+            wanted = dict.fromkeys(p for a, p in zip(names, paths) if a == name)
+            got.update(((name, p), data) for p, data in _open(opened, name).read_many(wanted))
+        contents = [got[(a, p)] for a, p in zip(names, paths)]
     else:
         archive = archive_path if isinstance(archive_path, Archive) else \
             open_archive(archive_path)
-        contents = [archive.read(p) for p in paths]
+        one = dict(archive.read_many(dict.fromkeys(paths)))  # blob order, decoded in threads
+        contents = [one[p] for p in paths]
     return frame.with_columns(pl.Series("content", contents, dtype=pl.Binary))
 
 

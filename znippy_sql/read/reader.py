@@ -547,6 +547,25 @@ class Archive:
         """The whole file; only its own blobs are touched."""
         return b"".join(self.iter_chunks(path, verify=verify))
 
+    def read_many(self, paths: Iterable[str], *, verify: bool | None = None,
+                  workers: int | None = None, ordered: bool = False
+                  ) -> Iterator[tuple[str, bytes]]:
+        """``(path, bytes)`` of many files: found first, read in blob order (``ordered=True``:
+        the given order), decoded in worker threads, remote ranges coalesced, memory bounded
+        (:mod:`.many`)."""
+        from .many import read_many
+
+        return read_many(self, paths, verify=verify, workers=workers, ordered=ordered)
+
+    def iter_files(self, rows: Any, *, verify: bool | None = None, workers: int | None = None,
+                   ordered: bool = False) -> Iterator[tuple[str, bytes]]:
+        """:meth:`read_many` of the ``relative_path`` of ``rows`` (an Arrow table, batch or
+        reader: the rows of the ``files`` view; or mappings)."""
+        from .many import read_many, rows_paths
+
+        return read_many(self, rows_paths(rows), verify=verify, workers=workers,
+                         ordered=ordered)
+
     def open(self, path: str) -> Any:
         """A streaming, seekable binary file object over one file."""
         from .fileobj import ArchiveFile
