@@ -78,13 +78,11 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
     parser.add_argument("--repo", help="only files of this repo")
     parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
-                        help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
+                        help="only files of this package type (a module's name: "
+                             "maven|cargo|npm|pypi|..., raw, or a number)")
     parser.add_argument("--glob", action="append", default=[], metavar="GLOB",
                         help="only paths matching this shell pattern ('*' spans '/'; "
                              "repeatable: any of them)")
-
-
-_TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
 
 
 # -- failures ---------------------------------------------------------------------------------

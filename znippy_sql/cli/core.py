@@ -23,7 +23,7 @@ from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
-from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_pkg_type_arg,
+from .common import (Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, provenance_cli, size_arg)
 from .create import register as register_create

@@ -16,7 +16,7 @@ from ..errors import ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.schema import DEFAULT_BLOCK_SIZE
 from ..write.compat import COMPAT_MODES
-from .common import (_TYPE_NAMES, Interrupted, counted, create_pkg_type_arg, done, human,
+from .common import (Interrupted, counted, create_pkg_type_arg, done, human,
                      level_arg, os_problem, positive_int, progress_for, provenance_cli, size_arg)
 
 
@@ -95,7 +95,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
     p.add_argument("--repo", default="", help="repo of every file (default: '')")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help=f"package type: {'|'.join(_TYPE_NAMES)}|auto|N (default: raw)")
+                   help="package type: a module's name (maven|cargo|npm|pypi|...), raw, auto "
+                        "(modules claim files) or a number (default: raw)")
     p.add_argument("--level", type=level_arg, default=DEFAULT_LEVEL, metavar="L",
                    help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
