@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import blake3
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from ..format.fsio import fsync_dir
+from ..format.fsio import copy_range, fsync_dir
 from ..format.schema import BASE_SCHEMA, GroupKey
 from ..format.sections import ReservedSection
 from ..write.tail import write_tail
@@ -81,9 +80,11 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
     staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
     try:
         try:
-            shutil.copyfile(blobs, staged)
-        except OSError as exc:
-            raise ZnippyError(f"cannot copy the blob file into {staged}: {exc.strerror or exc}",
+            with open(blobs, "rb") as src, open(staged, "wb") as dst:
+                copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)
+        except (OSError, EOFError) as exc:
+            raise ZnippyError(f"cannot copy the blob file into {staged}: "
+                              f"{getattr(exc, 'strerror', None) or exc}",
                               path=os.fspath(blobs)) from None
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])

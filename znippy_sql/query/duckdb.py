@@ -130,14 +130,11 @@ def capabilities_of(archive: Any) -> list[str]:
     caps = []
     if any(views.present(archive, n) for n in _GIT_VIEWS):
         caps.append("git")
-    kinds = {k.pkg_type for k in archive.groups if 1 <= k.pkg_type <= 127}
-    if kinds:
-        from .. import modules
+    from ..format.schema import pkg_type_name  # a module's name is its pkg_type's name
 
-        for pkg_type in sorted(kinds):
-            module = modules.for_pkg_type(pkg_type)
-            if module is not None and module.name in CAPABILITIES:
-                caps.append(module.name)
+    for pkg_type in sorted({k.pkg_type for k in archive.groups}):
+        if pkg_type_name(pkg_type) in CAPABILITIES:
+            caps.append(pkg_type_name(pkg_type))
     return caps
 
 

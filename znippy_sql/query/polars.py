@@ -164,9 +164,9 @@ class _Scan:
         for s in have:
             schemas[id(s)] = _engine(s.archive, section, lambda s=s: views.schema(s.archive, section))
         if many:
-            from ..views import _merged
+            from ..views import merge_schemas
 
-            merged = _merged({s.archive.path: schemas[id(s)] for s in have}, section)
+            merged = merge_schemas({s.archive.path: schemas[id(s)] for s in have}, section)
             self.schema = merged  # the archive column first
         else:
             self.schema = schemas[id(have[0])]
