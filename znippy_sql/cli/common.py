@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
-import importlib.util
 import json
 import sys
 import time
-from types import ModuleType
 from typing import Any, TextIO
 
 from ..format.schema import resolve_pkg_type
@@ -188,12 +185,6 @@ def done(progress: Progress | None) -> None:
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def provenance_cli() -> ModuleType | None:
-    """The provenance CLI area (issue 5), when it is installed in this build."""
-    name = "znippy_sql.cli.provenance"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
 
 
 def open_archive_arg(path: str) -> Any:
