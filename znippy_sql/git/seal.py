@@ -33,7 +33,7 @@ PACK_PREFIX = "objects.pack."
 
 
 @dataclass(frozen=True)
-class SealReport:
+class GitSealReport:
     """What one seal put on disk (counts taken from the journal and the sealed file)."""
 
     archive: str
@@ -73,7 +73,7 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
                          archive: str | os.PathLike[str],
                          reserved: Sequence[ReservedSection] = (), *, git: bool = True,
                          parsed: Mapping[int, ParsedPack] | None = None,
-                         bitmap_every: int = BITMAP_EVERY) -> SealReport:
+                         bitmap_every: int = BITMAP_EVERY) -> GitSealReport:
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
     archive = os.fspath(archive)
@@ -101,7 +101,7 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
 
 def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                reserved: Sequence[ReservedSection], *, git: bool,
-               parsed: Mapping[int, ParsedPack], every: int) -> SealReport:
+               parsed: Mapping[int, ParsedPack], every: int) -> GitSealReport:
     live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
     retired = sum(1 for e in state.packs if e[0] in state.retired)
     after = len(state.live()) - len(live)
@@ -137,7 +137,7 @@ def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                               section_builders=builders)
         finally:
             del view
-    return SealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
+    return GitSealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
                       counts[0], counts[1])
 
 
