@@ -120,8 +120,9 @@ def _install(con: "duckdb.DuckDBPyConnection", udfs: Sequence[Any], script: str)
             con.remove_function(name)
         except duckdb.Error:
             pass
-        con.create_function(name, fn, [duckdb.sqltype(p) for p in params],
-                            duckdb.sqltype(returns), type="arrow", side_effects=side_effects)
+        con.create_function(  # type: ignore[call-overload]  # stubs want an enum for "arrow"
+            name, fn, [duckdb.sqltype(p) for p in params], duckdb.sqltype(returns),
+            type="arrow", side_effects=side_effects)
     _run(con, ";\n".join(_statements(load_sql(script))))
 
 

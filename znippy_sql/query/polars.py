@@ -24,6 +24,7 @@ Polars raises on a table is turned into a :class:`FormatError` naming the archiv
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -160,9 +161,10 @@ class _Scan:
                               path=sources[0].archive.path if sources else None)
         self.view = views.get(section)
         self.sources = have
-        schemas = {}
+        schemas: dict[int, pa.Schema] = {}
         for s in have:
-            schemas[id(s)] = _engine(s.archive, section, lambda s=s: views.schema(s.archive, section))
+            schemas[id(s)] = _engine(s.archive, section,
+                                     functools.partial(views.schema, s.archive, section))
         if many:
             from ..views import merge_schemas
 
@@ -191,10 +193,12 @@ class _Scan:
     def lazy(self) -> pl.LazyFrame:
         from polars.io.plugins import register_io_source
 
-        detail = f"{len(self.parts)} groups" if self.view.grouped else None
+        if self.view.grouped:
+            return register_io_source(self.source, schema=self.pl_schema,
+                                      explain_name=f"znippy {self.section}",
+                                      explain_detail=f"{len(self.parts)} groups")
         return register_io_source(self.source, schema=self.pl_schema,
-                                  explain_name=f"znippy {self.section}",
-                                  **({"explain_detail": detail} if detail else {}))
+                                  explain_name=f"znippy {self.section}")
 
     def constants(self, part: tuple[_Source, GroupKey | None]) -> dict[str, tuple[Any, Any]]:
         src, key = part
