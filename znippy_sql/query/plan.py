@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from .. import views
-from ..format.schema import ARROW_SECTIONS, BASE_NAMES, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
+from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template
@@ -30,7 +30,6 @@ from .tables import CHANGED, ArrowPart, Stamp, group_table, section_table
 
 #: the views planned as SQL over the zero-copy sub-indexes (the rest: ``_sections``)
 _DATA_VIEWS = ("files", "chunks", "groups", "manifest", "lookup")
-_BASE = ", ".join(ident(n) for n in BASE_NAMES)
 
 
 @dataclass
@@ -142,16 +141,18 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
                       module_name=literal(key.module_name), table=obj)
         extra = "".join(f", {'' if single else 'f.'}{ident(f.name)}"
                         for f in module_fields(schema))
-        chunk_parts.append(template("view_chunks_group.sql", **consts, base=_BASE,
-                                    extra="".join(f", {ident(f.name)}"
-                                                  for f in module_fields(schema))))
+        mods = [ident(f.name) for f in module_fields(schema)]
+        drop = (["pkg_type"] if "pkg_type" in schema.names else []) + mods
+        chunk_parts.append(template("view_chunks_group.sql", **consts,
+                                    exclude=f"EXCLUDE ({', '.join(drop)})" if drop else "",
+                                    extra="".join(f", {m}" for m in mods)))
         file_parts.append(template("view_files_group_single.sql" if single
                                    else "view_files_group.sql", **consts, extra=extra))
     union = "\nUNION ALL BY NAME\n"
     chunks = union.join(f"({p})" for p in chunk_parts)
     plan.add_view("files", union.join(f"({p})" for p in file_parts))
     plan.add_view("chunks", chunks)
-    manifest = plan.add_object("manifest", views.batches(archive, "manifest").read_all())
+    manifest = plan.add_object("manifest", views.table(archive, "manifest"))
     plan.add_view("manifest", f"SELECT * FROM {manifest}")
     plan.add_view("groups", template("view_groups.sql", groups=plan.add_object(
         "group_rows", _group_rows(archive)), chunks=f"({chunks})",
@@ -189,7 +190,7 @@ def _group_rows(archive: Archive) -> pa.Table:
     """The groups view's manifest columns (its few rows allocated with malloc, not from the
     Arrow pool, whose first allocation in a process reserves ~4 MB: register otherwise
     allocates nothing from it)."""
-    return views.batches(archive, "groups", list(_MANIFEST_COLUMNS)).read_all()
+    return views.table(archive, "groups", list(_MANIFEST_COLUMNS))
 
 
 def _sections(plan: ArchiveViews, trust: Any) -> None:
@@ -201,13 +202,12 @@ def _sections(plan: ArchiveViews, trust: Any) -> None:
             continue
         view = views.get(name)
         if view.eager:  # computed (signatures checked, objects decoded): made now, as before
-            table = views.batches(archive, name, trust=trust).read_all()
-            obj = plan.add_object(name, table)
+            obj = plan.add_object(name, views.table(archive, name, trust=trust))
         else:
             if not archive.source.fetches:  # a local archive's streams: checked cheaply now
                 for section in view.sections:
                     if section in ARROW_SECTIONS and archive.has_section(section):
                         section_table(archive, section)
             obj = plan.add_part(name, views.schema(archive, name),
-                                lambda n=name: views.batches(archive, n).read_all(), name)
+                                lambda n=name: views.table(archive, n), name)
         plan.add_view(name, f"SELECT * FROM {obj}")

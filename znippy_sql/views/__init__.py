@@ -169,6 +169,30 @@ def batches(archive: ArchiveLike, name: str, columns: Sequence[str] | None = Non
     return pa.RecordBatchReader.from_batches(out, _batches(tables, arc.close if owned else None))
 
 
+def table(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
+          where: Where | None = None, *, storage_options: Mapping[str, Any] | None = None,
+          groups: Iterable[GroupKey] | None = None, trust: Any = None) -> pa.Table:
+    """:func:`batches` read whole into one ``pa.Table``, without a stream in between (the
+    view's own tables, zero-copy; nothing is allocated from the Arrow memory pool for a
+    view that allocates nothing itself)."""
+    arc, owned = _open(archive, storage_options)
+    try:
+        view = _view(arc, name)
+        full = _schema_of(arc, view)
+        out = _project(full, columns, name)
+        where = where or Where()
+        for column in where.columns():
+            if column not in full.names:
+                raise ValueError(f"view {name} has no column {column!r} to filter on")
+        parts = list(_tables(arc, view, out, full, where, groups, trust))
+    finally:
+        if owned:
+            arc.close()
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables(parts) if parts else out.empty_table()
+
+
 def schema_many(archives: Sequence[ArchiveLike], name: str, *,
                 storage_options: Mapping[str, Any] | None = None) -> pa.Schema:
     """The schema of view ``name`` over several archives: ``archive`` first, then the union
