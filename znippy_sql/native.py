@@ -35,6 +35,18 @@ def is_panic(exc: BaseException) -> bool:
                for t in type(exc).__mro__)
 
 
+#: the native libraries this package calls (their own exception types count as native)
+LIBRARIES = ("obstore", "ducer", "openzl", "zstandard", "blake3", "pyroaring", "pyiceberg",
+             "pyarrow", "duckdb", "polars", "fsspec", "google_crc32c")
+
+
+def is_native(exc: BaseException) -> bool:
+    """A panic, or an error raised by one of :data:`LIBRARIES` (not an interrupt)."""
+    if isinstance(exc, PASS):
+        return False
+    return is_panic(exc) or type(exc).__module__.split(".")[0] in LIBRARIES
+
+
 def describe(exc: BaseException, *, scrub: Callable[[str], str] | None = None) -> str:
     """One line about ``exc``: its first line of text (at most 200 characters), said to be a
     panic when it is one. ``scrub`` removes what must not be shown (secrets) first."""
