@@ -238,7 +238,7 @@ def test_every_command_one_line_no_secret(case: tuple[str, str, dict[str, str], 
         _one_line_about(str(exc.value), url, words)
 
 
-def test_cli_duplicate_key_and_option_anywhere(closed_port: int,
+def test_cli_duplicate_key_and_option_anywhere(closed_port: int, tmp_path: Path,
                                                capfd: pytest.CaptureFixture[str]) -> None:
     url = URLS["s3"]
     ep = f"endpoint=http://127.0.0.1:{closed_port}"
@@ -247,7 +247,7 @@ def test_cli_duplicate_key_and_option_anywhere(closed_port: int,
     # after a module's or the catalog's sub-command, as after ls
     for argv in (["maven", url, "pom", "a:b:1", "--no-cache", "--storage-option", ep,
                   "--storage-option", "max_retries=0", "--storage-option", "skip_signature=1"],
-                 ["catalog", "add", "wh", url, "--storage-option", ep, "--storage-option",
+                 ["catalog", "add", str(tmp_path / "wh"), url, "--storage-option", ep, "--storage-option",
                   "max_retries=0", "--no-cache", "--storage-option", "skip_signature=1"]):
         assert main(argv) == 2
         err = capfd.readouterr().err

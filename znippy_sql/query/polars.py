@@ -38,6 +38,7 @@ from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what, open_archive
+from ..remote import is_url, local_path
 from .tables import Stamp, group_schema
 
 Section = Literal["files", "chunks", "manifest", "lookup", "meta", "signatures", "git_objects",
@@ -81,7 +82,8 @@ def _sources(archives: ArchiveLike | Sequence[ArchiveLike]) -> tuple[list[_Sourc
             paths, glob_many = expand_archives(item)
             many = many or glob_many
             for path in paths:
-                stamp = Stamp.of(path)
+                local = local_path(path) if is_url(path) else path  # a remote one: none
+                stamp = Stamp.of(local) if local is not None else None
                 out.append(_Source(open_archive(path), stamp))
     except BaseException:
         for s in out:
