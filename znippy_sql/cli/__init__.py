@@ -12,7 +12,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # This process is the CLI's own. Nothing in znippy uses BLAS, and numpy's OpenBLAS starts one
 # thread per core that spins for ~0.1 s after import (measured: ~0.15 s of CPU per process),
@@ -88,8 +88,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .common import Interrupted
 
     try:
-        _configure_remote(args, parser)
-        return int(args.func(args) or 0)
+        restore = _configure_remote(args)
+        try:
+            return int(args.func(args) or 0)
+        finally:
+            restore()
     except ZnippyError as exc:
         print(f"znippy-sql: error: {exc}", file=sys.stderr)
         return 2
@@ -114,13 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def _configure_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """The command's ``--storage-option`` and ``--no-cache`` for every remote open it makes."""
+def _configure_remote(args: argparse.Namespace) -> Callable[[], None]:
+    """The command's ``--storage-option`` and ``--no-cache`` for every remote open it makes;
+    returns what puts the previous defaults back (``main`` called in a process that goes on)."""
     given = [*getattr(args, "storage_options", []), *getattr(args, "storage_options_nested", [])]
     no_cache = getattr(args, "no_cache", False) or getattr(args, "no_cache_nested", False)
     if not given and not no_cache:
-        return  # the defaults stand; a local archive needs none of the remote code
-    from ..remote import configure
+        return lambda: None  # the defaults stand; a local archive needs none of the remote code
+    from ..remote import _DEFAULT, configure
     from ..remote.url import parse_option
 
     options: dict[str, str] = {}
@@ -132,7 +136,9 @@ def _configure_remote(args: argparse.Namespace, parser: argparse.ArgumentParser)
             options[key] = value
     except ValueError as exc:
         raise OptionError(str(exc)) from None
+    before = dict(_DEFAULT)
     configure(storage_options=options, cache=not no_cache)
+    return lambda: _DEFAULT.update(before)
 
 
 if __name__ == "__main__":  # pragma: no cover

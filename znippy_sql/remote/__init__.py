@@ -44,7 +44,7 @@ def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
     from .source import TAIL_GUESS, RemoteSource
     from .url import parse
 
-    target = parse(url, {**_DEFAULT["storage_options"], **(storage_options or {})})
+    target = parse(url, storage_options, defaults=_DEFAULT["storage_options"])
     if cache is None:
         cache = _DEFAULT["cache"]
     obj = connect(target)
@@ -56,10 +56,10 @@ def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
         assert cached is not None
         tail = cached
     elif store is not None:
-        store.put(key, tail.meta, tail.start, tail.data)
+        store.put(key, tail.meta, [(tail.start, tail.data)])
 
-    def keep(start: int, buf: Any) -> None:
+    def keep(extents: list[tuple[int, Any]]) -> None:
         if store is not None:
-            store.put(key, tail.meta, start, buf)
+            store.put(key, tail.meta, extents)
 
     return RemoteSource(obj, tail, on_tail=keep)

@@ -38,6 +38,8 @@ class Tail:
     meta: Meta
     start: int      # offset of data[0]
     data: Any       # a buffer (bytes-like)
+    #: more index ranges held (from the tail cache): ``(start, buffer)`` each
+    more: tuple[tuple[int, Any], ...] = ()
 
 
 class RemoteObject(Protocol):

@@ -96,9 +96,13 @@ class Target:
         return out
 
 
-def parse(url: str, storage_options: Mapping[str, Any] | None = None) -> Target:
-    """Check ``url`` and ``storage_options`` (``remote/options.py``); nothing is contacted."""
-    opts = dict(storage_options or {})
+def parse(url: str, storage_options: Mapping[str, Any] | None = None, *,
+          defaults: Mapping[str, Any] | None = None) -> Target:
+    """Check ``url`` and ``storage_options`` (``remote/options.py``); nothing is contacted.
+    ``defaults``: the process's (:func:`~znippy_sql.remote.configure`), under the given ones
+    (a key given under another name of the same option replaces the default)."""
+    given = dict(storage_options or {})
+    opts = {**(defaults or {}), **given}
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     shown_url = shown(url)
@@ -115,7 +119,8 @@ def parse(url: str, storage_options: Mapping[str, Any] | None = None) -> Target:
         if scheme not in OBSTORE_SCHEMES:
             raise RemoteError(f"obstore has no store for {scheme}:// (backend=fsspec?)",
                               path=shown_url)
-        opts = check(opts, scheme, shown_url)
+        opts = {**check(defaults or {}, scheme, shown_url),
+                **check(given, scheme, shown_url)}
         config = {k: v for k, v in opts.items() if k not in CLIENT_KEYS and k not in HTTP_KEYS}
         http = {k: v for k, v in opts.items() if k in HTTP_KEYS}
     else:
