@@ -380,3 +380,37 @@ def test_every_face_takes_a_url(full: tuple[Path, str], s3: dict[str, str], tmp_
     code, out = _run(capsys, "maven", url, "pom", "org.acme:lib:1.0", *opts)
     assert out.encode() == open_archive(path).read("org/acme/lib/1.0/lib-1.0.pom")
     assert (tmp_path / "cx").exists() and any((tmp_path / "cx").rglob("a.txt"))
+
+
+def test_the_secret_is_never_printed_or_stored(full: tuple[Path, str], s3: dict[str, str],
+                                              tmp_path: Path,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """The secret key goes through every command (ok and failing runs, --json, -v, info,
+    catalog tables); no output, no cache entry, no file of the warehouse holds it (issue 27)."""
+    path, url = full
+    opts = [f"--storage-option={k}={v}" for k, v in s3.items()]
+    wh, out = str(tmp_path / "wh"), str(tmp_path / "out")
+    runs = [["ls", url, "-l"], ["ls", url, "--json"], ["cat", url, "notes/a.txt"],
+            ["extract", url, "-o", out, "-v"], ["verify", url, "--json", "-v"],
+            ["info", url], ["info", url, "--json"], ["sql", url, "SELECT * FROM full_manifest"],
+            ["maven", url, "lookup", "org.acme:lib:1.0", "--json"],
+            ["catalog", "add", wh, url, "--json"], ["catalog", "ls", wh],
+            ["catalog", "sql", wh, "SELECT * FROM archives"], ["catalog", "verify", wh, "--json"],
+            ["catalog", "extract", wh, "--where", "true", "-o", str(tmp_path / "cx")],
+            # failing ones: a missing object, a wrong path, a misspelt and a bad option
+            ["ls", url.replace("full", "missing")], ["cat", url, "no/such/file"],
+            ["ls", url, "--storage-option", "secret_acess_key=" + SECRET_KEY],
+            ["ls", url, "--storage-option", "skip_signature=" + SECRET_KEY]]
+    seen = []
+    for argv in runs:
+        code = main([*argv, *opts])
+        got = capfd.readouterr()
+        seen.append((argv[0], code))
+        assert SECRET_KEY not in got.out + got.err, argv
+        assert "Traceback" not in got.err and "Panic" not in got.err, argv
+    assert [c for _, c in seen[:14]] == [0] * 14, seen
+    assert all(c == 2 for _, c in seen[14:]), seen
+    for root in (tmp_path,):  # the warehouse, the extracted trees, the tail cache
+        for f in root.rglob("*"):
+            if f.is_file():
+                assert SECRET_KEY.encode() not in f.read_bytes(), f
