@@ -87,3 +87,76 @@ def test_guard_lets_interrupts_through() -> None:
     with pytest.raises(KeyboardInterrupt):
         with guard(FormatError, "x"):
             raise KeyboardInterrupt
+
+
+# -- every native library behind its wrapper ---------------------------------------------------
+PKG = Path(__file__).resolve().parent.parent / "znippy_sql"
+#: library -> the modules (or packages, ending in ".") allowed to import it: each guards its
+#: calls (docs/design.md, "Native boundaries")
+WRAPPERS = {
+    "ducer": {"format.trie"},
+    "google_crc32c": {"format.trie"},
+    "blake3": {"format.b3"},
+    "openzl": {"format.codec"},
+    "zstandard": {"format.codec", "format.zlframe"},
+    "obstore": {"remote.client"},
+    "fsspec": {"remote.client"},
+    "pyroaring": {"git.roaring"},
+    "pyiceberg": {"catalog.", "store."},
+    "duckdb": {"query.duckdb", "cli.query", "catalog.query", "store.views", "demo"},
+    "polars": {"query.polars", "store.views", "demo"},
+}
+
+
+def _native_imports(path: Path) -> set[str]:
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found & set(WRAPPERS)
+
+
+def test_native_libraries_are_imported_by_their_wrappers_only() -> None:
+    """A new call site of a native library must go through its wrapper (or be added here
+    with its guard, and to the list in docs/design.md)."""
+    bypass = []
+    for path in sorted(PKG.rglob("*.py")):
+        me = ".".join(path.relative_to(PKG).with_suffix("").parts)
+        for lib in _native_imports(path):
+            if not any(me == w or (w.endswith(".") and me.startswith(w)) for w in WRAPPERS[lib]):
+                bypass.append(f"{me} imports {lib}")
+    assert bypass == []
+
+
+def test_design_lists_every_wrapper() -> None:
+    text = (PKG.parent / "docs" / "design.md").read_text()
+    section = text.split("## Native boundaries", 1)[1]
+    for lib, mods in WRAPPERS.items():
+        assert f"`{lib}`" in section, lib
+        for m in mods:
+            assert m.rstrip(".").replace(".", "/") in section, (lib, m)
+
+
+def test_a_damaged_stored_bitmap_is_a_format_error() -> None:
+    from znippy_sql.git.roaring import deserialize
+
+    for junk in (b"", b"abc", bytes(range(64))):
+        with pytest.raises(FormatError) as err:
+            deserialize(junk, path="g.znippy")
+        assert str(err.value).startswith("g.znippy: __gunnar_reach__: a stored bitmap")
+
+
+def test_blake3_wrapper_gives_the_same_digest_and_a_named_error() -> None:
+    import blake3 as lib
+
+    from znippy_sql.errors import ChecksumError
+    from znippy_sql.format import b3
+
+    data = bytes(range(256)) * 1000
+    assert b3.blake3(data, max_threads=b3.blake3.AUTO).digest() == lib.blake3(data).digest()
+    with pytest.raises(ChecksumError):
+        b3.blake3("not bytes")  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import blake3
+from . import b3 as blake3
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, TypeVar
 
-import blake3
+from ..format import b3 as blake3
 import numpy as np
 import pyarrow as pa
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import blake3
+from ..format import b3 as blake3
 import numpy as np
 import pyarrow as pa
 
