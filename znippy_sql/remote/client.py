@@ -298,6 +298,7 @@ _QUERY = re.compile(r"\?[^\s\"']*")
 
 
 _TRIES = re.compile(r"after (\d+) retries")
+_WRONG_RANGE = re.compile(r"Requested (\d+\.\.\d+), got (\d+\.\.\d+)")
 _STATUS = re.compile(r"status code: (\d{3}[^:]*)")
 _TIMEOUT = re.compile(r"TimedOut|timed out|operation timed out|deadline has elapsed", re.I)
 _CONNECT = re.compile(r"ConnectionRefused|ConnectionReset|connection closed|tcp connect error|"
@@ -348,6 +349,10 @@ def remote_error(exc: BaseException, url: str, doing: str,
     if isinstance(exc, ox.NotSupportedError) and "range" in text.lower():
         return RemoteError(f"{doing}: the server does not answer Range requests (it sent "
                            f"the whole object)", path=url)
+    wrong = _WRONG_RANGE.search(text)
+    if wrong:
+        return RemoteError(f"{doing}: the server answered another range than asked "
+                           f"(asked {wrong.group(1)}, got {wrong.group(2)})", path=url)
     if "non-partial" in text.lower() or "NotPartial" in text or "Content-Range" in text:
         return RemoteError(f"{doing}: the server ignored the Range header (it sent the "
                            f"whole object)", path=url)

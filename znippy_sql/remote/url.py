@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from ..errors import RemoteError
-from .options import CLIENT_KEYS, FAMILY, HTTP_KEYS, check, scrubber
+from .options import CLIENT_KEYS, DURATION_KEYS, FAMILY, HTTP_KEYS, check, scrubber
 
 OBSTORE_SCHEMES = frozenset(FAMILY)
 #: other schemes read through fsspec without asking (any other: ``backend=fsspec``)
@@ -136,7 +136,7 @@ def parse(url: str, storage_options: Mapping[str, Any] | None = None, *,
                           path=shown_url) from None
     for key in ("retry_timeout", "timeout", "connect_timeout", "init_backoff", "max_backoff"):
         duration(client[key], key, url=shown_url)
-    for key in ("pool_idle_timeout", "read_timeout"):
+    for key in DURATION_KEYS:
         if key in http:
             duration(str(http[key]), key, url=shown_url)
     if scheme in ("http", "https"):
