@@ -333,3 +333,12 @@ def test_fuzz_option_keys_and_values(closed_port: int) -> None:
             _store(t)
         except RemoteError as exc:
             assert "\n" not in str(exc) and SECRET not in str(exc), (opts, exc)
+
+
+def test_compact_of_a_url_says_local_only(closed_port: int,
+                                          capfd: pytest.CaptureFixture[str]) -> None:
+    """It said "no such archive" (it opened the URL as a file name)."""
+    url = f"http://127.0.0.1:{closed_port}/x.znippy"
+    assert main(["compact", url]) == 2
+    err = capfd.readouterr().err
+    assert "compact works on local archives only" in err and url in err
