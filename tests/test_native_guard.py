@@ -160,3 +160,25 @@ def test_blake3_wrapper_gives_the_same_digest_and_a_named_error() -> None:
     assert b3.blake3(data, max_threads=b3.blake3.AUTO).digest() == lib.blake3(data).digest()
     with pytest.raises(ChecksumError):
         b3.blake3("not bytes")  # type: ignore[arg-type]
+
+
+def test_the_cli_last_net_knows_native_failures() -> None:
+    """What ``main`` turns into one line and exit 2 when no guard caught it: a real panic
+    (ducer on damaged bytes), a DuckDB or pyarrow error; never a bug of ours or Ctrl-C."""
+    import duckdb
+    import ducer
+    import pyarrow as pa
+
+    from znippy_sql.native import is_native
+
+    trie = damaged_trie(bytes(ducer.Map.build(":memory:", [(b"a", 0), (b"b", 1)])), 3)
+    caught: list[BaseException] = []
+    for fn in (lambda: ducer.Map(trie).get(b"a"), lambda: duckdb.sql("SELECT nope"),
+               lambda: pa.array([1]).cast(pa.string()).cast(pa.int8()).cast(pa.date32()),
+               lambda: {}["x"]):
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001
+            caught.append(exc)
+    assert [is_native(e) for e in caught] == [True, True, True, False]
+    assert not is_native(KeyboardInterrupt())

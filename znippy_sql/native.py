@@ -44,7 +44,8 @@ def is_native(exc: BaseException) -> bool:
     """A panic, or an error raised by one of :data:`LIBRARIES` (not an interrupt)."""
     if isinstance(exc, PASS):
         return False
-    return is_panic(exc) or type(exc).__module__.split(".")[0] in LIBRARIES
+    return is_panic(exc) or any(t.__module__.split(".")[0].lstrip("_") in LIBRARIES
+                                for t in type(exc).__mro__)
 
 
 def describe(exc: BaseException, *, scrub: Callable[[str], str] | None = None) -> str:
