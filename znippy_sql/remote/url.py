@@ -1,11 +1,11 @@
 """Archive URLs: which scheme, which store, which object; the options a user gives.
 
 ``s3://bucket/key``, ``gs://bucket/key``, ``az://container/key`` (also ``abfs``/``abfss``),
-``http(s)://host/path`` go to ``obstore``; ``file://`` is a local path (memory-mapped); any
-other scheme fsspec knows (``memory://``, ``ftp://``, ...) goes to fsspec. ``storage_options``
-are strings (``--storage-option KEY=VALUE``): the client's own keys below, everything else
-is passed to the store as its configuration (``endpoint``, ``region``, ``access_key_id``,
-``skip_signature``, ...).
+``http(s)://host/path`` go to ``obstore``; ``file://`` is a local path (memory-mapped);
+``memory://`` goes to fsspec, any other scheme is refused before anything is contacted unless
+``backend=fsspec`` sends it to fsspec. ``storage_options`` are checked and given their one
+name by ``options.py``: the client's own keys, obstore's HTTP client keys and the store's
+configuration (``endpoint``, ``region``, ``access_key_id``, ``skip_signature``, ...).
 """
 
 from __future__ import annotations
