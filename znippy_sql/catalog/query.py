@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..errors import CatalogError
+from ..native import guard
 from .pushdown import Columns, Use, analyse
 from .schema import ARCHIVES, FILES
 
@@ -43,8 +44,10 @@ class Scan:
         from pyiceberg.io.pyarrow import ArrowScan
 
         scan = self._scan()
-        return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
-                         scan.row_filter).to_table(self.tasks)
+        where = str(getattr(self.table.metadata, "location", "") or "") or None
+        with guard(CatalogError, f"reading the {self.name} table failed", path=where):
+            return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
+                             scan.row_filter).to_table(self.tasks)
 
     def _scan(self) -> Any:
         cols = self.use.columns

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import blake3
+from ..format import b3 as blake3
 import pyarrow as pa
 
 from ..errors import ZnippyError

@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import blake3
+from . import b3 as blake3
 
 #: FORMAT §4: the file digest starts with this domain-separation prefix.
 FILE_DIGEST_PREFIX = b"znippy-file-v1\0"

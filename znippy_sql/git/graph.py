@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
-from pyroaring import BitMap
+from .roaring import BitMap
 
 from ..errors import FormatError
 

@@ -12,13 +12,13 @@ import heapq
 import zlib
 from functools import cached_property
 
-from pyroaring import BitMap
 
 from ..errors import ChecksumError, FormatError, NotFoundError, ZnippyError
 from ..format.gitindex import TYPE_NAMES, OidIndex
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..read.reader import Archive
 from .graph import tree_closure
+from .roaring import BitMap, deserialize
 from .pack import (OFS_DELTA, REF_DELTA, TREE, PackError, entry_header, object_id, ofs_distance,
                    read_object, tree_entries, tree_links)
 
@@ -179,7 +179,7 @@ class GitObjects:
         self._commit(oid)
         stored = self._bitmaps
         if oid in stored:
-            return BitMap.deserialize(stored[oid])
+            return deserialize(stored[oid], path=self.archive.path)
         result = BitMap()
         walked: list[bytes] = []
         seen = {oid}
@@ -187,7 +187,7 @@ class GitObjects:
         while todo:
             cur = todo.pop()
             if cur in stored:
-                result |= BitMap.deserialize(stored[cur])
+                result |= deserialize(stored[cur], path=self.archive.path)
                 continue
             walked.append(cur)
             for p in self._graph[cur][1]:

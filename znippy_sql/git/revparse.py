@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import re
 
-from pyroaring import BitMap
+from .roaring import BitMap
 
 from ..errors import NotFoundError, ZnippyError
 from .graph import tree_closure

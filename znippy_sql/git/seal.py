@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import blake3
+from ..format import b3 as blake3
 import pyarrow as pa
 
 from ..errors import ZnippyError

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from .. import views
 from ..errors import FormatError, ZnippyError
+from ..remote import is_url
 from .plan import plan_many, plan_views, union_views
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def expand_archives(archives: ArchivesLike) -> tuple[list[str], bool]:
     many = not isinstance(archives, (str, os.PathLike))
     for item in items:
         text = os.fspath(item)
-        if _GLOB.search(text) and not os.path.exists(text):
+        if _GLOB.search(text) and not is_url(text) and not os.path.exists(text):
             found = sorted(glob.glob(text))
             if not found:
                 raise ZnippyError("no archive matches this pattern", path=text)

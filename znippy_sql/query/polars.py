@@ -38,6 +38,7 @@ from .. import views
 from ..errors import FormatError, ZnippyError
 from ..format.schema import GroupKey
 from ..read.reader import Archive, group_what, open_archive
+from ..remote import is_url, local_path
 from ..views.files import GROUP_COLUMNS
 from .tables import Stamp
 
@@ -76,7 +77,8 @@ def _sources(archives: ArchiveLike | Sequence[ArchiveLike]) -> tuple[list[_Sourc
             paths, glob_many = expand_archives(item)
             many = many or glob_many
             for path in paths:
-                stamp = Stamp.of(path)
+                local = local_path(path) if is_url(path) else path  # a remote one: none
+                stamp = Stamp.of(local) if local is not None else None
                 out.append(_Source(open_archive(path), stamp))
     except BaseException:
         for s in out:

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import blake3
-import ducer
-import google_crc32c
+from ..format import b3 as blake3
 import numpy as np
 import pyarrow as pa
 
@@ -32,6 +30,7 @@ from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
 from ..format.rollback import recover
+from ..format.trie import TrieMap
 from ..format.schema import (
     ARROW_SECTIONS,
     BASE_FIELDS,
@@ -78,38 +77,6 @@ class FileInfo:
     @property
     def stored_size(self) -> int:
         return sum(c.blob_size for c in self.chunks)
-
-
-def fst_call(fn: Callable[[], _T], what: str, path: str) -> _T:
-    """Run a ``ducer`` call; its Rust panics (BaseException) on bad bytes become FormatError."""
-    try:
-        return fn()
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
-        raise
-    except BaseException as exc:  # pyo3 PanicException derives from BaseException
-        raise FormatError(f"{TRIE} {what}: {str(exc)[:200]}", path=path) from None
-
-
-def fst_problem(buf: pa.Buffer) -> str | None:
-    """What is wrong with an fst's frame, or None. Since fst format version 3 (the Rust ``fst``
-    crate 0.4, which ``ducer`` wraps) the last 4 bytes are a masked CRC32C of all bytes before
-    them; checking it keeps corrupt bytes away from the fst code, which panics on them."""
-    size = buf.size
-    if size < _FST_MIN:
-        return f"is {size} bytes, too short for an fst map"
-    version, kind = _FST_HEADER.unpack(buf.slice(0, 16).to_pybytes())  # [0..16): header
-    if version < 3:
-        return None  # older fst versions carry no checksum
-    stored = _FST_CRC.unpack(buf.slice(size - 4, 4).to_pybytes())[0]  # [-4..]: checksum
-    crc = google_crc32c.value(buf.slice(0, size - 4))
-    if ((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF) != stored:
-        return "fails its CRC32C checksum"
-    return None
-
-
-_FST_HEADER = struct.Struct("<QQ")  # version, fst type
-_FST_CRC = struct.Struct("<I")
-_FST_MIN = 16 + 8 + 8 + 4  # header; footer: length, root address, checksum
 
 
 class _Columns:
@@ -346,7 +313,7 @@ class Archive:
     @cached_property
     @with_writer
     def trie(self) -> Any:
-        """``__trie__`` as a ``ducer.Map``, or, in an archive without one, a
+        """``__trie__`` as a :class:`~..format.trie.TrieMap`, or, in an archive without one, a
         :class:`~.memlookup.SortedPaths` over the in-memory lookup (the same ``get``/``len``)."""
         if self.lookup_in_memory:
             from .memlookup import SortedPaths
@@ -354,11 +321,7 @@ class Archive:
             return SortedPaths(self.lookup, self._cols)
         self._fetch_paths()
         buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", TRIE), TRIE)
-        problem = fst_problem(buf)
-        if problem is not None:
-            raise FormatError(f"{TRIE} {problem}", path=self.path)
-        view = memoryview(buf).cast("B")
-        return fst_call(lambda: ducer.Map(view), "is not a valid fst map", self.path)
+        return TrieMap(buf, self.path)
 
     @cached_property
     def blob_end(self) -> int:
@@ -379,8 +342,7 @@ class Archive:
             key = path.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        trie = self.trie
-        row = fst_call(lambda: trie.get(key), "cannot be searched", self.path)
+        row = self.trie.get(key)
         if row is None:
             return None
         return self._file_at(path, key, int(row))

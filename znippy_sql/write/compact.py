@@ -73,6 +73,16 @@ def compact_archive(path: str | os.PathLike[str], *, fsync: bool = True) -> Comp
     """Rewrite ``path`` without dead bytes (see the module doc); a no-op when it has none."""
     started = time.perf_counter()
     path = os.fspath(path)
+    from ..remote import is_url, local_path
+
+    if is_url(path):  # compacting rewrites the file in place: a local file only
+        local = local_path(path)
+        if local is None:
+            from ..errors import RemoteError
+
+            raise RemoteError("compact works on local archives only (it rewrites the file in "
+                              "place): download the archive, compact, upload it", path=path)
+        path = local
     try:
         fh = open(path, "r+b")
     except FileNotFoundError:
