@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CatalogError, StoreError
+from ..errors import CatalogError, StoreError, ZnippyError
 from ..store.iceberg import CATALOG_NAME, open_catalog as _open_iceberg
 from .rows import ARCHIVES_ARROW, ArchiveRows, archive_uri, local_identity, read_rows
 from .schema import ARCHIVES, FILES, FORMAT, NAMESPACE, PROP_FORMAT, table_spec
@@ -41,11 +41,18 @@ class AddReport:
     conflicts: int = 0      # commits redone after losing an optimistic race
     seconds: float = 0.0
     uris: list[str] = field(default_factory=list)  # archives written, in commit order
+    #: archives that could not be read, and why (the others are added all the same)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
 
 
 @dataclass
 class RemoveReport:
     removed: int = 0        # archives that had an ``archives`` row
+    unknown: list[str] = field(default_factory=list)  # archives given that had none
     rows: int = 0           # their files rows, as recorded
     commits: int = 0
     conflicts: int = 0
@@ -132,9 +139,12 @@ class Catalog:
     def add(self, archives: Iterable[PathLike], *, batch_archives: int = DEFAULT_BATCH_ARCHIVES,
             batch_rows: int = DEFAULT_BATCH_ROWS, retries: int = DEFAULT_RETRIES,
             open_options: Mapping[str, Any] | None = None,
-            progress: Callable[[str, str], None] | None = None) -> AddReport:
+            progress: Callable[[str, str], None] | None = None,
+            skip_unreadable: bool = False) -> AddReport:
         """Add (or refresh) archives: local paths or URLs. ``progress(uri, what)`` is called
-        with ``what`` in added/replaced/unchanged as each archive is decided."""
+        with ``what`` in added/replaced/unchanged as each archive is decided. An archive that
+        cannot be read (missing, not an archive) raises, or with ``skip_unreadable`` is left
+        out and named in ``report.failed`` while the others are added."""
         t0 = time.perf_counter()
         report = AddReport()
         known = self._known()
@@ -146,14 +156,26 @@ class Catalog:
             if uri in seen:
                 continue
             seen.add(uri)
-            ident = local_identity(uri)
+            try:
+                ident = local_identity(uri)
+            except ZnippyError as exc:
+                if not skip_unreadable:
+                    raise
+                report.failed[uri] = exc.problem
+                continue
             old = known.get(uri)
             if ident is not None and old is not None and (old[0], old[1]) == ident:
                 report.unchanged += 1
                 if progress:
                     progress(uri, "unchanged")
                 continue
-            got = read_rows(uri, identity=ident, open_options=dict(open_options or {}))
+            try:
+                got = read_rows(uri, identity=ident, open_options=dict(open_options or {}))
+            except ZnippyError as exc:
+                if not skip_unreadable:
+                    raise
+                report.failed[uri] = exc.problem
+                continue
             if ident is None and old is not None and (old[0], old[1]) == (got.size,
                                                                           got.etag_or_mtime):
                 report.unchanged += 1
@@ -230,6 +252,10 @@ class Catalog:
             return report
         known = self._known()
         report.removed = sum(u in known for u in uris)
+        report.unknown = [u for u in uris if u not in known]
+        if not report.removed:
+            report.seconds = time.perf_counter() - t0
+            return report
         report.rows = sum(known[u][2] for u in uris if u in known)
         report.conflicts += self._replace(ARCHIVES, uris, None, retries)
         report.conflicts += self._replace(FILES, uris, None, retries)
