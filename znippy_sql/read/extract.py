@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import itertools
 import operator
 import os
 import re
@@ -649,31 +650,48 @@ def _write_file(archive: "Archive", part: _Part, target: str, made: set[str], si
     """A whole file, chunk by chunk (its chunks are checked before anything is created)."""
     chunks = _file_chunks(archive, part)
     return _write_new(sink, part.path, target, made,
-                      (data for _, data in _decoded(archive, part.path, chunks)))
+                      (data for _, data, _ in _decoded(archive, part.path, chunks)))
 
 
 def _decoded(archive: "Archive", path: str, chunks: Iterable["Chunk"]
-             ) -> Iterator[tuple["Chunk", bytes | memoryview]]:
-    """Each chunk and its checked bytes; a big blob's mapped pages are dropped once the caller
-    has written it (when it asks for the next)."""
+             ) -> Iterator[tuple["Chunk", bytes | memoryview, int]]:
+    """Each chunk, its checked bytes and where they start in the chunk; a big blob's mapped
+    pages are dropped once the caller has written it (when it asks for the next). A chunk
+    that decodes to more than ``codec.STREAM_BYTES`` comes in pieces (bounded memory), its
+    BLAKE3 checked after the last: the caller writes a temporary file only."""
+    from ..format.codec import STREAM_BYTES
+
     batch: list["Chunk"] = []
     held = 0
     for chunk in chunks:
+        if chunk.compressed and chunk.uncompressed_size > STREAM_BYTES:
+            if batch:
+                yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
+                batch, held = [], 0
+            at = 0
+            for piece in archive.chunk_pieces(path, chunk, verify=True):
+                yield chunk, piece, at
+                at += len(piece)
+            archive.source.release(chunk.blob_offset, chunk.blob_size)
+            continue
         if chunk.blob_size < RELEASE_BYTES:  # small chunks (a cut jar): decoded in batches
             batch.append(chunk)
             held += chunk.uncompressed_size
             if held < WRITEV_BYTES and len(batch) < WRITEV_PIECES:
                 continue
-            yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+            yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
             batch, held = [], 0
             continue
         if batch:
-            yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+            yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
             batch, held = [], 0
-        yield chunk, archive.chunk_view(path, chunk, verify=True)
+        yield chunk, archive.chunk_view(path, chunk, verify=True), 0
         archive.source.release(chunk.blob_offset, chunk.blob_size)
     if batch:
-        yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+        yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
+
+
+_ZEROS = itertools.repeat(0)
 
 
 def _write_run(archive: "Archive", part: _Part) -> int:
@@ -681,8 +699,8 @@ def _write_run(archive: "Archive", part: _Part) -> int:
     fd = os.open(part.target, _OPEN)
     try:
         n = 0
-        for chunk, data in _decoded(archive, part.path, part.chunks or ()):
-            write_all(fd, data, chunk.fdata_offset)
+        for chunk, data, at in _decoded(archive, part.path, part.chunks or ()):
+            write_all(fd, data, chunk.fdata_offset + at)
             n += len(data)
         return n
     finally:
