@@ -11,6 +11,7 @@ order and why it loses and duplicates nothing are in docs/catalog.md.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import random
 import time
@@ -59,6 +60,31 @@ class RemoveReport:
     seconds: float = 0.0
 
 
+#: what pyiceberg raises on damaged metadata (JSON, Avro manifests, pydantic validation)
+_METADATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, EOFError, OSError,
+                    AttributeError, ArithmeticError, pa.ArrowException)
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A catalog method whose damaged Iceberg metadata is a CatalogError naming the warehouse,
+    never pyiceberg's traceback (found by the fuzzer: tests/_fuzz_more.py)."""
+    @functools.wraps(method)
+    def call(self: "Catalog", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except ZnippyError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (sorted below: ours or pyiceberg's)
+            if not isinstance(exc, _METADATA_ERRORS) and not type(exc).__module__.startswith(
+                    ("pyiceberg", "pydantic", "fastavro")):
+                raise
+            text = str(exc).strip()
+            first = text.splitlines()[0][:200] if text else ""
+            raise CatalogError(f"cannot read the catalog's Iceberg metadata: "
+                               f"{type(exc).__name__}: {first}", path=self.warehouse) from None
+    return call
+
+
 def open_catalog(warehouse: PathLike, *, catalog: Mapping[str, Any] | None = None,
                  namespace: str = NAMESPACE, create: bool = False) -> "Catalog":
     """The catalog in ``warehouse`` (the embedded SQLite catalog there, or the pyiceberg
@@ -78,7 +104,7 @@ class Catalog:
         except StoreError as exc:
             raise CatalogError(exc.problem, path=exc.path) from None
         self.name = catalog.get("name", CATALOG_NAME) if catalog else CATALOG_NAME
-        self._ensure(create)
+        _guarded(Catalog._ensure)(self, create)
 
     # -- tables -----------------------------------------------------------------------------
     def _ensure(self, create: bool) -> None:
@@ -124,6 +150,7 @@ class Catalog:
     def archives_table(self) -> Any:
         return self.table(ARCHIVES)
 
+    @_guarded
     def archives(self, columns: Iterable[str] | None = None) -> pa.Table:
         """The ``archives`` table as Arrow, sorted by ``archive_uri``."""
         scan = self.table(ARCHIVES).scan(selected_fields=tuple(columns) if columns else ("*",))
@@ -136,6 +163,7 @@ class Catalog:
             "archive_uri", "size", "etag_or_mtime", "files")))}
 
     # -- add --------------------------------------------------------------------------------
+    @_guarded
     def add(self, archives: Iterable[PathLike], *, batch_archives: int = DEFAULT_BATCH_ARCHIVES,
             batch_rows: int = DEFAULT_BATCH_ROWS, retries: int = DEFAULT_RETRIES,
             open_options: Mapping[str, Any] | None = None,
@@ -242,6 +270,7 @@ class Catalog:
                            "concurrent writers", path=self.warehouse)
 
     # -- remove -----------------------------------------------------------------------------
+    @_guarded
     def remove(self, archives: Iterable[PathLike], *, retries: int = DEFAULT_RETRIES
                ) -> RemoveReport:
         """Remove archives' rows (the archive files themselves need not exist)."""
@@ -264,18 +293,21 @@ class Catalog:
         return report
 
     # -- query, extract, verify -------------------------------------------------------------
+    @_guarded
     def sql(self, query: str, *, con: Any = None) -> pa.Table:
         """Run one DuckDB query over ``files`` and ``archives`` (see :mod:`.query`)."""
         from .query import run_sql
 
         return run_sql(self, query, con=con)
 
+    @_guarded
     def plan(self, query: str) -> dict[str, Any]:
         """Per table the query reads: the pushed filter, columns and data files planned."""
         from .query import plan_query
 
         return {name: scan.describe() for name, scan in plan_query(self, query).items()}
 
+    @_guarded
     def extract(self, result: Any, dest: PathLike, *, flat: bool = False,
                 workers: int | None = None,
                 open_options: Mapping[str, Any] | None = None) -> Any:
@@ -286,6 +318,7 @@ class Catalog:
         return extract_result(self, result, os.fspath(dest), flat=flat, workers=workers,
                               open_options=open_options)
 
+    @_guarded
     def verify(self, *, open_options: Mapping[str, Any] | None = None) -> Any:
         """Every archive's tail against the catalog's rows (see :mod:`.verify`)."""
         from .verify import verify_catalog
