@@ -164,3 +164,12 @@ def test_damaged_catalog_metadata_is_one_line(more, tmp_path: Path, capsys) -> N
     finally:
         shutil.rmtree(wh)
         shutil.copytree(keep, wh)
+
+
+def test_git_finding_stays_fixed(more, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Fuzz family git, seed 1024: a type code flipped in the forged __gunnar_oid__ made
+    ``git cat-file -t`` raise KeyError."""
+    from _fuzz_more import run_case
+
+    text, out = run_case(more, "git", 1024, tmp_path / "c")
+    assert "__gunnar_oid__" in text and out.kind == "refused", (text, out)
