@@ -110,12 +110,17 @@ def human(n: float) -> str:
     return f"{n:.1f} GiB"  # pragma: no cover
 
 
+#: seconds of progress after the first bytes before a rate (and an ETA) is shown
+RATE_AFTER = 1.0
+
+
 class Progress:
     """A one-line progress bar on a terminal; ``__call__(count, nbytes)`` is the writers' hook.
 
     Redraws at most ten times a second. With ``total_bytes`` the bar, the percentage and the
     ETA follow the bytes (what the time goes by); with only ``total`` they follow the count;
-    with neither, a running count.
+    with neither, a running count. No ETA is shown (``ETA --:--``) until a rate is known:
+    :data:`RATE_AFTER` seconds after the first bytes came (an early frame's rate is noise).
     """
 
     def __init__(self, label: str, *, total: int | None = None, unit: str = "files",
@@ -128,9 +133,12 @@ class Progress:
         self.started = time.perf_counter()
         self._last = 0.0
         self._state = (0, 0)
+        self._first: tuple[float, int] | None = None  # when bytes first came, and how many
 
     def __call__(self, count: int, nbytes: int) -> None:
         self._state = (count, nbytes)
+        if self._first is None and nbytes > 0:
+            self._first = (time.perf_counter(), nbytes)
         now = time.perf_counter()
         if now - self._last >= 0.1:
             self._last = now
@@ -139,13 +147,17 @@ class Progress:
     def line(self) -> str:
         """The bar as drawn now (without the carriage return and line clearing)."""
         count, nbytes = self._state
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        now = time.perf_counter()
+        elapsed = max(now - self.started, 1e-9)
         rate = nbytes / elapsed
         of = f"/{self.total}" if self.total else ""
         head = f"{count}{of} {self.unit}"
         if self.total_bytes:
             fraction = min(nbytes / self.total_bytes, 1.0)
-            left = (self.total_bytes - nbytes) / rate if rate > 0 else None
+            known = None  # bytes a second since the first bytes, once long enough to mean it
+            if self._first is not None and now - self._first[0] >= RATE_AFTER:
+                known = (nbytes - self._first[1]) / (now - self._first[0])
+            left = (self.total_bytes - nbytes) / known if known else None
             eta = "ETA --:--" if left is None else f"ETA {_clock(max(left, 0.0))}"
             return (f"{self.label} [{'#' * int(fraction * 24):<24}] {fraction * 100:3.0f}%  "
                     f"{head}  {human(nbytes)}/{human(self.total_bytes)}  {human(rate)}/s  {eta}")

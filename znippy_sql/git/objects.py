@@ -78,7 +78,11 @@ class GitObjects:
 
     # -- objects ----------------------------------------------------------------------------
     def type_of(self, oid: bytes) -> str:
-        return TYPE_NAMES[int(self.index.types[self._ordinal(oid)])]
+        code = int(self.index.types[self._ordinal(oid)])
+        if code not in TYPE_NAMES:  # (a damaged index: fuzz seed 1024 of family git)
+            raise FormatError(f"{GIT_OID}: object {oid.hex()} has type code {code}, no git "
+                              "object type", path=self.archive.path)
+        return TYPE_NAMES[code]
 
     def size_of(self, oid: bytes) -> int:
         """The object's size, from its entry header (a delta's from its target-size field)."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..format import b3 as blake3
 import pyarrow as pa
 
-from ..errors import ZnippyError
+from ..errors import FormatError, ZnippyError
 from ..format.fsio import copy_range, fsync_dir
 from ..format.schema import BASE_SCHEMA, GroupKey
 from ..format.sections import ReservedSection
@@ -88,6 +88,7 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
                               path=os.fspath(blobs)) from None
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
+        _check_order(state, blob_bytes, journal)
         report = _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
                             parsed=parsed or {}, every=bitmap_every)
         os.replace(staged, archive)
@@ -97,6 +98,21 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         raise
     fsync_dir(archive)
     return report
+
+
+def _check_order(state: JournalState, blob_bytes: int,
+                 journal: str | os.PathLike[str] | None) -> None:
+    """Acked packs are appended: each live pack starts where the one before it ended or later
+    (a journal whose extents overlap does not describe this blob file)."""
+    end = 0
+    for i, (offset, size) in state.live():
+        if offset + size > blob_bytes:
+            continue  # acked after the blob file was copied: counted in ``after``
+        if offset < end:
+            raise FormatError(f"pack {i} at [{offset}, {offset + size}) overlaps the pack "
+                              f"before it (which ends at {end}): this journal does not "
+                              "describe the blob file", path=journal)
+        end = offset + size
 
 
 def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,

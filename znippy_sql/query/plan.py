@@ -159,7 +159,11 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
         columns=", ".join(f"g.{c}" for c in _MANIFEST_COLUMNS)))
     plan.add_view("lookup", "SELECT * FROM " + plan.add_part(
         "lookup", lookup_schema, lambda: archive.lookup, LOOKUP))
-    plan.add_view("_archive", f"SELECT {literal(archive.path)} AS archive")
+    # the macros (znippy_cat, ...) find the archive here: a scan checks the stamp, so they
+    # refuse an archive changed since it was registered, as the views do (tables.CHANGED)
+    path_only = pa.table({"archive": [archive.path]})
+    plan.add_view("_archive", "SELECT archive FROM " + plan.add_part(
+        "archive", path_only.schema, lambda: path_only, "the archive"))
     _sections(plan, trust)
     return plan
 

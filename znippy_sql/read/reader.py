@@ -410,7 +410,7 @@ class Archive:
         good = ((c.chunk_seq[rows] == 0) & (c.fdata_offset[rows] == 0)
                 & ((rows + 1 == c.n) | (c.chunk_seq[nxt] == 0))
                 & (stored <= tail) & (blob <= tail - np.minimum(stored, tail))
-                & np.where(packed, size <= MAX_CHUNK_BYTES, stored == size))
+                & np.where(packed, size <= codec.STREAM_BYTES, stored == size))
         offs, names, sums = c.path_offsets, c.path_data, c.checksum
         starts, ends = offs[rows].tolist(), offs[rows + 1].tolist()
         nexts = offs[np.minimum(rows + 2, c.n)].tolist()
@@ -500,6 +500,46 @@ class Archive:
         return data
 
     @with_writer
+    def chunk_pieces(self, path: str, chunk: Chunk, *, verify: bool | None = None
+                     ) -> Iterator[bytes | memoryview]:
+        """One chunk's bytes in order, for writing them out: a compressed chunk above
+        ``codec.STREAM_BYTES`` is decoded in pieces of ``codec.PIECE_BYTES`` (bounded memory);
+        any other comes whole from :meth:`chunk_view`. A streamed chunk's BLAKE3 is checked
+        after its last piece (ChecksumError then): write it where it is not final yet (a
+        temporary file), or check it with a first pass."""
+        if not chunk.compressed or chunk.uncompressed_size <= codec.STREAM_BYTES \
+                or chunk.uncompressed_size > MAX_CHUNK_BYTES \
+                or chunk.blob_offset + chunk.blob_size > self.tail_offset:
+            yield self.chunk_view(path, chunk, verify=verify)  # (it words any problem)
+            return
+        where = f"{path!r} chunk {chunk.chunk_seq}: "
+        blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
+        check = self.verify_checksums if verify is None else verify
+        hasher = blake3.blake3() if check else None
+        try:
+            for piece in codec.decoder().decode_pieces(memoryview(blob), chunk.uncompressed_size,
+                                                       where=where):
+                if hasher is not None:
+                    hasher.update(piece)
+                yield piece
+        except CodecError as exc:
+            raise CodecError(exc.problem, path=self.path) from None
+        if hasher is not None and hasher.digest() != chunk.checksum:
+            raise ChecksumError(f"{where}BLAKE3 mismatch", path=self.path)
+
+    def checked_pieces(self, path: str, chunk: Chunk, *, verify: bool | None = None
+                       ) -> Iterator[bytes | memoryview]:
+        """:meth:`chunk_pieces` whose every piece is checked before it comes: a streamed
+        chunk is decoded twice (a first pass checks its BLAKE3), for output that cannot be
+        taken back (stdout, a reader)."""
+        streamed = chunk.compressed and codec.STREAM_BYTES < chunk.uncompressed_size \
+            <= MAX_CHUNK_BYTES
+        if streamed and (self.verify_checksums if verify is None else verify):
+            for _ in self.chunk_pieces(path, chunk, verify=True):
+                pass
+            verify = False
+        return self.chunk_pieces(path, chunk, verify=verify)
+
     def chunk_views(self, path: str, chunks: Sequence[Chunk], *, verify: bool | None = None
                     ) -> list[bytes | memoryview]:
         """:meth:`chunk_view` of many chunks of one file at once: the same checks, the
@@ -515,7 +555,7 @@ class Archive:
         fetched = 0
         for i, ch in enumerate(chunks):
             b, s, u = ch.blob_offset, ch.blob_size, ch.uncompressed_size
-            if b + s > tail or (u > MAX_CHUNK_BYTES if ch.compressed else s != u):
+            if b + s > tail or (u > codec.STREAM_BYTES if ch.compressed else s != u):
                 slow.append(i)
                 continue
             fetched += s
