@@ -38,30 +38,24 @@ __all__ = ["Progress", "add_filter_options", "counted", "create_pkg_type_arg", "
 def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = None,
                glob: str | list[str] | None = None) -> pa.Table:
     """One row per file in path (UTF-8 byte) order: path, group, size, stored size, chunks,
-    whether any chunk is compressed, then the package-type modules' columns (if any)."""
-    import pyarrow.compute as pc  # ~25 ms of import that create and extract do not need
+    whether any chunk is compressed, then the package-type modules' columns (if any): the
+    ``files`` view (``znippy_sql.views``) without its digest."""
+    from ..format.kernels import SortOptions, call_function, take
+    from ..views import Where, batches
+    from ..views import schema as view_schema
 
-    idx = archive.index(pkg_type=pkg_type, repo=repo)
-    grouped = idx.group_by(["relative_path", "repo", "pkg_type", "module_name"]).aggregate(
-        [("uncompressed_size", "sum"), ("blob_size", "sum"), ("chunk_seq", "count"),
-         ("compressed", "any")])
-    names = {"relative_path": "relative_path", "repo": "repo", "pkg_type": "pkg_type",
-             "module_name": "module_name", "uncompressed_size_sum": "size",
-             "blob_size_sum": "stored_size", "chunk_seq_count": "chunks",
-             "compressed_any": "compressed"}
-    grouped = grouped.select(list(names)).rename_columns(list(names.values()))
+    names = [n for n in view_schema(archive, "files").names
+             if n not in ("digest", "pkg_type_name")]
+    files = batches(archive, "files", names, Where(repo=repo, pkg_type=pkg_type)).read_all()
     globs = [glob] if isinstance(glob, str) else list(glob or ())
     if globs:
         rxs = [re.compile(fnmatch.translate(g)) for g in globs]
         keep = [any(rx.match(p) for rx in rxs)
-                for p in grouped.column("relative_path").to_pylist()]
-        grouped = grouped.filter(pa.array(keep, pa.bool_()))
-    extra = [n for n in idx.schema.names if n not in BASE_NAMES and n not in names]
-    if extra:  # the modules' own columns, from each file's chunk_seq 0 row
-        first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
-        grouped = grouped.join(first.select(["relative_path", *extra]), "relative_path")
-    order = pc.sort_indices(grouped, [("relative_path", "ascending")])  # utf8 sorts by bytes
-    return grouped.take(order).combine_chunks()
+                for p in files.column("relative_path").to_pylist()]
+        files = files.filter(pa.array(keep, pa.bool_()))
+    order = call_function("sort_indices", [files],  # utf8 sorts by bytes
+                          SortOptions([("relative_path", "ascending")]))
+    return take(files, order).combine_chunks()
 
 
 _FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size", "chunks",
@@ -192,24 +186,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
 # -- info -------------------------------------------------------------------------------------
 def archive_info(archive: Any) -> dict[str, Any]:
     """Manifest, groups with their sizes, sections, totals and the writer's codec choices."""
-    import pyarrow.compute as pc
+    from ..views import batches
 
-    groups = []
     codec_meta: dict[str, str] = {}
     for key in archive.groups:
-        table = archive.group_table(key)
-        if not codec_meta and table.schema.metadata:
-            codec_meta = metadata_text(table.schema)
-        first = pc.equal(table.column("chunk_seq"), 0)
-        compressed = pc.sum(table.column("compressed").cast(pa.int64())).as_py() or 0
+        schema = archive.group_table(key).schema
+        if schema.metadata:
+            codec_meta = metadata_text(schema)
+            break
+    groups = []
+    for g in batches(archive, "groups").read_all().to_pylist():
         groups.append({
-            "pkg_type": key.pkg_type, "pkg_type_name": pkg_type_name(key.pkg_type),
-            "repo": key.repo, "module_name": key.module_name,
-            "files": pc.sum(first.cast(pa.int64())).as_py() or 0,
-            "chunks": table.num_rows, "compressed_chunks": compressed,
-            "raw_chunks": table.num_rows - compressed,
-            "bytes": pc.sum(table.column("uncompressed_size")).as_py() or 0,
-            "stored_bytes": pc.sum(table.column("blob_size")).as_py() or 0,
+            "pkg_type": g["pkg_type"], "pkg_type_name": g["pkg_type_name"],
+            "repo": g["repo"], "module_name": g["module_name"], "files": g["files"],
+            "chunks": g["row_count"], "compressed_chunks": g["compressed_chunks"],
+            "raw_chunks": g["row_count"] - g["compressed_chunks"],
+            "bytes": g["size"], "stored_bytes": g["stored_size"],
         })
     manifest = [{"pkg_type": r.key.pkg_type, "repo": r.key.repo,
                  "module_name": r.key.module_name, "index_offset": r.index_offset,

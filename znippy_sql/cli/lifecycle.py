@@ -175,28 +175,28 @@ def cmd_store_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_store_ls(args: argparse.Namespace) -> int:
-    import pyarrow.compute as pc
+    from ..views.files import files_of_group
 
     store = _open_store(args, writable=False)
     try:
-        files = store.files()
+        groups = store.group_rows()
     finally:
         store.close()
-    first = files.filter(pc.equal(files.column("chunk_seq"), 0))
-    if args.repo is not None:
-        first = first.filter(pc.equal(first.column("repo"), args.repo))
-    sizes = files.group_by("relative_path").aggregate([("uncompressed_size", "sum")])
-    size_of = dict(zip(sizes.column(0).to_pylist(), sizes.column(1).to_pylist()))
-    rows = sorted(zip(first.column("relative_path").to_pylist(),
-                      first.column("repo").to_pylist(), first.column("pkg_type").to_pylist()),
-                  key=lambda r: r[0].encode("utf-8"))
+    rows = []
+    for key, table in groups.items():
+        if args.repo is not None and key.repo != args.repo:
+            continue
+        files = files_of_group(table, key, columns=("relative_path", "size"))
+        rows += [(p, key.repo, key.pkg_type, size) for p, size in
+                 zip(files.column("relative_path").to_pylist(), files.column("size").to_pylist())]
+    rows.sort(key=lambda r: r[0].encode("utf-8"))
     if args.json:
-        json.dump([{"path": p, "repo": r, "pkg_type": t, "size": size_of[p]} for p, r, t in rows],
+        json.dump([{"path": p, "repo": r, "pkg_type": t, "size": n} for p, r, t, n in rows],
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        for p, _r, _t in rows:
-            print(f"{size_of[p]:>12}  {p}" if args.long else p)
+        for p, _r, _t, n in rows:
+            print(f"{n:>12}  {p}" if args.long else p)
     return 0
 
 

@@ -106,23 +106,6 @@ class ArrowPart:
         return self.table().__arrow_c_stream__(requested_schema)
 
 
-def peek_schema(archive: Archive, key: GroupKey, what: str) -> pa.Schema:
-    """The schema message at the start of a stream, reading only its own bytes."""
-    from .lazy import stream_schema
-
-    return stream_schema(archive, archive.manifest_row(key), what)
-
-
-def group_schema(archive: Archive, key: GroupKey) -> pa.Schema:
-    """A sub-index's schema from its header, refused unless in the closed set."""
-    what = group_what(key)
-    schema = peek_schema(archive, key, what)
-    problem = subindex_schema_problem(schema)
-    if problem is not None:
-        raise FormatError(f"{what} {problem}", path=archive.path)
-    return schema
-
-
 def stream_table(archive: Archive, key: GroupKey, what: str,
                  check: Callable[[pa.Schema], str | None] | None = None) -> pa.Table:
     """The IPC stream of a manifest row, zero-copy, with bounds-relevant checks only."""
