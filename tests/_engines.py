@@ -7,10 +7,15 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from remote_server import ACCESS_KEY, SECRET_KEY
+
+#: the S3 test server's bucket (tests/remote_server.py Seaweed)
+BUCKET = "fleet"
 #: the columns every engine is compared on (the files view)
 COLUMNS = ("archive", "relative_path", "repo", "pkg_type", "module_name", "size", "digest",
            "maven_artifact_id")
@@ -55,3 +60,23 @@ def java_or_skip() -> str:
         pytest.skip("Spark needs Java 17+ and no java is on PATH or in JAVA_HOME")
     out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     return out.splitlines()[0] if out else java
+
+
+def storage(weed: Any) -> dict[str, str]:
+    return {"endpoint": weed.endpoint, "access_key_id": ACCESS_KEY,
+            "secret_access_key": SECRET_KEY, "region": "us-east-1"}
+
+
+def upload(weed: Any, local: list[str], prefix: str) -> list[str]:
+    import obstore
+    from obstore.store import S3Store
+
+    store = S3Store(BUCKET, endpoint=weed.endpoint, access_key_id=ACCESS_KEY,
+                    secret_access_key=SECRET_KEY, region="us-east-1",
+                    client_options={"allow_http": True})
+    urls = []
+    for p in local:
+        key = f"{prefix}/{Path(p).name}"
+        obstore.put(store, key, Path(p).read_bytes())
+        urls.append(f"s3://{BUCKET}/{key}")
+    return urls

@@ -124,3 +124,23 @@ def test_daft_on_the_ray_runner(cluster, fleet: list[str]) -> None:
     got = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307  (our own child's repr)
     assert canon(got) == duck(fleet, "SELECT archive, relative_path, size FROM f_files "
                                      "WHERE repo = 'central'")
+
+
+def test_archives_on_s3(cluster, fleet: list[str], tmp_path: Path) -> None:
+    """Archives on SeaweedFS, credentials as storage options, read by Ray's workers."""
+    import znippy_sql.ray as zray
+    from remote_server import Seaweed
+    from _engines import BUCKET, storage, upload
+
+    weed = Seaweed(tmp_path / "weed")
+    try:
+        urls = upload(weed, fleet, "ray")
+        ds = zray.read_archives(f"s3://{BUCKET}/ray/*.znippy", storage_options=storage(weed),
+                                content=True, repo="src")
+        got = ds.take_all()
+        assert canon((fleet[urls.index(r["archive"])], r["relative_path"]) for r in got) == \
+            duck(fleet, "SELECT archive, relative_path FROM f_files WHERE repo = 'src'")
+        assert all(bytes(r["content"]).startswith(
+            f"{Path(r['archive']).stem} src line".encode()) for r in got)
+    finally:
+        weed.close()

@@ -15,12 +15,12 @@ daft = pytest.importorskip("daft")
 from daft import col  # noqa: E402
 
 import znippy_sql.daft as zdaft  # noqa: E402
-from _engines import COLUMNS, duck, pydict_rows  # noqa: E402
+from _engines import (BUCKET, COLUMNS, duck, pydict_rows, storage,  # noqa: E402
+                      upload)
 from _fleet import write_fleet  # noqa: E402
 from remote_server import ACCESS_KEY, SECRET_KEY, Seaweed  # noqa: E402
 from znippy_sql import ZnippyError  # noqa: E402
 
-BUCKET = "fleet"
 pytestmark = pytest.mark.slow
 
 
@@ -31,28 +31,9 @@ def weed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
     server.close()
 
 
-def storage(weed: Seaweed) -> dict[str, str]:
-    return {"endpoint": weed.endpoint, "access_key_id": ACCESS_KEY,
-            "secret_access_key": SECRET_KEY, "region": "us-east-1"}
-
-
-def upload(weed: Seaweed, local: list[str], prefix: str) -> list[str]:
-    import obstore
-    from obstore.store import S3Store
-
-    store = S3Store(BUCKET, endpoint=weed.endpoint, access_key_id=ACCESS_KEY,
-                    secret_access_key=SECRET_KEY, region="us-east-1",
-                    client_options={"allow_http": True})
-    urls = []
-    for p in local:
-        key = f"{prefix}/{Path(p).name}"
-        obstore.put(store, key, Path(p).read_bytes())
-        urls.append(f"s3://{BUCKET}/{key}")
-    return urls
-
-
 @pytest.fixture(scope="module")
-def fleet(weed: Seaweed, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], list[str]]:
+def fleet(weed: Seaweed, tmp_path_factory: pytest.TempPathFactory
+          ) -> tuple[list[str], list[str]]:
     local = write_fleet(str(tmp_path_factory.mktemp("fleet")))
     return local, upload(weed, local, "dumps")
 

@@ -108,3 +108,43 @@ def test_errors_keep_our_message(spark, fleet: list[str], tmp_path: Path) -> Non
     with pytest.raises(PySparkException) as info:
         spark.read.format("znippy").load([fleet[0], str(bad)]).count()
     assert str(bad) in str(info.value)
+
+
+def test_archives_and_catalog_on_s3(spark, fleet: list[str], tmp_path: Path) -> None:
+    """Archives and the warehouse on SeaweedFS; credentials only as options."""
+    from remote_server import ACCESS_KEY, SECRET_KEY, Seaweed
+    from _engines import BUCKET, storage, upload
+    from znippy_sql.catalog import open_catalog
+
+    weed = Seaweed(tmp_path / "weed")
+    try:
+        urls = upload(weed, fleet, "spark")
+        reader = spark.read.format("znippy")
+        for k, v in storage(weed).items():
+            reader = reader.option(f"storage.{k}", v)
+        df = reader.option("content", "true").load(f"s3://{BUCKET}/spark/*.znippy")
+        got = rows(df.where("repo = 'docs'"), ["archive", "relative_path", "content"])
+        assert [(fleet[urls.index(a)], p) for a, p, _ in got] == duck(
+            fleet, "SELECT archive, relative_path FROM f_files WHERE repo = 'docs'")
+        assert all(bytes(c).startswith(b"mixed docs line") for _, _, c in got)
+
+        props = {"type": "sql", "uri": f"sqlite:///{tmp_path / 'catalog.db'}",
+                 "s3.endpoint": weed.endpoint, "s3.access-key-id": ACCESS_KEY,
+                 "s3.secret-access-key": SECRET_KEY, "s3.region": "us-east-1",
+                 "s3.force-virtual-addressing": "false"}
+        cat = open_catalog(f"s3://{BUCKET}/spark-wh", catalog=props, create=True)
+        cat.add(urls, open_options={"storage_options": storage(weed), "cache": False})
+        creader = spark.read.format("znippy-catalog")
+        for k, v in props.items():
+            creader = creader.option(f"catalog.{k}", v)
+        for k, v in storage(weed).items():
+            creader = creader.option(f"storage.{k}", v)
+        central = creader.option("content", "true").load(f"s3://{BUCKET}/spark-wh").where(
+            "repo = 'central' AND relative_path LIKE '%.pom'")
+        got = rows(central, ["archive_uri", "relative_path", "content"])
+        assert [(fleet[urls.index(a)], p) for a, p, _ in got] == duck(
+            fleet, "SELECT archive, relative_path FROM f_files WHERE repo = 'central' AND "
+                   "ends_with(relative_path, '.pom')")
+        assert all(bytes(c).startswith(b"<project>") for _, _, c in got)
+    finally:
+        weed.close()
