@@ -51,6 +51,8 @@ def test_scan_plans_prunes_and_reads_content(fleet: list[str]) -> None:
     scan = Scan(tuple(fleet), content=True, target_bytes=1)
     assert pickle.loads(pickle.dumps(scan)) == scan
     assert len(scan.plan()) == 7  # a part per data group
+    assert len(Scan(tuple(fleet), min_parts=1).plan()) == 1  # a small fleet: one part
+    assert len(Scan(tuple(fleet)).plan()) >= 4  # cut finer: fewer parts than MIN_PARTS
     parts = scan.plan(Where(repo="docs"))
     assert [p.archives for p in parts] == [(fleet[3],)]
     schema = scan.schema()

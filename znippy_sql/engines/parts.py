@@ -25,6 +25,9 @@ CONTENT = pa.field("content", pa.large_binary(), nullable=True)
 ARCHIVE = "archive"
 #: a part's size: index bytes per read task (many small archives share one task)
 TARGET_BYTES = 16 << 20
+#: a plan with fewer parts than this is cut finer (down to one data group a part), so a
+#: small fleet still gives every worker something to read
+MIN_PARTS = 8
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Scan:
     storage_options: Mapping[str, Any] | None = None
     content: bool = False
     target_bytes: int = TARGET_BYTES
+    min_parts: int = MIN_PARTS
 
     def __post_init__(self) -> None:
         if self.view not in views.names():
@@ -56,12 +60,20 @@ class Scan:
 
     def plan(self, where: Where | None = None) -> list[Part]:
         """The parts (manifests only): archives and groups ``where`` (and the scan's own)
-        rule out are not in it."""
+        rule out are not in it; fewer than ``min_parts`` are cut finer."""
         from .predicates import merge
 
-        return views.plan(list(self.archives), self.view, merge(self.where, where),
-                          storage_options=self.storage_options,
-                          target_bytes=self.target_bytes)
+        where = merge(self.where, where)
+        parts = views.plan(list(self.archives), self.view, where,
+                           storage_options=self.storage_options,
+                           target_bytes=self.target_bytes)
+        total = sum(p.est_bytes for p in parts)
+        if len(parts) < self.min_parts and total > self.min_parts:
+            finer = views.plan(list(self.archives), self.view, where,
+                               storage_options=self.storage_options,
+                               target_bytes=max(1, total // self.min_parts))
+            parts = finer if len(finer) > len(parts) else parts
+        return parts
 
     def read(self, part: Part, schema: pa.Schema, columns: Sequence[str] | None = None,
              where: Where | None = None) -> Iterator[pa.RecordBatch]:
