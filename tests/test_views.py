@@ -163,3 +163,25 @@ def test_plain_archive_imports_no_git_code(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_remote_archive_gives_the_same_rows(full: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from remote_server import RangeServer
+
+    monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
+    srv = RangeServer()
+    try:
+        srv.put("full.znippy", full.read_bytes())
+        url = f"{srv.url}/full.znippy"
+        for name in ("files", "chunks", "groups", "lookup", "meta", "git_objects"):
+            remote = views.batches(url, name).read_all()
+            local = views.batches(full, name).read_all()
+            assert remote.equals(local), name
+        got = views.batches_many([url], "files", ["archive", "relative_path"],
+                                 views.Where(repo="local")).read_all()
+        assert set(got.column("archive").to_pylist()) == {url}
+        parts = views.plan([url, str(full)], "files", target_bytes=1)
+        assert {a for p in parts for a in p.archives} == {url, str(full)}
+    finally:
+        srv.close()

@@ -3,8 +3,8 @@
 Exit codes (see ``znippy_sql.cli``): 0 ok; 1 problems found (verify findings, files that
 failed to extract, a corrupt chunk met by ``cat``); 2 usage or unreadable input.
 
-``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` when that
-module is installed (``--meta``, ``--sign-key``, ``--trust``, ``--signatures-only``, ...).
+``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` (``--meta``,
+``--sign-key``, ``--trust``, ``--signatures-only``, ...).
 ``create`` lives in :mod:`.create`, ``extract`` in :mod:`.extract`; the argument types and
 output helpers in :mod:`.common` (re-exported here for the other areas).
 """
@@ -23,9 +23,9 @@ from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
-from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_pkg_type_arg,
+from .common import (Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
-                     progress_for, provenance_cli, size_arg)
+                     progress_for, size_arg)
 from .create import register as register_create
 from .extract import add_selection
 from .extract import register as register_extract
@@ -136,7 +136,8 @@ CHECKED_SIGNATURES_ONLY = ("structure", "meta", "signatures")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    prov = provenance_cli()
+    from . import provenance as prov
+
     signatures_only = bool(getattr(args, "signatures_only", False))
     with open_archive_arg(args.archive) as archive:
         try:
@@ -150,8 +151,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         finally:
             done(progress)
         problems = list(report.problems)
-        if prov is not None:
-            problems.extend(prov.verify_extra(args, archive))
+        problems.extend(prov.verify_extra(args, archive))
         files, chunks = report.files, report.chunks
         if signatures_only:  # nothing was decoded: count what the index holds
             try:
@@ -279,7 +279,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- registration -----------------------------------------------------------------------------
 def register(subparsers: Any) -> None:
-    prov = provenance_cli()
+    from . import provenance as prov
 
     register_create(subparsers)
 
@@ -303,8 +303,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every finding on its own line (repeated ones are grouped otherwise)")
-    if prov is not None:
-        prov.add_verify_options(p)
+    prov.add_verify_options(p)
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("info", help="manifest, groups, sizes and ratio")

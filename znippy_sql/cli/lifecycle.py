@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-import importlib.util
 import json
 import os
 import sys
-from types import ModuleType
 from typing import Any
 
 from ..errors import ZnippyError
@@ -24,18 +21,11 @@ from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 from .create import add_dedup_option
 
 
-def _provenance() -> ModuleType | None:
-    """The provenance CLI area (``--meta``, ``--sign-key`` ...), when installed."""
-    name = "znippy_sql.cli.provenance"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
-
-
 def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str, Any]:
     """``meta=``/``signer=`` from the provenance options. ``only_if_asked`` (append): none
     unless an option was given, so the archive keeps its own ``__meta__``."""
-    prov = _provenance()
-    if prov is None:
-        return {}
+    from . import provenance as prov
+
     asked = any(getattr(args, n, None) for n in ("meta", "meta_file", "sign_key",
                                                   "no_provenance"))
     if only_if_asked and not asked:
@@ -44,9 +34,9 @@ def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str
 
 
 def _add_provenance_options(parser: argparse.ArgumentParser) -> None:
-    prov = _provenance()
-    if prov is not None:
-        prov.add_create_options(parser)
+    from .provenance import add_create_options
+
+    add_create_options(parser)
 
 
 def _emit(report: Any, args: argparse.Namespace, line: str) -> None:

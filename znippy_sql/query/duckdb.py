@@ -120,8 +120,9 @@ def _install(con: "duckdb.DuckDBPyConnection", udfs: Sequence[Any], script: str)
             con.remove_function(name)
         except duckdb.Error:
             pass
-        con.create_function(name, fn, [duckdb.sqltype(p) for p in params],
-                            duckdb.sqltype(returns), type="arrow", side_effects=side_effects)
+        con.create_function(  # type: ignore[call-overload]  # stubs want an enum for "arrow"
+            name, fn, [duckdb.sqltype(p) for p in params], duckdb.sqltype(returns),
+            type="arrow", side_effects=side_effects)
     _run(con, ";\n".join(_statements(load_sql(script))))
 
 
@@ -130,14 +131,11 @@ def capabilities_of(archive: Any) -> list[str]:
     caps = []
     if any(views.present(archive, n) for n in _GIT_VIEWS):
         caps.append("git")
-    kinds = {k.pkg_type for k in archive.groups if 1 <= k.pkg_type <= 127}
-    if kinds:
-        from .. import modules
+    from ..format.schema import pkg_type_name  # a module's name is its pkg_type's name
 
-        for pkg_type in sorted(kinds):
-            module = modules.for_pkg_type(pkg_type)
-            if module is not None and module.name in CAPABILITIES:
-                caps.append(module.name)
+    for pkg_type in sorted({k.pkg_type for k in archive.groups}):
+        if pkg_type_name(pkg_type) in CAPABILITIES:
+            caps.append(pkg_type_name(pkg_type))
     return caps
 
 

@@ -24,6 +24,7 @@ Polars raises on a table is turned into a :class:`FormatError` naming the archiv
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -160,13 +161,14 @@ class _Scan:
                               path=sources[0].archive.path if sources else None)
         self.view = views.get(section)
         self.sources = have
-        schemas = {}
+        schemas: dict[int, pa.Schema] = {}
         for s in have:
-            schemas[id(s)] = _engine(s.archive, section, lambda s=s: views.schema(s.archive, section))
+            schemas[id(s)] = _engine(s.archive, section,
+                                     functools.partial(views.schema, s.archive, section))
         if many:
-            from ..views import _merged
+            from ..views import merge_schemas
 
-            merged = _merged({s.archive.path: schemas[id(s)] for s in have}, section)
+            merged = merge_schemas({s.archive.path: schemas[id(s)] for s in have}, section)
             self.schema = merged  # the archive column first
         else:
             self.schema = schemas[id(have[0])]
@@ -191,10 +193,12 @@ class _Scan:
     def lazy(self) -> pl.LazyFrame:
         from polars.io.plugins import register_io_source
 
-        detail = f"{len(self.parts)} groups" if self.view.grouped else None
+        if self.view.grouped:
+            return register_io_source(self.source, schema=self.pl_schema,
+                                      explain_name=f"znippy {self.section}",
+                                      explain_detail=f"{len(self.parts)} groups")
         return register_io_source(self.source, schema=self.pl_schema,
-                                  explain_name=f"znippy {self.section}",
-                                  **({"explain_detail": detail} if detail else {}))
+                                  explain_name=f"znippy {self.section}")
 
     def constants(self, part: tuple[_Source, GroupKey | None]) -> dict[str, tuple[Any, Any]]:
         src, key = part
@@ -298,11 +302,16 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
             raise ValueError("read_files needs an archive, or a frame with an archive column")
         opened: dict[str, Archive] = {}
         names = frame.get_column("archive").to_list()
-        contents = [_open(opened, a).read(p) for a, p in zip(names, paths)]
+        got: dict[tuple[str, str], bytes] = {}
+        for name in dict.fromkeys(names):
+            wanted = dict.fromkeys(p for a, p in zip(names, paths) if a == name)
+            got.update(((name, p), data) for p, data in _open(opened, name).read_many(wanted))
+        contents = [got[(a, p)] for a, p in zip(names, paths)]
     else:
         archive = archive_path if isinstance(archive_path, Archive) else \
             open_archive(archive_path)
-        contents = [archive.read(p) for p in paths]
+        one = dict(archive.read_many(dict.fromkeys(paths)))  # blob order, decoded in threads
+        contents = [one[p] for p in paths]
     return frame.with_columns(pl.Series("content", contents, dtype=pl.Binary))
 
 

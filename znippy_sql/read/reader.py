@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import blake3
 import ducer
@@ -44,6 +44,11 @@ from ..format.schema import (
 )
 from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, rows_problem,
                                subindex_schema_problem)
+
+if TYPE_CHECKING:
+    from .extract import ExtractReport
+    from .fileobj import ArchiveFile
+    from .verify import VerifyReport
 
 _T = TypeVar("_T")
 @dataclass(frozen=True)
@@ -547,7 +552,26 @@ class Archive:
         """The whole file; only its own blobs are touched."""
         return b"".join(self.iter_chunks(path, verify=verify))
 
-    def open(self, path: str) -> Any:
+    def read_many(self, paths: Iterable[str], *, verify: bool | None = None,
+                  workers: int | None = None, ordered: bool = False
+                  ) -> Iterator[tuple[str, bytes]]:
+        """``(path, bytes)`` of many files: found first, read in blob order (``ordered=True``:
+        the given order), decoded in worker threads, remote ranges coalesced, memory bounded
+        (:mod:`.many`)."""
+        from .many import read_many
+
+        return read_many(self, paths, verify=verify, workers=workers, ordered=ordered)
+
+    def iter_files(self, rows: Any, *, verify: bool | None = None, workers: int | None = None,
+                   ordered: bool = False) -> Iterator[tuple[str, bytes]]:
+        """:meth:`read_many` of the ``relative_path`` of ``rows`` (an Arrow table, batch or
+        reader: the rows of the ``files`` view; or mappings)."""
+        from .many import read_many, rows_paths
+
+        return read_many(self, rows_paths(rows), verify=verify, workers=workers,
+                         ordered=ordered)
+
+    def open(self, path: str) -> "ArchiveFile":
         """A streaming, seekable binary file object over one file."""
         from .fileobj import ArchiveFile
 
@@ -574,7 +598,7 @@ class Archive:
                 pkg_type: int | str | None = None, glob: str | None = None,
                 paths: list[str] | None = None, workers: int | None = None,
                 progress: Any = None, strip_components: int = 0, preserve: bool = False,
-                symlinks: bool = False) -> Any:
+                symlinks: bool = False) -> "ExtractReport":
         """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`)."""
         from .extract import extract
 
@@ -582,7 +606,7 @@ class Archive:
                        paths=paths, workers=workers, progress=progress,
                        strip_components=strip_components, preserve=preserve, symlinks=symlinks)
 
-    def verify(self, *, progress: Any = None, content: bool = True) -> Any:
+    def verify(self, *, progress: Any = None, content: bool = True) -> "VerifyReport":
         """Structure and (unless ``content=False``) every blob's content: all findings."""
         from .verify import verify
 

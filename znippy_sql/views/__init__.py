@@ -37,8 +37,8 @@ ArchiveLike = Any  # a path or URL (str / os.PathLike), or an open Archive
 ARCHIVE_FIELD = pa.field("archive", pa.utf8(), nullable=False)
 
 __all__ = ["ARCHIVE_FIELD", "Part", "Request", "View", "Where", "batches", "batches_many",
-           "get", "names", "plan", "present", "read_part", "register", "schema",
-           "schema_many"]
+           "conform", "get", "merge_schemas", "names", "plan", "present", "read_part",
+           "register", "schema", "schema_many"]
 
 
 def _open(archive: ArchiveLike, storage_options: Mapping[str, Any] | None) -> tuple[Any, bool]:
@@ -173,11 +173,13 @@ def schema_many(archives: Sequence[ArchiveLike], name: str, *,
                 storage_options: Mapping[str, Any] | None = None) -> pa.Schema:
     """The schema of view ``name`` over several archives: ``archive`` first, then the union
     of their columns (a column one archive lacks is null there)."""
-    return _merged({archive_name(a): schema(a, name, storage_options=storage_options)
+    return merge_schemas({archive_name(a): schema(a, name, storage_options=storage_options)
                     for a in archives}, name)
 
 
-def _merged(schemas: Mapping[str, pa.Schema], name: str) -> pa.Schema:
+def merge_schemas(schemas: Mapping[str, pa.Schema], name: str) -> pa.Schema:
+    """``archive`` first, then the union of the schemas of one view over several archives
+    (by archive name); a column of two types is an error."""
     merged: dict[str, pa.Field] = {}
     for archive, one in schemas.items():
         for f in one:
@@ -224,7 +226,7 @@ def batches_many(archives: Sequence[ArchiveLike], name: str,
             raise ValueError("no archives given")
         return batches(items[0], name, columns, where, storage_options=storage_options)
     each = [schema(a, name, storage_options=storage_options) for a in have]
-    full = _merged({archive_name(a): s for a, s in zip(have, each)}, name)
+    full = merge_schemas({archive_name(a): s for a, s in zip(have, each)}, name)
     out = _project(full, columns, name)
 
     def gen() -> Iterator[pa.RecordBatch]:

@@ -106,11 +106,11 @@ def read_part(part: Part, name: str, columns: Sequence[str] | None = None,
 
     ``schema``: the schema every part of a plan should have (``views.schema_many`` of the
     plan's archives, projected); by default the union over this part's archives."""
-    from . import _merged, _project, _with_archive, batches
+    from . import _project, _with_archive, batches, merge_schemas
     from . import schema as one_schema
 
     each = {a: one_schema(a, name, storage_options=storage_options) for a in part.archives}
-    out = schema if schema is not None else _project(_merged(each, name), columns, name)
+    out = schema if schema is not None else _project(merge_schemas(each, name), columns, name)
 
     def gen() -> Iterator[pa.RecordBatch]:
         for archive, groups in part.items:
