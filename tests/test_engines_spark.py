@@ -59,7 +59,8 @@ def test_push_filters_prune_partitions(spark, fleet: list[str]) -> None:
     reader = spark.read.format("znippy").option("target_bytes", "1")  # a part per archive
     everything = reader.load(fleet)
     assert everything.rdd.getNumPartitions() == 7  # one per data group: 1 + 2 + 1 + 3
-    docs = everything.where("repo = 'docs' AND relative_path LIKE 'docs/pkg1/%'")
+    docs = everything.where("repo = 'docs' AND relative_path LIKE 'docs/pkg1/%' "
+                            "AND NOT relative_path LIKE '%.jar'")  # Not: not pushed
     assert docs.rdd.getNumPartitions() == 1  # only the "mixed" archive's docs group
     assert rows(docs, ["archive", "relative_path"]) == duck(
         fleet, "SELECT archive, relative_path FROM f_files WHERE repo = 'docs' AND "

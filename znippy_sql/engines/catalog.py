@@ -103,8 +103,13 @@ def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
         column = _COLUMNS.get(column, column)
         if column not in known or not values or any(v is None for v in values):
             continue
-        term = In(column, set(values)) if op == "in" else \
-            StartsWith(column, values[0]) if op == "prefix" and len(values) == 1 else None
-        if term is not None:
-            out = And(out, term)
+        # pyiceberg's expressions take (term, literal(s)) positionally at run time; their
+        # pydantic-generated signatures name them as keywords only, hence the ignores
+        if op == "in":
+            term: Any = In(column, set(values))  # type: ignore[call-arg, arg-type]  # above
+        elif op == "prefix" and len(values) == 1:
+            term = StartsWith(column, values[0])  # type: ignore[call-arg, arg-type]  # above
+        else:
+            continue
+        out = And(out, term)
     return out

@@ -183,12 +183,30 @@ class _Conjuncts(PredicateVisitor):
                 return [(a[1], "in", tuple(flat))]
         return []
 
-    def _nothing(self, *args: Any) -> Any:
+    # comparisons a Where cannot express: nothing pushed (Daft filters the rows)
+    def visit_not_equal(self, left: Any, right: Any) -> Any:
         return []
 
-    visit_not_equal = visit_less_than = visit_less_than_or_equal = _nothing
-    visit_greater_than = visit_greater_than_or_equal = visit_between = _nothing
-    visit_is_null = visit_not_null = _nothing
+    def visit_less_than(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_less_than_or_equal(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_greater_than(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_greater_than_or_equal(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_between(self, expr: Any, lower: Any, upper: Any) -> Any:
+        return []
+
+    def visit_is_null(self, expr: Any) -> Any:
+        return []
+
+    def visit_not_null(self, expr: Any) -> Any:
+        return []
 
 
 def _is(node: Any, kind: str) -> bool:

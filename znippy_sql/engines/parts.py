@@ -63,15 +63,14 @@ class Scan:
         rule out are not in it; fewer than ``min_parts`` are cut finer."""
         from .predicates import merge
 
-        where = merge(self.where, where)
-        parts = views.plan(list(self.archives), self.view, where,
-                           storage_options=self.storage_options,
-                           target_bytes=self.target_bytes)
-        total = sum(p.est_bytes for p in parts)
-        if len(parts) < self.min_parts and total > self.min_parts:
-            finer = views.plan(list(self.archives), self.view, where,
-                               storage_options=self.storage_options,
-                               target_bytes=max(1, total // self.min_parts))
+        # one pass over the manifests: a part per group (or per archive of a view without
+        # groups), then packed up to the target here
+        units = views.plan(list(self.archives), self.view, merge(self.where, where),
+                           storage_options=self.storage_options, target_bytes=1)
+        total = sum(u.est_bytes for u in units)
+        parts = pack(units, self.target_bytes)
+        if len(parts) < self.min_parts:
+            finer = pack(units, max(1, min(self.target_bytes, total // self.min_parts)))
             parts = finer if len(finer) > len(parts) else parts
         return parts
 
@@ -98,6 +97,28 @@ class Scan:
                                               cols["relative_path"].to_pylist(),
                                               self.storage_options)
             yield pa.RecordBatch.from_arrays([cols[n] for n in names], schema=out)
+
+
+def pack(units: Sequence[Part], target: int) -> list[Part]:
+    """Consecutive units joined into parts of about ``target`` bytes: the groups of one
+    archive become one item, a group is never split."""
+    out: list[Part] = []
+    items: list[tuple[str, Any]] = []
+    size = 0
+    for unit in units:
+        for archive, groups in unit.items:
+            if items and items[-1][0] == archive and items[-1][1] is not None \
+                    and groups is not None:
+                items[-1] = (archive, (*items[-1][1], *groups))
+            else:
+                items.append((archive, groups))
+        size += unit.est_bytes
+        if size >= target:
+            out.append(Part(tuple(items), size))
+            items, size = [], 0
+    if items:
+        out.append(Part(tuple(items), size))
+    return out
 
 
 # -- content ----------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def expand(archives: ArchivesArg, storage_options: Mapping[str, Any] | None = No
 
 def _remote_glob(url: str, storage_options: Mapping[str, Any] | None) -> list[str]:
     """The objects a URL pattern matches, listed from the store."""
-    from ..remote.client import _store
+    from ..remote.client import list_keys
 
     target = parse(url, storage_options)
     if target.backend != "obstore" or target.scheme in ("http", "https"):
@@ -57,17 +57,7 @@ def _remote_glob(url: str, storage_options: Mapping[str, Any] | None) -> list[st
     cut = _GLOB.search(target.key)
     prefix = target.key[: cut.start()] if cut else target.key
     regex = re.compile(fnmatch.translate(target.key).replace(".*", "[^/]*"))
-    try:
-        import obstore
-
-        keys = [m["path"] for page in obstore.list(_store(target), prefix=prefix or None)
-                for m in page]
-    except ZnippyError:
-        raise
-    except Exception as exc:  # noqa: BLE001  (the store's own errors, worded once)
-        from ..remote.client import remote_error
-
-        raise remote_error(exc, target.url, "listing") from None
+    keys = list_keys(target, prefix)
     root = target.root.rstrip("/")
     found = sorted(f"{root}/{k}" for k in keys if regex.fullmatch(k))
     if not found:

@@ -83,8 +83,8 @@ def scan_of(options: Mapping[str, str]) -> Scan:
     from .predicates import where_kwargs
 
     storage = _prefixed(options, "storage.", "storage_options")
-    pkg = _list(options.get("pkg_type"))
-    pkg = None if pkg is None else tuple(int(p) if p.isdigit() else p for p in pkg)
+    names = _list(options.get("pkg_type"))
+    pkg = None if names is None else tuple(int(p) if p.isdigit() else p for p in names)
     where = where_kwargs(repo=_list(options.get("repo")), pkg_type=pkg,
                          module_name=_list(options.get("module_name")),
                          path_prefix=_list(options.get("path_prefix")),
@@ -140,7 +140,8 @@ def _conjuncts(filters: list[Any]) -> tuple[list[Conjunct], list[Any]]:
     """(conjuncts to prune with, every filter: Spark evaluates them all again)."""
     got: list[Conjunct] = []
     for f in filters:
-        column = f.attribute[0] if len(f.attribute) == 1 else None
+        attribute: tuple[str, ...] = getattr(f, "attribute", ())  # Not, And, Or: none
+        column = attribute[0] if len(attribute) == 1 else None
         if column not in PUSHABLE and column != "module":
             continue
         if isinstance(f, EqualTo):
