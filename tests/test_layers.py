@@ -22,7 +22,8 @@ LAYERS = [
     {"query", "queries", "udfs"},
     {"store"},
     {"catalog"},
-    {"duckdb", "polars", "cli", "demo", "__init__"},
+    {"engines"},  # Daft, Spark, Ray adapters over the views and the catalog
+    {"duckdb", "polars", "daft", "spark", "ray", "cli", "demo", "__init__"},
 ]
 #: the Archive facade's methods that import their implementation where they are called
 FACADE = {("read.reader", "provenance.meta"), ("read.reader", "read.extract"),

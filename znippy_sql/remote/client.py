@@ -361,3 +361,17 @@ def remote_error(exc: BaseException, url: str, doing: str,
     if isinstance(exc, ConnectionError) or _CONNECT.search(text):
         return RemoteError(f"{doing} failed: the connection failed ({first})", path=url)
     return RemoteError(f"{doing} failed: {type(exc).__name__}: {first}", path=url)
+
+
+def list_keys(target: Target, prefix: str | None) -> list[str]:
+    """The keys under ``prefix`` in ``target``'s store (its options and credentials): what a
+    URL pattern of the engines (``s3://bucket/dumps/*.znippy``) matches against."""
+    import obstore
+
+    try:
+        return [m["path"] for page in obstore.list(_store(target), prefix=prefix or None)
+                for m in page]
+    except RemoteError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the store's own errors, worded once)
+        raise remote_error(exc, target.url, "listing") from None
