@@ -20,6 +20,13 @@ rows. Measured, in this order:
    catalog's partition spec and for an unpartitioned table of the same rows (the comparison
    that justifies the spec).
 5. ``extract`` of 100 files spread over 50 archives (two per archive) from a query result.
+6. Layouts of ``files`` for point queries (issue 25): the same rows in the same batches in a
+   table partitioned by ``identity(pkg_type), identity(repo)`` with each batch sorted by
+   ``relative_path`` (archives share data files), and in one partitioned by
+   ``bucket(16, relative_path)`` sorted the same way: data files planned and the scan time
+   (pyiceberg plan + read, medians) of the point query and the one-repo aggregate.
+
+``--fleet DIR`` reuses the archives of an earlier run (``--keep``) instead of writing them.
 """
 
 from __future__ import annotations
@@ -96,11 +103,21 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--out", default=os.path.join(HERE, "results-catalog.md"))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--fleet", help="reuse the archives in this directory")
     args = ap.parse_args()
-    shutil.rmtree(WORK, ignore_errors=True)
-    fleet_dir, wh = os.path.join(WORK, "fleet"), os.path.join(WORK, "wh")
+    if args.fleet:
+        shutil.rmtree(os.path.join(WORK, "wh"), ignore_errors=True)
+        shutil.rmtree(os.path.join(WORK, "extract"), ignore_errors=True)
+    else:
+        shutil.rmtree(WORK, ignore_errors=True)
+    fleet_dir, wh = args.fleet or os.path.join(WORK, "fleet"), os.path.join(WORK, "wh")
     t = time.perf_counter()
-    paths = write_fleet(fleet_dir, args.archives, args.files)
+    if args.fleet:
+        paths = sorted(os.path.abspath(os.path.join(fleet_dir, n))
+                       for n in os.listdir(fleet_dir) if n.endswith(".znippy"))
+        paths = sorted(paths, key=lambda p: (int(p[-9:-7]), p))  # day-major, as written
+    else:
+        paths = write_fleet(fleet_dir, args.archives, args.files)
     t_write = time.perf_counter() - t
     rows_total = args.archives * args.files
     print(f"fleet written: {len(paths)} archives in {t_write:.1f} s", flush=True)
@@ -146,6 +163,7 @@ def main() -> None:
         batch = In("archive_uri", paths[i:i + 100])
         flat.append(files_t.scan(row_filter=batch).to_arrow())
     theirs = {k: planned(flat, f or AlwaysTrue()) for k, f in filters.items()}
+    layouts = measure_layouts(cat, files_t, paths, point_path)
 
     uris = ", ".join(f"'{p}'" for p in paths[:: max(1, len(paths) // 50)][:50])
     hits = cat.sql("SELECT archive_uri, relative_path FROM (SELECT archive_uri, relative_path, "
@@ -211,6 +229,23 @@ def main() -> None:
         lines.append(f"| {k} | {a} | {ra:,} | {b} | {rb:,} |")
     lines += [
         "",
+        "## Layouts for point queries",
+        "",
+        "The same rows in the same batches of 100 archives; each batch sorted by "
+        "`relative_path` before its append in the two new layouts (their archives share data "
+        "files). Times: pyiceberg plan + read of the query's columns with its filter, medians "
+        f"of {ROUNDS}; the point query is `relative_path = '{point_path}'`, the aggregate "
+        "reads `size, archive_uri` of `repo = 'repo07'`.",
+        "",
+        "| layout | data files | point: files | point: scan | one repo: files | "
+        "one repo: scan |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in layouts.items():
+        lines.append(f"| {name} | {r['files']} | {r['point_files']} | "
+                     f"{r['point_ms']:.1f} ms | {r['repo_files']} | {r['repo_ms']:.1f} ms |")
+    lines += [
+        "",
         "## extract",
         "",
         f"{ex.files} files spread over {n_arch} archives (from one query result), each archive "
@@ -223,6 +258,60 @@ def main() -> None:
     print("\n".join(lines))
     if not args.keep:
         shutil.rmtree(WORK, ignore_errors=True)
+
+
+def measure_layouts(cat, files_t, paths, point_path) -> dict:
+    """Data files planned and scan times of the point query and the one-repo read for the
+    catalog's layout and two others holding the same rows (see the module docstring)."""
+    from pyiceberg.expressions import EqualTo, In
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.table.sorting import SortField, SortOrder
+    from pyiceberg.transforms import BucketTransform, IdentityTransform
+
+    from znippy_sql.catalog.schema import FILES_PROPERTIES
+
+    schema = files_t.schema()
+    sort = SortOrder(SortField(source_id=2, transform=IdentityTransform()))
+    specs = {
+        "identity(pkg_type, repo), sorted by path": PartitionSpec(
+            PartitionField(4, 1000, IdentityTransform(), "pkg_type"),
+            PartitionField(3, 1001, IdentityTransform(), "repo")),
+        "bucket(16, relative_path), sorted by path": PartitionSpec(
+            PartitionField(2, 1000, BucketTransform(16), "path_bucket")),
+    }
+    tables = {"catalog: identity(pkg_type, repo, archive_uri)": files_t}
+    try:
+        import pyiceberg_core  # noqa: F401  (pyiceberg writes bucket partitions through it)
+    except ImportError:
+        print("pyiceberg-core is not installed: the bucket layout is left out", flush=True)
+        specs.pop("bucket(16, relative_path), sorted by path")
+    for i, (name, spec) in enumerate(specs.items()):
+        t = cat.iceberg.create_table(f"fleet.layout{i}", schema=schema, partition_spec=spec,
+                                     sort_order=sort, properties=FILES_PROPERTIES)
+        for j in range(0, len(paths), 100):
+            rows = files_t.scan(row_filter=In("archive_uri", paths[j:j + 100])).to_arrow()
+            t.append(rows.sort_by("relative_path"))
+        tables[name] = cat.iceberg.load_table(f"fleet.layout{i}")
+    point, repo = EqualTo("relative_path", point_path), EqualTo("repo", "repo07")
+    out = {}
+    for name, t in tables.items():
+        out[name] = {
+            "files": planned(t, AlwaysTrue_())[0],
+            "point_files": planned(t, point)[0],
+            "repo_files": planned(t, repo)[0],
+            "point_ms": median_time(lambda: t.scan(
+                row_filter=point, selected_fields=("archive_uri", "size")).to_arrow()) * 1e3,
+            "repo_ms": median_time(lambda: t.scan(
+                row_filter=repo, selected_fields=("archive_uri", "size")).to_arrow()) * 1e3,
+        }
+        print(name, out[name], flush=True)
+    return out
+
+
+def AlwaysTrue_():  # noqa: N802
+    from pyiceberg.expressions import AlwaysTrue
+
+    return AlwaysTrue()
 
 
 if __name__ == "__main__":

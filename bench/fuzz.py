@@ -13,6 +13,11 @@ A worker that dies (a signal: SIGSEGV, SIGBUS, an abort) is replaced and its cas
 case that is not clean (``bad``, ``wrong``, ``crash``, ``hang``) is written under ``--out``
 with its description, so it can be replayed (``--replay FILE``). The summary (cases, outcomes
 by class and mutation, time) is printed as Markdown for ``bench/results-hardening.md``.
+
+``--family git|journal|catalog`` fuzzes what is not an archive tail (``tests/_fuzz_more.py``):
+git archives (their sections and stored packs, checksums forged), the push journal (flips,
+cuts, lying rows, a cut blob file), a catalog warehouse's Iceberg metadata JSON and Avro
+manifests; cases run in this process, the summary is printed the same way.
 """
 
 from __future__ import annotations
@@ -213,6 +218,37 @@ def replay(args: argparse.Namespace) -> None:
             print("   ", o)
 
 
+def family_campaign(args: argparse.Namespace) -> None:
+    """Cases of one ``tests/_fuzz_more.py`` family, numbered from ``--seed``, run in this
+    process for ``--seconds`` (or ``--cases``); the not-clean ones are written under
+    ``--out``; a Markdown summary is printed."""
+    import tempfile
+
+    from _fuzz_more import run_case, make_bases
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        bases = make_bases(Path(tmp) / "bases")
+        counts: Counter[str] = Counter()
+        started = time.monotonic()
+        seed = args.seed
+        while (args.cases is None or seed - args.seed < args.cases) and (
+                args.cases is not None or time.monotonic() - started < args.seconds):
+            text, out = run_case(bases, args.family, seed, Path(tmp) / f"c{seed}")
+            counts[out.kind] += 1
+            if out.kind not in ("ok", "refused"):
+                with open(args.out / f"not-clean-{args.family}.jsonl", "a") as fh:
+                    fh.write(json.dumps({"seed": seed, "case": text, "outcome": out.kind,
+                                         "what": out.what}) + "\n")
+            seed += 1
+        took = time.monotonic() - started
+    print(f"family {args.family}: {sum(counts.values()):,} cases (seeds {args.seed}.."
+          f"{seed - 1}) in {took:.0f} s, load {os.getloadavg()[0]:.1f}")
+    print("| outcome | cases |\n|---|---|")
+    for kind in ("bad", "wrong", "refused", "ok"):
+        print(f"| {kind} | {counts[kind]:,} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=600)
@@ -224,8 +260,13 @@ def main() -> None:
     p.add_argument("--paths", default="api,cli,duckdb,polars,append")
     p.add_argument("--replay", default=None, help="a not-clean.jsonl, or one seed")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--family", choices=("archive", "git", "journal", "catalog"),
+                   default="archive", help="what is mutated: archive tails (default), git "
+                   "archives and packs, the push journal, a catalog's Iceberg metadata")
     args = p.parse_args()
-    if args.worker:
+    if args.family != "archive":
+        family_campaign(args)
+    elif args.worker:
         worker(args.out, tuple(args.paths.split(",")))
     elif args.replay:
         replay(args)

@@ -45,7 +45,13 @@ class Hit:
 class Fault:
     """What to do to the next request matching ``method`` (None: any)."""
 
-    kind: str  # "status" | "reset" | "hang" | "short" | "ignore_range" | "etag"
+    #: "status" | "reset" | "hang" | "short" | "ignore_range" | "etag", and for the remote
+    #: fuzzer (tests/_fuzz_remote.py): "none" (answer normally: a place holder that lets a
+    #: later fault hit a later request), "content_range" (a Content-Range one byte off, the
+    #: body right), "shift" (the bytes one further, honestly labelled), "half_range" (half the
+    #: range asked, honestly labelled), "garbage" (other bytes, same ETag), "size" (a total
+    #: size one larger in Content-Range), "no_etag"
+    kind: str
     status: int = 503
     method: str | None = "GET"
     seconds: float = 1.5  # how long a "hang" answers nothing
@@ -207,7 +213,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fault is not None and fault.kind == "etag":
             etag = '"changed-' + etag.strip('"') + '"'
-        base = {"ETag": etag, "Last-Modified": "Tue, 01 Dec 2026 00:00:00 GMT",
+        kind = fault.kind if fault is not None else ""
+        base = {} if kind == "no_etag" else {"ETag": etag}
+        base = {**base, "Last-Modified": "Tue, 01 Dec 2026 00:00:00 GMT",
                 "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream"}
         match, none_match = self.headers.get("If-Match"), self.headers.get("If-None-Match")
         if match is not None and match != "*" and etag not in _tags(match):
@@ -234,8 +242,21 @@ class _Handler(BaseHTTPRequestHandler):
         if start >= size or start >= end:
             self._reply(416, b"", {**base, "Content-Range": f"bytes */{size}"})
             return
-        headers = {**base, "Content-Range": f"bytes {start}-{end - 1}/{size}"}
-        self._send(206, data[start:end], headers, body=body,
+        label, total, body_bytes = (start, end), size, data[start:end]
+        if kind == "content_range":
+            label = (start + 1, end + 1)
+        elif kind == "shift" and end < size:
+            label = (start + 1, end + 1)
+            body_bytes = data[start + 1:end + 1]
+        elif kind == "half_range" and end - start > 1:
+            label = (start, start + (end - start) // 2)
+            body_bytes = data[label[0]:label[1]]
+        elif kind == "garbage":
+            body_bytes = bytes((b * 7 + 13) & 0xFF for b in body_bytes)
+        elif kind == "size":
+            total = size + 1
+        headers = {**base, "Content-Range": f"bytes {label[0]}-{label[1] - 1}/{total}"}
+        self._send(206, body_bytes, headers, body=body,
                    short=fault is not None and fault.kind == "short")
 
     def _send(self, status: int, data: bytes, headers: dict[str, str], *, body: bool,

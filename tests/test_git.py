@@ -226,7 +226,8 @@ def test_import_matches_git(repo: Repo, archive: Path) -> None:
     tag = refs["refs/tags/tagtag"]
     assert con.execute("SELECT type, content FROM git_cat('g', ?)", [tag]).fetchall() == [
         ("tag", repo.raw("cat-file", "tag", tag))]
-    assert con.execute("SELECT * FROM git_cat('g', ?)", ["0" * 40]).fetchall() == []
+    with pytest.raises(duckdb.Error, match="no object 0{40} in the archive"):
+        con.execute("SELECT * FROM git_cat('g', ?)", ["0" * 40]).fetchall()
 
 
 def test_polars_sections_equal_the_duckdb_views(archive: Path) -> None:
@@ -427,15 +428,18 @@ def test_import_writes_what_pushing_the_packs_writes(repo: Repo, tmp_path: Path)
     r.git("repack", "-a", "-d", "-q")
     out = tmp_path / "import.znippy"
     import_repository(r.path, out)
-    from znippy_sql.git.importer import _pack_files, _refs
-    from znippy_sql.format.schema import META
+    from znippy_sql.git.importer import _git, _pack_files, _refs
+    from znippy_sql.git.refs import repo_refs
+    from znippy_sql.format.schema import GIT_REFS, META
     from znippy_sql.format.sections import ReservedSection
 
     refs = _refs(str(r.path))
+    named = repo_refs(str(r.path), _git).table(_git)
     with Receiver(tmp_path / "blobs") as rx:
         for p in _pack_files(str(r.path / ".git" / "objects")):
             rx.push(Path(p).read_bytes())
-        rx.seal(tmp_path / "pushed.znippy", [ReservedSection(META, refs)],
+        rx.seal(tmp_path / "pushed.znippy",
+                [ReservedSection(META, refs), ReservedSection(GIT_REFS, named)],
                 prefer={bytes.fromhex(v) for v in refs.column("value").to_pylist()})
     assert out.read_bytes() == (tmp_path / "pushed.znippy").read_bytes()
 

@@ -17,6 +17,7 @@ from conftest import random_bytes, text_bytes
 from remote_server import RangeServer
 from znippy_sql import Entry, RemoteError, open_archive, write_archive
 from znippy_sql.format.rangeio import MappedSource
+from znippy_sql.format.schema import GroupKey
 from znippy_sql.remote import source as rsource
 from znippy_sql.remote.url import parse
 
@@ -158,7 +159,7 @@ def test_polars_filter_on_repo_reads_only_that_group(
 
     monkeypatch.setattr(rsource, "TAIL_GUESS", 4096)
     local = open_archive(archive)
-    from znippy_sql.query.lazy import HEAD
+    from znippy_sql.views.heads import HEAD
 
     with open_archive(_url(srv), cache=False) as arc:
         srv.reset()
@@ -391,7 +392,7 @@ def test_not_an_archive(srv: RangeServer) -> None:
 def test_credentials_never_shown(srv: RangeServer) -> None:
     url = f"http://user:hunter2@127.0.0.1:{srv.port}/missing.znippy?sig=SECRET"
     assert "hunter2" not in parse(url).url and "SECRET" not in parse(url).url
-    assert "SEKRIT" not in repr(parse(url, {"secret_access_key": "SEKRIT"}))
+    assert "SEKRIT" not in repr(parse("s3://b/k.znippy", {"secret_access_key": "SEKRIT"}))
     with pytest.raises(RemoteError) as err:
         open_archive(url, cache=False)
     assert "hunter2" not in str(err.value) and "SECRET" not in str(err.value)
@@ -500,3 +501,55 @@ def test_rust_layout_archive_reads_the_same_remotely(srv: RangeServer, tmp_path:
         report = arc.extract(tmp_path / "x", repo="r1")
         assert report.ok and report.files == 20
         assert arc.verify().ok
+
+
+# -- a large index: the request plan of docs/remote.md (issue 23 section 3) -----------------
+@pytest.fixture(scope="module")
+def big_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """30,000 files in 40 repos with ~165-character random paths: a 7 MB lookup and a 4.7 MB
+    trie (random paths share few prefixes), together more than one request piece (8 MiB)."""
+    import random
+
+    rnd = random.Random(5)
+    out = tmp_path_factory.mktemp("remote") / "big-index.znippy"
+
+    def seg() -> str:
+        return "%048x" % rnd.getrandbits(192)
+
+    write_archive(out, [Entry(f"org/{seg()}/{seg()}/{seg()}/a-{i:06d}.pom",
+                              data=b"<project>%d</project>" % i, repo=f"r{i % 40}")
+                        for i in range(30_000)], workers=2, fsync=False)
+    return out
+
+
+@pytest.mark.slow
+def test_cat_on_a_large_index_is_three_gets_cold_two_warm(
+        server: RangeServer, big_index: Path, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Cold: the suffix, the lookup and trie in one GET, the blob. The cache then holds all
+    of it, so the second run is one conditional GET (304) and the blob."""
+    from znippy_sql.cli import main
+
+    local = open_archive(big_index)
+    lk, tr = (local.manifest_row(GroupKey(-1, "", n)) for n in ("__lookup__", "__trie__"))
+    assert lk.index_len + tr.index_len >= 10_000_000
+    name = local.select(glob="*/a-017123.pom")[0]
+    (chunk,) = local.find(name).chunks  # type: ignore[union-attr]
+    server.put("big.znippy", big_index.read_bytes())
+    size = big_index.stat().st_size
+    url = f"{server.url}/big.znippy"
+    cache = ["--storage-option", "max_retries=0"]
+    for run in ("cold", "warm", "warm again"):
+        server.reset()
+        assert main(["cat", url, name, *cache]) == 0
+        assert capsys.readouterr().out.encode() == b"<project>17123</project>"
+        gets = [(h.status, h.range) for h in server.gets()]
+        blob = (206, f"bytes={chunk.blob_offset}-{chunk.blob_offset + chunk.blob_size - 1}")
+        if run == "cold":
+            tail_start = size - rsource.TAIL_GUESS
+            assert gets == [(206, f"bytes=-{rsource.TAIL_GUESS}"),
+                            (206, f"bytes={lk.index_offset}-{tail_start - 1}"), blob], gets
+            assert server.bytes_sent() == size - lk.index_offset + chunk.blob_size
+        else:
+            assert gets == [(304, f"bytes=-{rsource.TAIL_GUESS}"), blob], (run, gets)
+            assert server.bytes_sent() == chunk.blob_size

@@ -332,3 +332,85 @@ def test_failed_upload_leaves_nothing_under_the_key(s3: dict[str, str], proxy: R
     with pytest.raises(RemoteError, match="no such object"):
         open_archive(url, storage_options=s3, cache=False)
 
+
+
+# -- every function that takes an archive takes a URL (issue 23 section 3) -----------------
+def test_every_face_takes_a_url(full: tuple[Path, str], s3: dict[str, str], tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Polars ``scan``/``read_files`` by URL string (the stamp ``stat``-ed the URL), DuckDB
+    ``register`` and the macros by URL, every CLI command, module commands, the catalog."""
+    from znippy_sql.polars import read_files
+    from znippy_sql.remote import configure
+
+    path, url = full
+    configure(storage_options=s3, cache=False)
+    try:
+        for section in ("files", "chunks", "manifest", "lookup"):
+            got, want = scan(url, section).collect(), scan(path, section).collect()
+            key = got.columns[0]
+            assert got.sort(key).equals(want.sort(key)), section
+        many = scan([url, str(path)]).collect()
+        assert sorted(set(many["archive"])) == sorted([url, str(path)])
+        got = read_files(url, ["notes/a.txt", "docs/empty.txt"])
+        assert got["content"].to_list() == [open_archive(path).read("notes/a.txt"), b""]
+        both = read_files(None, scan([url]).filter(pl.col("relative_path") == "notes/b.md"))
+        assert both["content"].to_list() == [open_archive(path).read("notes/b.md")]
+        con = duckdb.connect()
+        register(con, url, "r")
+        assert con.sql("SELECT count(*) FROM r_files").fetchall() == [(len(corpus()),)]
+        # the macros take a registered name; registered by URL, they read the remote object
+        assert (con.sql("SELECT content FROM znippy_cat('r', 'notes/a.txt')").fetchall()
+                == [(open_archive(path).read("notes/a.txt"),)])
+        assert len(con.sql("SELECT * FROM znippy_ls('r')").fetchall()) == len(corpus())
+        con.close()
+    finally:
+        configure(storage_options={}, cache=True)
+    opts = [f"--storage-option={k}={v}" for k, v in s3.items()]
+    wh = str(tmp_path / "wh")
+    for argv in (["maven", url, "lookup", "org.acme:lib:1.0"],
+                 ["maven", url, "pom", "org.acme:lib:1.0", "--no-cache"],
+                 ["maven", url, "versions", "org.acme:lib", "--json"],
+                 ["pypi", url, "versions", "demo"],
+                 ["catalog", "add", wh, url], ["catalog", "verify", wh],
+                 ["catalog", "extract", wh, "--where", "repo = 'local'", "-o",
+                  str(tmp_path / "cx")],
+                 ["sql", url, "SELECT count(*) FROM x_files", "--as", f"x={url}"]):
+        code, out = _run(capsys, *argv[:3], *opts, *argv[3:])  # the options anywhere
+        assert code == 0, (argv, capsys.readouterr().err)
+    code, out = _run(capsys, "maven", url, "pom", "org.acme:lib:1.0", *opts)
+    assert out.encode() == open_archive(path).read("org/acme/lib/1.0/lib-1.0.pom")
+    assert (tmp_path / "cx").exists() and any((tmp_path / "cx").rglob("a.txt"))
+
+
+def test_the_secret_is_never_printed_or_stored(full: tuple[Path, str], s3: dict[str, str],
+                                              tmp_path: Path,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+    """The secret key goes through every command (ok and failing runs, --json, -v, info,
+    catalog tables); no output, no cache entry, no file of the warehouse holds it (issue 27)."""
+    path, url = full
+    opts = [f"--storage-option={k}={v}" for k, v in s3.items()]
+    wh, out = str(tmp_path / "wh"), str(tmp_path / "out")
+    runs = [["ls", url, "-l"], ["ls", url, "--json"], ["cat", url, "notes/a.txt"],
+            ["extract", url, "-o", out, "-v"], ["verify", url, "--json", "-v"],
+            ["info", url], ["info", url, "--json"], ["sql", url, "SELECT * FROM full_manifest"],
+            ["maven", url, "lookup", "org.acme:lib:1.0", "--json"],
+            ["catalog", "add", wh, url, "--json"], ["catalog", "ls", wh],
+            ["catalog", "sql", wh, "SELECT * FROM archives"], ["catalog", "verify", wh, "--json"],
+            ["catalog", "extract", wh, "--where", "true", "-o", str(tmp_path / "cx")],
+            # failing ones: a missing object, a wrong path, a misspelt and a bad option
+            ["ls", url.replace("full", "missing")], ["cat", url, "no/such/file"],
+            ["ls", url, "--storage-option", "secret_acess_key=" + SECRET_KEY],
+            ["ls", url, "--storage-option", "skip_signature=" + SECRET_KEY]]
+    seen = []
+    for argv in runs:
+        code = main([*argv, *opts])
+        got = capfd.readouterr()
+        seen.append((argv[0], code))
+        assert SECRET_KEY not in got.out + got.err, argv
+        assert "Traceback" not in got.err and "Panic" not in got.err, argv
+    assert [c for _, c in seen[:14]] == [0] * 14, seen
+    assert all(c == 2 for _, c in seen[14:]), seen
+    for root in (tmp_path,):  # the warehouse, the extracted trees, the tail cache
+        for f in root.rglob("*"):
+            if f.is_file():
+                assert SECRET_KEY.encode() not in f.read_bytes(), f

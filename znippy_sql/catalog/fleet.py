@@ -11,6 +11,7 @@ order and why it loses and duplicates nothing are in docs/catalog.md.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import os
 import random
 import time
@@ -20,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CatalogError, StoreError
+from ..errors import CatalogError, StoreError, ZnippyError
 from ..store.iceberg import CATALOG_NAME, open_catalog as _open_iceberg
 from .rows import ARCHIVES_ARROW, ArchiveRows, archive_uri, local_identity, read_rows
 from .schema import ARCHIVES, FILES, FORMAT, NAMESPACE, PROP_FORMAT, table_spec
@@ -32,7 +33,7 @@ DEFAULT_RETRIES = 20
 
 
 @dataclass
-class AddReport:
+class CatalogAddReport:
     added: int = 0          # archives new to the catalog
     replaced: int = 0       # archives whose rows were rewritten (changed since their add)
     unchanged: int = 0      # same size and ETag/mtime: nothing read, nothing written
@@ -41,15 +42,47 @@ class AddReport:
     conflicts: int = 0      # commits redone after losing an optimistic race
     seconds: float = 0.0
     uris: list[str] = field(default_factory=list)  # archives written, in commit order
+    #: archives that could not be read, and why (the others are added all the same)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
 
 
 @dataclass
 class RemoveReport:
     removed: int = 0        # archives that had an ``archives`` row
+    unknown: list[str] = field(default_factory=list)  # archives given that had none
     rows: int = 0           # their files rows, as recorded
     commits: int = 0
     conflicts: int = 0
     seconds: float = 0.0
+
+
+#: what pyiceberg raises on damaged metadata (JSON, Avro manifests, pydantic validation)
+_METADATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, EOFError, OSError,
+                    AttributeError, ArithmeticError, pa.ArrowException)
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A catalog method whose damaged Iceberg metadata is a CatalogError naming the warehouse,
+    never pyiceberg's traceback (found by the fuzzer: tests/_fuzz_more.py)."""
+    @functools.wraps(method)
+    def call(self: "Catalog", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except ZnippyError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (sorted below: ours or pyiceberg's)
+            if not isinstance(exc, _METADATA_ERRORS) and not type(exc).__module__.startswith(
+                    ("pyiceberg", "pydantic", "fastavro")):
+                raise
+            text = str(exc).strip()
+            first = text.splitlines()[0][:200] if text else ""
+            raise CatalogError(f"cannot read the catalog's Iceberg metadata: "
+                               f"{type(exc).__name__}: {first}", path=self.warehouse) from None
+    return call
 
 
 def open_catalog(warehouse: PathLike, *, catalog: Mapping[str, Any] | None = None,
@@ -71,7 +104,7 @@ class Catalog:
         except StoreError as exc:
             raise CatalogError(exc.problem, path=exc.path) from None
         self.name = catalog.get("name", CATALOG_NAME) if catalog else CATALOG_NAME
-        self._ensure(create)
+        _guarded(Catalog._ensure)(self, create)
 
     # -- tables -----------------------------------------------------------------------------
     def _ensure(self, create: bool) -> None:
@@ -117,6 +150,7 @@ class Catalog:
     def archives_table(self) -> Any:
         return self.table(ARCHIVES)
 
+    @_guarded
     def archives(self, columns: Iterable[str] | None = None) -> pa.Table:
         """The ``archives`` table as Arrow, sorted by ``archive_uri``."""
         scan = self.table(ARCHIVES).scan(selected_fields=tuple(columns) if columns else ("*",))
@@ -129,14 +163,18 @@ class Catalog:
             "archive_uri", "size", "etag_or_mtime", "files")))}
 
     # -- add --------------------------------------------------------------------------------
+    @_guarded
     def add(self, archives: Iterable[PathLike], *, batch_archives: int = DEFAULT_BATCH_ARCHIVES,
             batch_rows: int = DEFAULT_BATCH_ROWS, retries: int = DEFAULT_RETRIES,
             open_options: Mapping[str, Any] | None = None,
-            progress: Callable[[str, str], None] | None = None) -> AddReport:
+            progress: Callable[[str, str], None] | None = None,
+            skip_unreadable: bool = False) -> CatalogAddReport:
         """Add (or refresh) archives: local paths or URLs. ``progress(uri, what)`` is called
-        with ``what`` in added/replaced/unchanged as each archive is decided."""
+        with ``what`` in added/replaced/unchanged as each archive is decided. An archive that
+        cannot be read (missing, not an archive) raises, or with ``skip_unreadable`` is left
+        out and named in ``report.failed`` while the others are added."""
         t0 = time.perf_counter()
-        report = AddReport()
+        report = CatalogAddReport()
         known = self._known()
         batch: list[ArchiveRows] = []
         rows = 0
@@ -146,14 +184,26 @@ class Catalog:
             if uri in seen:
                 continue
             seen.add(uri)
-            ident = local_identity(uri)
+            try:
+                ident = local_identity(uri)
+            except ZnippyError as exc:
+                if not skip_unreadable:
+                    raise
+                report.failed[uri] = exc.problem
+                continue
             old = known.get(uri)
             if ident is not None and old is not None and (old[0], old[1]) == ident:
                 report.unchanged += 1
                 if progress:
                     progress(uri, "unchanged")
                 continue
-            got = read_rows(uri, identity=ident, open_options=dict(open_options or {}))
+            try:
+                got = read_rows(uri, identity=ident, open_options=dict(open_options or {}))
+            except ZnippyError as exc:
+                if not skip_unreadable:
+                    raise
+                report.failed[uri] = exc.problem
+                continue
             if ident is None and old is not None and (old[0], old[1]) == (got.size,
                                                                           got.etag_or_mtime):
                 report.unchanged += 1
@@ -176,7 +226,8 @@ class Catalog:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _commit_batch(self, batch: list[ArchiveRows], report: AddReport, retries: int) -> None:
+    def _commit_batch(self, batch: list[ArchiveRows], report: CatalogAddReport,
+                      retries: int) -> None:
         uris = [b.uri for b in batch]
         try:
             files = pa.concat_tables([b.files for b in batch], promote_options="default")
@@ -220,6 +271,7 @@ class Catalog:
                            "concurrent writers", path=self.warehouse)
 
     # -- remove -----------------------------------------------------------------------------
+    @_guarded
     def remove(self, archives: Iterable[PathLike], *, retries: int = DEFAULT_RETRIES
                ) -> RemoveReport:
         """Remove archives' rows (the archive files themselves need not exist)."""
@@ -230,6 +282,10 @@ class Catalog:
             return report
         known = self._known()
         report.removed = sum(u in known for u in uris)
+        report.unknown = [u for u in uris if u not in known]
+        if not report.removed:
+            report.seconds = time.perf_counter() - t0
+            return report
         report.rows = sum(known[u][2] for u in uris if u in known)
         report.conflicts += self._replace(ARCHIVES, uris, None, retries)
         report.conflicts += self._replace(FILES, uris, None, retries)
@@ -238,18 +294,21 @@ class Catalog:
         return report
 
     # -- query, extract, verify -------------------------------------------------------------
+    @_guarded
     def sql(self, query: str, *, con: Any = None) -> pa.Table:
         """Run one DuckDB query over ``files`` and ``archives`` (see :mod:`.query`)."""
         from .query import run_sql
 
         return run_sql(self, query, con=con)
 
+    @_guarded
     def plan(self, query: str) -> dict[str, Any]:
         """Per table the query reads: the pushed filter, columns and data files planned."""
         from .query import plan_query
 
         return {name: scan.describe() for name, scan in plan_query(self, query).items()}
 
+    @_guarded
     def extract(self, result: Any, dest: PathLike, *, flat: bool = False,
                 workers: int | None = None,
                 open_options: Mapping[str, Any] | None = None) -> Any:
@@ -260,6 +319,7 @@ class Catalog:
         return extract_result(self, result, os.fspath(dest), flat=flat, workers=workers,
                               open_options=open_options)
 
+    @_guarded
     def verify(self, *, open_options: Mapping[str, Any] | None = None) -> Any:
         """Every archive's tail against the catalog's rows (see :mod:`.verify`)."""
         from .verify import verify_catalog

@@ -8,12 +8,14 @@ tables registered as ``files`` and ``archives``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ..errors import CatalogError
+from ..native import guard
 from .pushdown import Columns, Use, analyse
 from .schema import ARCHIVES, FILES
 
@@ -43,8 +45,10 @@ class Scan:
         from pyiceberg.io.pyarrow import ArrowScan
 
         scan = self._scan()
-        return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
-                         scan.row_filter).to_table(self.tasks)
+        where = str(getattr(self.table.metadata, "location", "") or "") or None
+        with guard(CatalogError, f"reading the {self.name} table failed", path=where):
+            return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
+                             scan.row_filter).to_table(self.tasks)
 
     def _scan(self) -> Any:
         cols = self.use.columns
@@ -104,9 +108,22 @@ def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
         try:
             rel = con.sql(query)
         except duckdb.Error as exc:
-            why = " ".join(str(exc).split())  # one line: DuckDB's messages span several
-            raise CatalogError(f"query failed: {why}", path=cat.warehouse) from None
+            raise CatalogError(f"query failed: {_why(exc)}", path=cat.warehouse) from None
         return rel.to_arrow_table() if rel is not None else pa.table({})
     finally:
         if own:
             con.close()
+
+
+_NO_TABLE = re.compile(r"Table with name (\S+) does not exist!")
+
+
+def _why(exc: Exception) -> str:
+    """DuckDB's message on one line; a table that does not exist gets the catalog's own
+    tables as the suggestion (DuckDB would offer its system tables, e.g. pg_index)."""
+    text = " ".join(str(exc).split())
+    missing = _NO_TABLE.search(text)
+    if missing is not None:
+        return (f"no table {missing.group(1)!r}: the catalog's tables are {FILES} and "
+                f"{ARCHIVES}")
+    return text

@@ -12,14 +12,14 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 # This process is the CLI's own. Nothing in znippy uses BLAS, and numpy's OpenBLAS starts one
 # thread per core that spins for ~0.1 s after import (measured: ~0.15 s of CPU per process),
 # which on a small machine is taken from the work; one thread means none are started.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from ..errors import ZnippyError
+from ..errors import OptionError, ZnippyError
 
 #: core: create ls cat extract verify info | query: sql | lifecycle: append store
 #: provenance: options on create/verify | catalog: catalog init|add|rm|ls|sql|...
@@ -39,26 +39,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"znippy-sql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # that area is not installed in this build
-            raise
-        module.register(sub)
-    if command and command not in sub.choices and "modules" in sub.choices:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    if command and command not in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)
     for each in sub.choices.values():  # every command may name remote archives
         _remote_options(each)
+        for nested in _nested(each):  # (catalog add, maven ARCHIVE pom, ...): anywhere
+            _remote_options(nested, suffix="_nested")
     return parser
 
 
-def _remote_options(p: argparse.ArgumentParser) -> None:
+def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    out = []
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                out += [child, *_nested(child)]
+    return out
+
+
+def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
+    """``--storage-option`` and ``--no-cache``; a nested sub-command's land under their own
+    names (its namespace would replace its parent's) and are merged by ``_configure_remote``."""
     g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
-    g.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
-                   dest="storage_options",
-                   help="endpoint, region, credentials, max_retries, timeout, ... (repeatable)")
-    g.add_argument("--no-cache", action="store_true",
+    nested = {"default": argparse.SUPPRESS} if suffix else {}
+    g.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
+                   dest="storage_options" + suffix, **({"default": []} | nested),
+                   help="endpoint, region, credentials, max_retries, timeout, ... (repeatable; "
+                        "docs/remote.md)")
+    g.add_argument("--no-cache", action="store_true", dest="no_cache" + suffix,
+                   **({"default": False} | nested),
                    help="do not keep or use the cached tails of remote archives")
 
 
@@ -72,8 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .common import Interrupted
 
     try:
-        _configure_remote(args, parser)
-        return int(args.func(args) or 0)
+        restore = _configure_remote(args)
+        try:
+            return int(args.func(args) or 0)
+        finally:
+            restore()
     except ZnippyError as exc:
         print(f"znippy-sql: error: {exc}", file=sys.stderr)
         return 2
@@ -89,21 +102,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"znippy-sql: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    except BaseException as exc:  # the last net: a native panic or error no guard caught
+        from ..native import describe, is_native
+
+        if not is_native(exc):
+            raise
+        print(f"znippy-sql: error: {args.command}: {describe(exc)}", file=sys.stderr)
+        return 2
 
 
-def _configure_remote(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
-    """The command's ``--storage-option`` and ``--no-cache`` for every remote open it makes."""
-    given = getattr(args, "storage_options", [])
-    if not given and not getattr(args, "no_cache", False):
-        return  # the defaults stand; a local archive needs none of the remote code
+def _configure_remote(args: argparse.Namespace) -> Callable[[], None]:
+    """The command's ``--storage-option`` and ``--no-cache`` for every remote open it makes;
+    returns what puts the previous defaults back (``main`` called in a process that goes on)."""
+    given = [*getattr(args, "storage_options", []), *getattr(args, "storage_options_nested", [])]
+    no_cache = getattr(args, "no_cache", False) or getattr(args, "no_cache_nested", False)
+    if not given and not no_cache:
+        return lambda: None  # the defaults stand; a local archive needs none of the remote code
     from ..remote import configure
     from ..remote.url import parse_option
 
+    options: dict[str, str] = {}
     try:
-        options = dict(parse_option(text) for text in given)
+        for text in given:
+            key, value = parse_option(text)
+            if key in options:
+                raise ValueError(f"--storage-option {key} is given twice")
+            options[key] = value
     except ValueError as exc:
-        parser.error(str(exc))
-    configure(storage_options=options, cache=not getattr(args, "no_cache", False))
+        raise OptionError(str(exc)) from None
+    return configure(storage_options=options, cache=not no_cache)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,7 +3,9 @@ Iceberg tables (docs/catalog.md).
 
 Every subcommand takes the warehouse first and the catalog options of ``store``
 (``--catalog-uri``, ``--catalog-prop``) and ``--namespace``. Exit codes: 0 ok, 1 drift found
-(``verify``) or files not extracted (``extract``), 2 usage or unreadable input.
+(``verify``), files not extracted (``extract``) or some archives not added (``add``: the
+readable ones are added, each other one named), 2 usage or unreadable input (``add`` when no
+archive could be read, ``rm`` of an archive the catalog does not hold).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from typing import Any
 
 from .core import counted, human, positive_int
+from .findings import print_findings
 from .lifecycle import _catalog
 from .query import _print
 
@@ -39,24 +42,32 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    r = _open(args, create=True).add(args.archives, batch_archives=args.batch)
+    r = _open(args, create=True).add(args.archives, batch_archives=args.batch,
+                                     skip_unreadable=True)
+    print_findings([f"{uri!r}: {why}" for uri, why in r.failed.items()], sys.stderr,
+                   prefix="znippy-sql: catalog add: ", noun="archive", verbose=args.json)
     if args.json:
         _json(r)
     else:
         print(f"{counted(r.added, 'archive')} added, {r.replaced} replaced, {r.unchanged} "
               f"unchanged: {counted(r.rows, 'file')} in {counted(r.commits, 'commit')} "
-              f"in {r.seconds:.2f} s")
-    return 0
+              f"in {r.seconds:.2f} s"
+              + (f"; {counted(len(r.failed), 'archive')} not added" if r.failed else ""))
+    if not r.failed:
+        return 0
+    return 2 if r.added + r.replaced + r.unchanged == 0 else 1
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
     r = _open(args).remove(args.archives)
+    for uri in r.unknown:
+        print(f"znippy-sql: catalog rm: {uri}: not in the catalog", file=sys.stderr)
     if args.json:
         _json(r)
     else:
         print(f"{counted(r.removed, 'archive')} removed ({counted(r.rows, 'file')}) "
               f"in {r.seconds:.2f} s")
-    return 0
+    return 2 if r.unknown else 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
@@ -76,8 +87,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
     hits = cat.sql("SELECT archive_uri, relative_path, digest FROM files "
                    f"WHERE (\n{args.where}\n)")
     r = cat.extract(hits, args.out, flat=args.flat, workers=args.workers)
-    for what, why in sorted(r.failed.items()):
-        print(f"znippy-sql: catalog extract: {what}: {why}", file=sys.stderr)
+    print_findings([f"{what!r}: {why}" for what, why in sorted(r.failed.items())], sys.stderr,
+                   prefix="znippy-sql: catalog extract: ", verbose=args.verbose)
     print(f"{r.dest}: {counted(r.files, 'file')} from {counted(r.archives, 'archive')}, "
           f"{human(r.bytes_written)} extracted"
           + (f", {len(r.failed)} failed" if r.failed else "") + f" in {r.seconds:.2f} s")
@@ -160,6 +171,8 @@ def register(subparsers: Any) -> None:
                         "of DIR/<archive stem>/<relative_path>")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="threads per archive (default: CPU count)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every failure on its own line (repeated ones are grouped otherwise)")
     p.set_defaults(func=cmd_extract)
 
     p = sub.add_parser("verify", help="re-read every archive's tail and report drift")

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
-import importlib.util
 import json
 import sys
 import time
-from types import ModuleType
 from typing import Any, TextIO
 
 from ..format.schema import resolve_pkg_type
@@ -78,13 +75,11 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
     parser.add_argument("--repo", help="only files of this repo")
     parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
-                        help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
+                        help="only files of this package type (a module's name: "
+                             "maven|cargo|npm|pypi|..., raw, or a number)")
     parser.add_argument("--glob", action="append", default=[], metavar="GLOB",
                         help="only paths matching this shell pattern ('*' spans '/'; "
                              "repeatable: any of them)")
-
-
-_TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
 
 
 # -- failures ---------------------------------------------------------------------------------
@@ -115,12 +110,17 @@ def human(n: float) -> str:
     return f"{n:.1f} GiB"  # pragma: no cover
 
 
+#: seconds of progress after the first bytes before a rate (and an ETA) is shown
+RATE_AFTER = 1.0
+
+
 class Progress:
     """A one-line progress bar on a terminal; ``__call__(count, nbytes)`` is the writers' hook.
 
     Redraws at most ten times a second. With ``total_bytes`` the bar, the percentage and the
     ETA follow the bytes (what the time goes by); with only ``total`` they follow the count;
-    with neither, a running count.
+    with neither, a running count. No ETA is shown (``ETA --:--``) until a rate is known:
+    :data:`RATE_AFTER` seconds after the first bytes came (an early frame's rate is noise).
     """
 
     def __init__(self, label: str, *, total: int | None = None, unit: str = "files",
@@ -133,9 +133,12 @@ class Progress:
         self.started = time.perf_counter()
         self._last = 0.0
         self._state = (0, 0)
+        self._first: tuple[float, int] | None = None  # when bytes first came, and how many
 
     def __call__(self, count: int, nbytes: int) -> None:
         self._state = (count, nbytes)
+        if self._first is None and nbytes > 0:
+            self._first = (time.perf_counter(), nbytes)
         now = time.perf_counter()
         if now - self._last >= 0.1:
             self._last = now
@@ -144,13 +147,17 @@ class Progress:
     def line(self) -> str:
         """The bar as drawn now (without the carriage return and line clearing)."""
         count, nbytes = self._state
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        now = time.perf_counter()
+        elapsed = max(now - self.started, 1e-9)
         rate = nbytes / elapsed
         of = f"/{self.total}" if self.total else ""
         head = f"{count}{of} {self.unit}"
         if self.total_bytes:
             fraction = min(nbytes / self.total_bytes, 1.0)
-            left = (self.total_bytes - nbytes) / rate if rate > 0 else None
+            known = None  # bytes a second since the first bytes, once long enough to mean it
+            if self._first is not None and now - self._first[0] >= RATE_AFTER:
+                known = (nbytes - self._first[1]) / (now - self._first[0])
+            left = (self.total_bytes - nbytes) / known if known else None
             eta = "ETA --:--" if left is None else f"ETA {_clock(max(left, 0.0))}"
             return (f"{self.label} [{'#' * int(fraction * 24):<24}] {fraction * 100:3.0f}%  "
                     f"{head}  {human(nbytes)}/{human(self.total_bytes)}  {human(rate)}/s  {eta}")
@@ -190,12 +197,6 @@ def done(progress: Progress | None) -> None:
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def provenance_cli() -> ModuleType | None:
-    """The provenance CLI area (issue 5), when it is installed in this build."""
-    name = "znippy_sql.cli.provenance"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
 
 
 def open_archive_arg(path: str) -> Any:

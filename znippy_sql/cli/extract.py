@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from ..errors import ChecksumError, CodecError, OutputError, ZnippyError
+from ..errors import ChecksumError, CodecError, NotFoundError, OutputError, ZnippyError
 from .common import (Interrupted, add_filter_options, counted, done, human, open_archive_arg,
                      positive_int, progress_for)
 from .findings import print_findings
@@ -50,8 +50,12 @@ def to_stdout(archive: Any, paths: list[str], *, command: str) -> int:
         if path in skip:
             continue
         try:
-            for data in archive.iter_chunks(path):
-                out.write(data)
+            info = archive.find(path)
+            if info is None:
+                raise NotFoundError(f"no file {path!r} in the archive", path=archive.path)
+            for chunk in info.chunks:
+                for data in archive.checked_pieces(path, chunk):  # bounded memory, checked
+                    out.write(data)
         except (ChecksumError, CodecError) as exc:
             out.flush()
             print(f"znippy-sql: {command}: {exc}", file=sys.stderr)

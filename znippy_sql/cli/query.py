@@ -3,7 +3,9 @@
 Each archive's views are named after its file stem (``repo-a.znippy`` → ``repo_a_files``,
 ``repo_a_chunks``, ...); the macros (``znippy_ls``, ``znippy_cat``, ``znippy_extract``,
 ``znippy_meta``) are loaded. Output: a text table (default), CSV, JSON lines or an Arrow IPC
-stream on stdout.
+stream on stdout. Several statements (``"a; b"``) run in order and each one's result is
+printed, as ``duckdb -c`` does (statements that make no rows, e.g. ``CREATE``, print nothing);
+the first that fails stops the rest (exit 2).
 """
 
 from __future__ import annotations
@@ -83,17 +85,31 @@ def run(args: argparse.Namespace) -> int:
 
         def run_one(text: str) -> int:
             try:
-                rel = con.sql(text)
-                table = rel.to_arrow_table() if rel is not None else pa.table({})
+                parts = con.extract_statements(text)
             except duckdb.Error as exc:
                 print(f"znippy-sql sql: {_engine_message(exc)}", file=sys.stderr)
                 return 2
-            _print(table, args.format, args.max_rows)
+            for stmt in parts if len(parts) > 1 else [None]:
+                try:
+                    rel = con.sql(text if stmt is None else stmt.query)
+                    table = rel.to_arrow_table() if rel is not None else pa.table({})
+                except duckdb.Error as exc:
+                    print(f"znippy-sql sql: {_engine_message(exc)}", file=sys.stderr)
+                    return 2
+                if stmt is None or stmt.type.name not in _NO_ROWS:
+                    _print(table, args.format, args.max_rows)
+                    sys.stdout.flush()
             return 0
 
         return prompt(run_one) if query is None else run_one(query)
     finally:
         con.close()
+
+
+#: statement kinds whose result is not printed when several statements run (as duckdb -c)
+_NO_ROWS = frozenset({"CREATE", "CREATE_FUNC", "DROP", "ALTER", "TRANSACTION", "SET",
+                      "VARIABLE_SET", "ATTACH", "DETACH", "LOAD", "PREPARE", "DEALLOCATE",
+                      "INSERT", "UPDATE", "DELETE", "COPY", "EXPORT", "UPDATE_EXTENSIONS"})
 
 
 def _engine_message(exc: Exception) -> str:

@@ -15,6 +15,7 @@ goes through the OpenZL binding.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import openzl.ext as zl
@@ -45,6 +46,11 @@ COMPRESS, RAW, PROBE = 0, 1, 2
 #: The probe [docs/format.md]: up to ``PROBE_SAMPLES`` samples of ``PROBE_SAMPLE`` bytes (start,
 #: middle, end; the whole chunk when it is no longer than that) compressed by zstd at
 #: ``PROBE_LEVEL``; the chunk is worth compressing when they shrink below ``PROBE_RATIO``.
+#: a chunk that decodes to more than this is streamed in pieces where its bytes go to a file
+#: or a socket (extract, cat, ``-o -``, ArchiveFile): memory stays bounded by a piece plus
+#: the zstd window whatever size the archive claims (docs/format.md, "Bounded memory")
+STREAM_BYTES = 64 << 20
+PIECE_BYTES = 8 << 20
 PROBE_SAMPLE = 4 << 10
 PROBE_SAMPLES = 3
 PROBE_LEVEL = 1
@@ -185,6 +191,28 @@ class Decoder:
         """Read-only views of many ``(frame, expected size)`` decoded at once without the GIL
         where the frames allow it; None for a frame to decode with :meth:`decode_view`."""
         return [None if v is None else v.toreadonly() for v in self._fast.decode_many(frames)]
+
+    def decode_pieces(self, frame: bytes | memoryview, expected_size: int, *,
+                      piece: int | None = None, where: str = ""
+                      ) -> Iterator[bytes | memoryview]:
+        """The chunk's bytes in pieces of at most ``piece`` bytes, for a chunk too big to hold
+        (streamed to a file or a socket): the two frame shapes of our writer
+        (:func:`zlframe.parse`) are decoded piece by piece (memory: a piece plus the zstd
+        window); any other frame is decoded whole by the binding (at most the chunk cap)."""
+        piece = piece or PIECE_BYTES
+        shape = zlframe.parse(frame, expected_size)
+        if shape is None:
+            yield self.decode_view(frame, expected_size, where=where)
+            return
+        kind, body = shape
+        if kind == "stored":
+            for start in range(0, len(body), piece):
+                yield body[start : start + piece].toreadonly()
+            return
+        try:
+            yield from zlframe.stream_zstd(body, expected_size, piece)
+        except ValueError as exc:
+            raise CodecError(f"{where}{exc}") from None
 
     def _output(self, frame: bytes | memoryview, expected_size: int, where: str) -> Any:
         raw = frame if isinstance(frame, bytes) else bytes(frame)  # openzl takes bytes only

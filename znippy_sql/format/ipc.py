@@ -9,8 +9,8 @@ Every reader of this package opens a stream through :func:`read_table` (or
 :func:`checked_reader`), so one rule holds for the core API, DuckDB and Polars (FORMAT §7):
 
 1. the messages are walked before pyarrow builds anything: a schema first, then record
-   batches only (no dictionary batches: no type this project accepts has a dictionary), no
-   compressed body (its buffers would be allocated at sizes read from the file), every
+   batches and dictionary batches only (another writer's extra columns may be dictionaries,
+   docs/format.md §11), no compressed body (its buffers would be allocated at sizes read from the file), every
    buffer and every field node inside its message's body, and the end-of-stream marker
    exactly at the end of the range;
 2. the schema is compared before any batch is read;
@@ -192,6 +192,7 @@ def describe(schema: pa.Schema) -> str:
 # 2 buffers [Buffer{offset, length}], 3 compression. Every struct is two int64s.
 _MSG_HEADER, _MSG_BODY_LEN = 2, 3
 _RB_LENGTH, _RB_NODES, _RB_BUFFERS, _RB_COMPRESSION = 0, 1, 2, 3
+_DB_DATA = 1  # DictionaryBatch: 0 id, 1 data (a RecordBatch), 2 isDelta
 _U16, _U32, _I32, _I64 = (struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<i"),
                           struct.Struct("<q"))
 _PAIR = struct.Struct("<qq")
@@ -212,10 +213,12 @@ def _message_problem(buf: pa.Buffer) -> str | None:
         first = False
         if msg.type == "schema":
             continue
-        if msg.type != "record batch":
-            return f"holds a {msg.type} message (only record batches are allowed)"
+        if msg.type not in ("record batch", "dictionary"):
+            return f"holds a {msg.type} message (only record and dictionary batches are " \
+                   "allowed)"
         problem = _batch_problem(memoryview(msg.metadata).cast("B"),
-                                 0 if msg.body is None else msg.body.size)
+                                 0 if msg.body is None else msg.body.size,
+                                 dictionary=msg.type == "dictionary")
         if problem is not None:
             return problem
     if first:
@@ -225,9 +228,13 @@ def _message_problem(buf: pa.Buffer) -> str | None:
     return None
 
 
-def _batch_problem(meta: memoryview, body_len: int) -> str | None:
+def _batch_problem(meta: memoryview, body_len: int, *, dictionary: bool = False
+                   ) -> str | None:
+    """A record batch's (or a dictionary batch's record batch's) body and nodes."""
     root = _table_at(meta, _u32(meta, 0))
     header = _field_table(meta, root, _MSG_HEADER)
+    if header is not None and dictionary:
+        header = _field_table(meta, header, _DB_DATA)
     if header is None:
         return "has a record batch message without a header"
     declared = _field_i64(meta, root, _MSG_BODY_LEN)

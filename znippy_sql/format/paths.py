@@ -157,6 +157,10 @@ class Targets:
                                   f"(through the symlink {rel!r})", path=self.archive)
         return stat.S_ISDIR(st.st_mode)
 
+    def existing_dirs(self) -> list[str]:
+        """The parent directories (absolute) of the targets asked for so far that exist."""
+        return [d for d, exists in self._parents.values() if exists]
+
     def make_parent(self, path: str) -> None:
         """Create the missing parent directories of ``path`` (never through a symlink)."""
         rel = path.rpartition("/")[0]

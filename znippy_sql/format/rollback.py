@@ -21,7 +21,7 @@ import fcntl
 import os
 import struct
 
-import blake3
+from . import b3 as blake3
 
 from ..errors import LockError, ZnippyError
 from .fsio import fsync_dir, write_all

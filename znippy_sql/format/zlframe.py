@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Iterator
 
 import zstandard
 
@@ -137,6 +138,27 @@ def _read_leb128(head: bytes, pos: int) -> tuple[int | None, int]:
             return value, i + 1
         shift += 7
     return None, pos
+
+
+def stream_zstd(payload: memoryview, expected_size: int, piece: int) -> "Iterator[bytes]":
+    """The zstd frame ``payload`` decoded in pieces of at most ``piece`` bytes (memory: a
+    piece plus the frame's window, which zstd limits to 128 MiB); raises ``ValueError`` when
+    zstd refuses it or it holds another size than ``expected_size``."""
+    reader = zstandard.ZstdDecompressor().stream_reader(payload, read_size=1 << 17)
+    done = 0
+    try:
+        while done < expected_size:
+            out = reader.read(min(piece, expected_size - done))
+            if not out:
+                break
+            done += len(out)
+            yield out
+        if done != expected_size or reader.read(1):
+            raise ValueError(f"decoded {done} bytes or more, index says {expected_size}")
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"not a valid zstd frame ({exc})") from None
+    finally:
+        reader.close()
 
 
 class FastDecoder:

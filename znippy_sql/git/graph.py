@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from pyroaring import BitMap
+from .roaring import BitMap
 
 from ..errors import FormatError
 

@@ -5,10 +5,12 @@ each indexed from its ``.idx`` when it has one (checked: git/fastindex.py), then
 its loose objects made by ``git pack-objects``; ``mode="one-pack"`` pushes
 one pack of every object (``git pack-objects`` over ``--batch-all-objects``), a mirror. Either
 way the archive holds exactly the objects ``git cat-file --batch-all-objects`` lists. The refs
-go into ``__meta__`` (archive-level facts: key = ref name, value = object id; ``HEAD`` =
-the id it resolves to). The packs are written straight into a staging sibling of the output
-and sealed there (no journal: the repository keeps its packs; pushes go through
-:class:`~.push.Receiver`), then renamed onto the output; on failure nothing is left.
+go into ``__gunnar_refs__`` (git/refs.py: HEAD's branch, every ref's target and peeled id, the
+shallow boundary) and, as before, into ``__meta__`` (archive-level facts: key = ref name,
+value = object id; ``HEAD`` = the id it resolves to). The packs are written straight into a
+staging sibling of the output and sealed there (no journal: the repository keeps its packs;
+pushes go through :class:`~.push.Receiver`), then renamed onto the output; on failure nothing
+is left. The output is a local file (a ``file://`` URL is one); other URLs are refused.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from typing import Literal
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from ..format.schema import META, META_SCHEMA
+from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
 from .fastindex import IdxMismatch, index_with_idx
 from .pack import ParsedPack, index_pack
+from .refs import repo_refs
 from .seal import PackSet, seal_packs
 from .sections import WALK_BOUND
 
@@ -102,8 +105,10 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
+    out = _local_output(out)
     objects = _objects_dir(repo)
     refs = _refs(repo)
+    named = repo_refs(repo, _git)
     packs: list[tuple[bytes, ParsedPack]] = []
     bases = PackSet()
 
@@ -124,11 +129,24 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
             add(data, index_pack(data, name="<git pack-objects of the loose objects>",
                                  external=bases))
     prefer = {bytes.fromhex(v) for v in refs.column("value").to_pylist()}
-    report = seal_packs(packs, out, [ReservedSection(META, refs)], walk_bound=walk_bound,
-                        prefer=prefer)
+    reserved = [ReservedSection(META, refs), ReservedSection(GIT_REFS, named.table(_git))]
+    report = seal_packs(packs, out, reserved, walk_bound=walk_bound, prefer=prefer)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
                         time.perf_counter() - start)
+
+
+def _local_output(out: str) -> str:
+    """``out`` as a local path (a ``file://`` URL is one); any other URL is refused."""
+    from ..remote import is_url, local_path
+
+    if not is_url(out):
+        return out
+    path = local_path(out)
+    if path is None:
+        raise ZnippyError("git import writes local files only; write a local archive and copy "
+                          "it", path=out)
+    return path
 
 
 def _read_pack(path: str) -> tuple[bytes, ParsedPack]:

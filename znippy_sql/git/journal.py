@@ -76,6 +76,9 @@ def scan_journal(data: bytes, *, path: str | None = None) -> tuple[list[Extent],
                     raise FormatError(f"not a push journal: its schema is {schema}", path=path)
             else:
                 batch = pa.ipc.read_record_batch(message, schema)
+                if batch.column(0).null_count or batch.column(1).null_count:
+                    raise FormatError(f"journal row {len(rows)} has no offset or size (a "
+                                      "null): the journal is damaged", path=path)
                 rows.extend(zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()))
         except (pa.ArrowException, OSError):
             break

@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from ..format.sections import ReservedSection
 from .journal import Extent, JournalState, read_journal
 from .pack import ParsedPack, index_pack
-from .seal import PackSet, SealReport, pack_path, seal_generation_zero
+from .seal import GitSealReport, PackSet, pack_path, seal_generation_zero
 from .sections import WALK_BOUND
 from .writers import Faults, SafeWriter
 
@@ -60,7 +60,7 @@ class Receiver:
         return extent
 
     def seal(self, archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (),
-             *, walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> SealReport:
+             *, walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> GitSealReport:
         return seal_generation_zero(self.blobs, self.writer.journal, archive, reserved,
                                     parsed=self.parsed, walk_bound=walk_bound,
                                     prefer=prefer)

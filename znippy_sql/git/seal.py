@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import mmap
 import os
-import shutil
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-import blake3
+from ..format import b3 as blake3
 import pyarrow as pa
 
-from ..errors import ZnippyError
-from ..format.fsio import fsync_dir
+from ..errors import FormatError, ZnippyError
+from ..format.fsio import copy_range, fsync_dir
 from ..format.schema import BASE_SCHEMA, GroupKey
 from ..format.sections import ReservedSection
 from ..write.tail import write_tail
@@ -34,7 +33,7 @@ PACK_PREFIX = "objects.pack."
 
 
 @dataclass(frozen=True)
-class SealReport:
+class GitSealReport:
     """What one seal put on disk (counts taken from the journal and the sealed file)."""
 
     archive: str
@@ -81,19 +80,22 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
                          reserved: Sequence[ReservedSection] = (), *, git: bool = True,
                          parsed: Mapping[int, ParsedPack] | None = None,
                          walk_bound: int = WALK_BOUND,
-                         prefer: Collection[bytes] = ()) -> SealReport:
+                         prefer: Collection[bytes] = ()) -> GitSealReport:
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
     archive = os.fspath(archive)
     staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
     try:
         try:
-            shutil.copyfile(blobs, staged)
-        except OSError as exc:
-            raise ZnippyError(f"cannot copy the blob file into {staged}: {exc.strerror or exc}",
+            with open(blobs, "rb") as src, open(staged, "wb") as dst:
+                copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)
+        except (OSError, EOFError) as exc:
+            raise ZnippyError(f"cannot copy the blob file into {staged}: "
+                              f"{getattr(exc, 'strerror', None) or exc}",
                               path=os.fspath(blobs)) from None
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
+        _check_order(state, blob_bytes, journal)
         report = _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
                             parsed=parsed or {}, every=walk_bound,
                             prefer=prefer)
@@ -108,7 +110,7 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
 
 def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
                archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (), *,
-               walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> SealReport:
+               walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> GitSealReport:
     """Packs already parsed (``git import``) → ``archive``, without a blob file or journal:
     the same bytes :func:`seal_generation_zero` writes after the packs were pushed in this
     order (the packs back to back from offset 0, then the tail)."""
@@ -138,10 +140,25 @@ def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
     return report
 
 
+def _check_order(state: JournalState, blob_bytes: int,
+                 journal: str | os.PathLike[str] | None) -> None:
+    """Acked packs are appended: each live pack starts where the one before it ended or later
+    (a journal whose extents overlap does not describe this blob file)."""
+    end = 0
+    for i, (offset, size) in state.live():
+        if offset + size > blob_bytes:
+            continue  # acked after the blob file was copied: counted in ``after``
+        if offset < end:
+            raise FormatError(f"pack {i} at [{offset}, {offset + size}) overlaps the pack "
+                              f"before it (which ends at {end}): this journal does not "
+                              "describe the blob file", path=journal)
+        end = offset + size
+
+
 def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                reserved: Sequence[ReservedSection], *, git: bool,
                parsed: Mapping[int, ParsedPack], every: int,
-               prefer: Collection[bytes]) -> SealReport:
+               prefer: Collection[bytes]) -> GitSealReport:
     live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
     retired = sum(1 for e in state.packs if e[0] in state.retired)
     after = len(state.live()) - len(live)
@@ -177,7 +194,7 @@ def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                               section_builders=builders)
         finally:
             del view
-    return SealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
+    return GitSealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
                       counts[0], counts[1])
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Union
 
-import blake3
+from ..format import b3 as blake3
 import pyarrow as pa
 
 from . import cms

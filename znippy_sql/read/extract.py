@@ -10,16 +10,20 @@ files, or runs of chunks of one large file, which its workers fill with position
 Workers get each file's lookup rows from the caller (no trie search per file; the rows are
 checked again).
 
-Memory is bounded by one chunk (the block size) per worker. A new file is created exclusively
-(``O_EXCL``, never through a symlink) and removed again if a chunk fails its check; a file that
-already exists is replaced through a hidden temporary sibling and a rename, so a failure leaves
-the old file as it was. No symlink is ever created; modes are plain files (0o644 under umask).
+Memory is bounded by one chunk (the block size) per worker. Every file is written to a hidden
+temporary sibling (``.NAME.znippy-part-PID``, created with ``O_EXCL``, never through a symlink)
+and renamed to its name only once its bytes are complete and checked (:mod:`.partfile`): a
+failure, Ctrl-C or even SIGKILL never leaves a partly written file under its name, and an
+existing file stays as it was until replaced whole. The next extract into the same directories
+removes temporaries left by a killed one. No symlink is ever created; modes are plain files
+(0o644 under umask).
 """
 
 from __future__ import annotations
 
 import errno
 import fnmatch
+import itertools
 import operator
 import os
 import re
@@ -36,11 +40,12 @@ import numpy as np
 from ..errors import FormatError, NotFoundError, OutputError, ZnippyError
 from ..format.fsio import write_all
 from ..format.paths import Targets, plain_paths
+from . import partfile
+from .partfile import Sink
 
 if TYPE_CHECKING:
     from .reader import Archive, Chunk
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 UNIT_BYTES = 8 << 20        # work handed to a worker at a time
@@ -175,17 +180,27 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     if n > 1 and work >= THREAD_BYTES:
         archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
         pool = ThreadPoolExecutor(n, thread_name_prefix="znippy-extract")
+    finish = None
+    facts = posix.facts(archive) if preserve else None
+    if facts is not None:  # mode and mtime set on the temporary, before its rename
+
+        def finish(tmp: str, path: str) -> None:
+            posix.preserve(tmp, facts.modes.get(path), facts.mtimes.get(path))
+    sink = Sink("", finish)
     try:
-        _extract(archive, dest, selected, found, files, pool, n, progress, report, names)
+        _extract(archive, dest, selected, found, files, pool, n, progress, report, names, sink)
     except KeyboardInterrupt:
+        if pool is not None:  # the units in flight finish (or remove) their files first
+            pool.shutdown(wait=True, cancel_futures=True)
+            pool = None
+        report.written = list(sink.done)  # what is on disk under its name, complete
+        report.files = len(report.written)
         raise ExtractInterrupted(report) from None
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    name_of = dict(zip(selected, names)) if names is not None else None
     _finish(archive, dest, report, {out: (p, links[p]) for p, out in out_links.items()},
-            {out: d for d, out in out_dirs.items()}, symlinks=symlinks, preserve=preserve,
-            name_of=name_of)
+            {out: d for d, out in out_dirs.items()}, symlinks=symlinks, facts=facts)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -230,12 +245,12 @@ def _strip_names(paths: list[str], n: int, report: ExtractReport | None) -> dict
 
 def _finish(archive: "Archive", dest: str, report: ExtractReport,
             links: dict[str, tuple[str, str]], dirs: dict[str, str], *, symlinks: bool,
-            preserve: bool, name_of: dict[str, str] | None) -> None:
+            facts: "Facts | None") -> None:
     """After every file: recorded directories, links (``symlinks``), then modes and mtimes
     (``preserve``): files and links first, directories last, deepest first (writing into a
     directory changes its mtime). ``links``: name under dest → (archive path, link text);
-    ``dirs``: name under dest → archive path; ``name_of``: a written file's name under dest
-    when it is not its archive path."""
+    ``dirs``: name under dest → archive path. (Files had their mode and mtime set before
+    their rename.)"""
     from . import posix
 
     targets = Targets(dest, archive=archive.path)
@@ -272,9 +287,8 @@ def _finish(archive: "Archive", dest: str, report: ExtractReport,
     else:
         for path, _ in links.values():
             report.skipped[path] = "symbolic link, not made (give --symlinks)"
-    if not preserve:
+    if facts is None:
         return
-    facts = posix.facts(archive)
     root = targets.root
 
     def apply(out: str, path: str, *, is_link: bool = False) -> None:
@@ -284,9 +298,7 @@ def _finish(archive: "Archive", dest: str, report: ExtractReport,
         except OSError as exc:
             report.failed[path] = f"cannot set mode or mtime: {exc.strerror or exc}"
 
-    for path in report.written:
-        apply(name_of[path] if name_of is not None else path, path)
-    for out in made:
+    for out in made:  # (files had theirs set before their rename)
         apply(out, links[out][0], is_link=True)
     for out in sorted(made_dirs, key=lambda p: p.count("/"), reverse=True):
         apply(out, dirs[out])
@@ -295,8 +307,9 @@ def _finish(archive: "Archive", dest: str, report: ExtractReport,
 def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int],
              files: "_Files", pool: ThreadPoolExecutor | None, n_workers: int,
              progress: Callable[[int, int], None] | None, report: ExtractReport,
-             names: list[str] | None) -> None:
+             names: list[str] | None, sink: Sink) -> None:
     targets = Targets(dest, archive=archive.path)
+    sink.prefix = targets.prefix
     plain = files.plain
     outs = names if names is not None else selected
     for out, i in zip(outs, found):  # every path checked before any write
@@ -309,6 +322,7 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
     except OSError as exc:
         raise OutputError(f"cannot create the destination: {exc.strerror or exc}",
                           path=dest) from None
+    partfile.remove_leftovers(targets.existing_dirs())  # a killed extract's temporaries
     # Big files are cut into runs of chunks only when there are too few of them to keep every
     # worker busy: threads writing into the same file wait for its inode lock (perf: ~15 % of
     # the samples of extracting `random` spinning in rwsem_spin_on_owner).
@@ -322,7 +336,7 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
     stop: list[str] = []  # the first fatal problem: no unit is started after it
     fatal: tuple[str, str] | None = None
     try:
-        for unit_result in _run(archive, parts, pool, n_workers, targets.prefix, stop):
+        for unit_result in _run(archive, parts, pool, n_workers, sink, stop):
             for path, result in unit_result:
                 if isinstance(result, int):
                     done_bytes += result
@@ -331,7 +345,7 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
                     got.append(result)
                     if len(got) < split[path][2] and not stop and not isinstance(result, _Fatal):
                         continue
-                    result = _finish_split(split[path], runs.pop(path))
+                    result = _finish_split(split[path], runs.pop(path), sink, path)
                 if isinstance(result, str):
                     report.failed[path] = result
                     if isinstance(result, _Fatal) and fatal is None:
@@ -368,19 +382,18 @@ def _size(n: int) -> str:
     return f"{n:.1f} GiB"  # pragma: no cover
 
 
-def _finish_split(split: tuple[str, str, int], results: list[Outcome]) -> Outcome:
+def _finish_split(split: tuple[str, str, int], results: list[Outcome], sink: Sink,
+                  path: str) -> Outcome:
     """A file written in runs: renamed into place when every run wrote its part."""
     written, target, _ = split
     problems = [r for r in results if isinstance(r, str)]
     if problems:
         _remove(written)
         return problems[0]
-    if written != target:
-        try:
-            os.replace(written, target)
-        except OSError as exc:
-            _remove(written)
-            return f"cannot write: {exc.strerror or exc}"
+    try:
+        sink.publish(written, target, path)
+    except OSError as exc:
+        return f"cannot write: {exc.strerror or exc}"
     return sum(results)  # type: ignore[arg-type]
 
 
@@ -488,38 +501,38 @@ def _runs(chunks: Sequence["Chunk"]) -> list[tuple["Chunk", ...]]:
 
 
 def _precreate(target: str) -> str:
-    """Create the file a split extraction fills (or its temporary sibling if it exists)."""
-    fd, written = _open_new(target)
+    """Create the temporary file a split extraction fills (renamed to ``target`` at the end)."""
+    fd, written = partfile.create(target)
     os.close(fd)
     return written
 
 
 def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
-         n_workers: int, prefix: str, stop: list[str]):  # type: ignore[no-untyped-def]
+         n_workers: int, sink: Sink, stop: list[str]):  # type: ignore[no-untyped-def]
     """Results of each unit, in unit order; at most ``2 × workers`` units in flight. Once
     ``stop`` holds something, no further unit starts (those in flight still report)."""
     if pool is None or len(units) < 2:
         for unit in units:
             if stop:
                 return
-            yield _write_unit(archive, unit, prefix)
+            yield _write_unit(archive, unit, sink)
         return
     window: deque[Future[list[tuple[str, Outcome]]]] = deque()
     for unit in units:
         if stop:
             break
-        window.append(pool.submit(_write_unit, archive, unit, prefix))
+        window.append(pool.submit(_write_unit, archive, unit, sink))
         while window and (len(window) > 2 * n_workers or window[0].done()):
             yield window.popleft().result()
     while window:
         yield window.popleft().result()
 
 
-def _write_unit(archive: "Archive", unit: list[_Part], prefix: str
+def _write_unit(archive: "Archive", unit: list[_Part], sink: Sink
                 ) -> list[tuple[str, Outcome]]:
     span = _prefetch(archive, unit) if archive.source.fetches else None
     try:
-        return _write_parts(archive, unit, prefix)
+        return _write_parts(archive, unit, sink)
     finally:
         if span is not None:  # a remote unit's fetched blobs go with it
             archive.source.release(*span)
@@ -540,7 +553,7 @@ def _prefetch(archive: "Archive", unit: list[_Part]) -> tuple[int, int] | None:
     return start, max(o + n for o, n in zip(offsets, sizes)) - start
 
 
-def _write_parts(archive: "Archive", unit: list[_Part], prefix: str
+def _write_parts(archive: "Archive", unit: list[_Part], sink: Sink
                  ) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
@@ -551,11 +564,11 @@ def _write_parts(archive: "Archive", unit: list[_Part], prefix: str
     for part, data in zip(unit, ready):
         try:
             if part.chunks is None:
-                target = part.target or prefix + part.path
+                target = part.target or sink.prefix + part.path
                 if data is not None:  # a one-chunk file, its bytes checked already
-                    n = _write_small(target, made, data)
+                    n = _write_small(sink, part.path, target, made, data)
                 else:
-                    n = _write_file(archive, part, target, made)
+                    n = _write_file(archive, part, target, made, sink)
             else:
                 n = _write_run(archive, part)
             out.append((part.path, n))
@@ -575,50 +588,17 @@ def _write_parts(archive: "Archive", unit: list[_Part], prefix: str
     return out
 
 
-def _write_small(target: str, made: set[str], data: memoryview) -> int:
-    """:func:`_write_new` of one buffer, with the usual case (a new file in a directory that
-    is there) in a few lines: it is most files of a source tree."""
-    try:
-        fd = os.open(target, _CREATE, 0o644)
-    except OSError:  # no parent yet, or a file there already: the general way
-        return _write_new(target, made, (data,))
-    try:
-        try:
-            n = os.write(fd, data)
-            if n < len(data):
-                write_all(fd, data[n:])
-        finally:
-            os.close(fd)
-    except BaseException:
-        _remove(target)
-        raise
-    return len(data)
+def _write_small(sink: Sink, path: str, target: str, made: set[str], data: memoryview) -> int:
+    """:func:`_write_new` of one buffer (most files of a source tree)."""
+    return _write_new(sink, path, target, made, (data,))
 
 
-def _open_new(target: str, made: set[str] | None = None) -> tuple[int, str]:
-    """A descriptor of a new file for ``target``, and its name: ``target`` itself, or a hidden
-    temporary sibling when a file is there already (renamed over it once written, so a failure
-    leaves the old file as it was). With ``made``, a missing parent directory is made, once per
-    set (every path was checked: no symlink on the way)."""
-    try:
-        return os.open(target, _CREATE, 0o644), target
-    except FileNotFoundError:
-        parent = target.rpartition(os.sep)[0]
-        if made is None or parent in made:
-            raise
-        os.makedirs(parent, exist_ok=True)
-        made.add(parent)
-        return _open_new(target, made)
-    except FileExistsError:
-        tmp = _tmp_name(target)
-        _remove(tmp)
-        return os.open(tmp, _CREATE, 0o644), tmp
-
-
-def _write_new(target: str, made: set[str], pieces: Iterable[bytes | memoryview]) -> int:
-    """Write ``target`` from ``pieces`` in order (see :func:`_open_new`); its size. On any
-    failure nothing is left under either name."""
-    fd, written = _open_new(target, made)
+def _write_new(sink: Sink, path: str, target: str, made: set[str],
+               pieces: Iterable[bytes | memoryview]) -> int:
+    """Write ``target`` from ``pieces`` in order to a temporary sibling, renamed to ``target``
+    when complete (:mod:`.partfile`); its size. On any failure nothing is left under either
+    name."""
+    fd, written = partfile.create(target, made)
     try:
         n = 0
         try:
@@ -635,11 +615,10 @@ def _write_new(target: str, made: set[str], pieces: Iterable[bytes | memoryview]
             n += held
         finally:
             os.close(fd)
-        if written != target:
-            os.replace(written, target)
     except BaseException:
         _remove(written)
         raise
+    sink.publish(written, target, path)
     return n
 
 
@@ -667,34 +646,52 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
     return archive.file_at(part.path, part.row).chunks
 
 
-def _write_file(archive: "Archive", part: _Part, target: str, made: set[str]) -> int:
+def _write_file(archive: "Archive", part: _Part, target: str, made: set[str], sink: Sink) -> int:
     """A whole file, chunk by chunk (its chunks are checked before anything is created)."""
     chunks = _file_chunks(archive, part)
-    return _write_new(target, made, (data for _, data in _decoded(archive, part.path, chunks)))
+    return _write_new(sink, part.path, target, made,
+                      (data for _, data, _ in _decoded(archive, part.path, chunks)))
 
 
 def _decoded(archive: "Archive", path: str, chunks: Iterable["Chunk"]
-             ) -> Iterator[tuple["Chunk", bytes | memoryview]]:
-    """Each chunk and its checked bytes; a big blob's mapped pages are dropped once the caller
-    has written it (when it asks for the next)."""
+             ) -> Iterator[tuple["Chunk", bytes | memoryview, int]]:
+    """Each chunk, its checked bytes and where they start in the chunk; a big blob's mapped
+    pages are dropped once the caller has written it (when it asks for the next). A chunk
+    that decodes to more than ``codec.STREAM_BYTES`` comes in pieces (bounded memory), its
+    BLAKE3 checked after the last: the caller writes a temporary file only."""
+    from ..format.codec import STREAM_BYTES
+
     batch: list["Chunk"] = []
     held = 0
     for chunk in chunks:
+        if chunk.compressed and chunk.uncompressed_size > STREAM_BYTES:
+            if batch:
+                yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
+                batch, held = [], 0
+            at = 0
+            for piece in archive.chunk_pieces(path, chunk, verify=True):
+                yield chunk, piece, at
+                at += len(piece)
+            archive.source.release(chunk.blob_offset, chunk.blob_size)
+            continue
         if chunk.blob_size < RELEASE_BYTES:  # small chunks (a cut jar): decoded in batches
             batch.append(chunk)
             held += chunk.uncompressed_size
             if held < WRITEV_BYTES and len(batch) < WRITEV_PIECES:
                 continue
-            yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+            yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
             batch, held = [], 0
             continue
         if batch:
-            yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+            yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
             batch, held = [], 0
-        yield chunk, archive.chunk_view(path, chunk, verify=True)
+        yield chunk, archive.chunk_view(path, chunk, verify=True), 0
         archive.source.release(chunk.blob_offset, chunk.blob_size)
     if batch:
-        yield from zip(batch, archive.chunk_views(path, batch, verify=True))
+        yield from zip(batch, archive.chunk_views(path, batch, verify=True), _ZEROS)
+
+
+_ZEROS = itertools.repeat(0)
 
 
 def _write_run(archive: "Archive", part: _Part) -> int:
@@ -702,17 +699,12 @@ def _write_run(archive: "Archive", part: _Part) -> int:
     fd = os.open(part.target, _OPEN)
     try:
         n = 0
-        for chunk, data in _decoded(archive, part.path, part.chunks or ()):
-            write_all(fd, data, chunk.fdata_offset)
+        for chunk, data, at in _decoded(archive, part.path, part.chunks or ()):
+            write_all(fd, data, chunk.fdata_offset + at)
             n += len(data)
         return n
     finally:
         os.close(fd)
-
-
-def _tmp_name(target: str) -> str:
-    return os.path.join(os.path.dirname(target),
-                        f".{os.path.basename(target)}.znippy-part-{os.getpid()}")
 
 
 def _remove(path: str) -> None:

@@ -1,4 +1,6 @@
-"""A streaming, seekable, read-only file object over one archived file (one chunk in memory)."""
+"""A streaming, seekable, read-only file object over one archived file (one chunk in memory;
+a chunk that decodes to more than ``codec.STREAM_BYTES``: one piece of it, streamed after a
+first pass checked it, so memory stays bounded whatever size the archive claims)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ class ArchiveFile(io.RawIOBase):
         self._size = info.size
         self._pos = 0
         self._cached: tuple[int, bytes | memoryview] | None = None
+        self._stream: list | None = None  # [chunk, pieces, piece, where it starts in the chunk]
+        self._checked: set[int] = set()  # streamed chunks whose BLAKE3 a first pass checked
         self.name = info.relative_path
 
     def readable(self) -> bool:
@@ -51,6 +55,27 @@ class ArchiveFile(io.RawIOBase):
             self._cached = (i, data)
         return self._cached[1]
 
+    def _data_at(self, i: int, start: int) -> tuple[bytes | memoryview, int]:
+        """Bytes of chunk ``i`` holding its offset ``start``, and where they begin in it."""
+        from ..format.codec import STREAM_BYTES
+
+        chunk = self._info.chunks[i]
+        if not (chunk.compressed and chunk.uncompressed_size > STREAM_BYTES):
+            return self._chunk(i), 0
+        s = self._stream
+        if s is None or s[0] != i or start < s[3]:  # (re)start this chunk's stream
+            pieces = self._archive.checked_pieces(self._info.relative_path, chunk,
+                                                  verify=False if i in self._checked else None)
+            self._checked.add(i)
+            s = self._stream = [i, pieces, b"", 0]
+        while start >= s[3] + len(s[2]):
+            s[3] += len(s[2])
+            piece = next(s[1], None)
+            if piece is None:
+                return b"", start
+            s[2] = piece
+        return s[2], s[3]
+
     def _empty(self) -> None:
         """An empty file's one chunk is still decoded and checked once (a frame that declares
         0 bytes may hold more: the index would lie), before end of file is reported."""
@@ -64,8 +89,8 @@ class ArchiveFile(io.RawIOBase):
         done = 0
         while done < len(out) and self._pos < self._size:
             i = bisect.bisect_right(self._starts, self._pos) - 1
-            data = self._chunk(i)
-            start = self._pos - self._starts[i]
+            data, base = self._data_at(i, self._pos - self._starts[i])
+            start = self._pos - self._starts[i] - base
             n = min(len(out) - done, len(data) - start)
             if n <= 0:  # cannot happen for a checked FileInfo; never loop forever
                 break
@@ -79,8 +104,8 @@ class ArchiveFile(io.RawIOBase):
         parts = []
         while self._pos < self._size:
             i = bisect.bisect_right(self._starts, self._pos) - 1
-            data = self._chunk(i)
-            start = self._pos - self._starts[i]
+            data, base = self._data_at(i, self._pos - self._starts[i])
+            start = self._pos - self._starts[i] - base
             if start >= len(data):
                 break
             parts.append(bytes(data[start:]) if start or not isinstance(data, bytes) else data)

@@ -5,7 +5,9 @@ An archive written by the Rust tool v0.7/v0.8 holds data sub-indexes and a manif
 data sub-indexes (:func:`memory_lookup`: every group's base columns, concatenated, sorted by
 ``relative_path`` as UTF-8 bytes then ``chunk_seq``; the rows may come in any order and in
 any number of record batches), and answers point lookups with :class:`SortedPaths`, a binary
-search over the sorted paths that stands where the fst trie would (``get``, ``len``).
+search over the sorted paths that stands where the fst trie would (``get``, ``len``). The same
+stands in for the ``__lookup__`` and ``__trie__`` of a later Rust release that this reader does
+not understand (:mod:`.foreign`).
 
 Cost: building is one read of every sub-index, one concatenation and one sort of the lookup's
 rows (O(n log n), ~100 bytes a row besides the paths), done once, on the first call that needs

@@ -15,22 +15,22 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import blake3
-import ducer
-import google_crc32c
+from ..format import b3 as blake3
 import numpy as np
 import pyarrow as pa
 
 from ..format import codec
-from ..errors import ChecksumError, CodecError, FormatError, NotFoundError
+from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
+                      UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
 from ..format.rollback import recover
+from ..format.trie import TrieMap
 from ..format.schema import (
     ARROW_SECTIONS,
     BASE_FIELDS,
@@ -42,8 +42,15 @@ from ..format.schema import (
     GroupKey,
     resolve_pkg_type,
 )
-from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, rows_problem,
+from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, portable, rows_problem,
                                subindex_schema_problem)
+from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
+                      unsealed_problem, with_writer)
+
+if TYPE_CHECKING:
+    from .extract import ExtractReport
+    from .fileobj import ArchiveFile
+    from .verify import VerifyReport
 
 _T = TypeVar("_T")
 @dataclass(frozen=True)
@@ -70,38 +77,6 @@ class FileInfo:
     @property
     def stored_size(self) -> int:
         return sum(c.blob_size for c in self.chunks)
-
-
-def fst_call(fn: Callable[[], _T], what: str, path: str) -> _T:
-    """Run a ``ducer`` call; its Rust panics (BaseException) on bad bytes become FormatError."""
-    try:
-        return fn()
-    except (KeyboardInterrupt, SystemExit, GeneratorExit):
-        raise
-    except BaseException as exc:  # pyo3 PanicException derives from BaseException
-        raise FormatError(f"{TRIE} {what}: {str(exc)[:200]}", path=path) from None
-
-
-def fst_problem(buf: pa.Buffer) -> str | None:
-    """What is wrong with an fst's frame, or None. Since fst format version 3 (the Rust ``fst``
-    crate 0.4, which ``ducer`` wraps) the last 4 bytes are a masked CRC32C of all bytes before
-    them; checking it keeps corrupt bytes away from the fst code, which panics on them."""
-    size = buf.size
-    if size < _FST_MIN:
-        return f"is {size} bytes, too short for an fst map"
-    version, kind = _FST_HEADER.unpack(buf.slice(0, 16).to_pybytes())  # [0..16): header
-    if version < 3:
-        return None  # older fst versions carry no checksum
-    stored = _FST_CRC.unpack(buf.slice(size - 4, 4).to_pybytes())[0]  # [-4..]: checksum
-    crc = google_crc32c.value(buf.slice(0, size - 4))
-    if ((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF) != stored:
-        return "fails its CRC32C checksum"
-    return None
-
-
-_FST_HEADER = struct.Struct("<QQ")  # version, fst type
-_FST_CRC = struct.Struct("<I")
-_FST_MIN = 16 + 8 + 8 + 4  # header; footer: length, root address, checksum
 
 
 class _Columns:
@@ -168,12 +143,16 @@ class Archive:
 
     def _open_tail(self) -> None:
         src = self.source
-        if src.size < FOOTER_LEN:
-            raise FormatError(f"file is {src.size} bytes, too short for a footer", path=self.path)
         # bytes [-16..-8]: magic; [-8..]: manifest offset (u64 LE)
-        manifest_offset = decode_footer(src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer")
-                                        .to_pybytes())
+        manifest_offset = None if src.size < FOOTER_LEN else decode_footer(
+            src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
         if manifest_offset is None:
+            unsealed = unsealed_problem(src, self.path)  # a Rust hot archive, its journal
+            if unsealed is not None:
+                raise UnsealedArchiveError(unsealed, path=self.path)
+            if src.size < FOOTER_LEN:
+                raise FormatError(f"file is {src.size} bytes, too short for a footer",
+                                  path=self.path)
             raise FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=self.path)
         self.manifest_offset = manifest_offset
         self.manifest, self.manifest_rows = decode_manifest(src, manifest_offset)
@@ -181,12 +160,31 @@ class Archive:
         self.tail_offset = min((r.index_offset for r in self.manifest_rows),
                                default=manifest_offset)
         present = [self.has_section(name) for name in (LOOKUP, TRIE)]
-        #: no __lookup__ and no __trie__ (the Rust tool's v0.7/v0.8 layout): both are built
-        #: in memory from the data sub-indexes when first needed (:mod:`.memlookup`)
-        self.lookup_in_memory = not any(present)
-        for name, there in zip((LOOKUP, TRIE), present):
-            if not there and not self.lookup_in_memory:
-                raise FormatError(f"manifest has no {name} section", path=self.path)
+        if not any(present):  # the Rust tool's v0.7/v0.8 layout
+            self.__dict__["lookup_in_memory"] = True
+        elif not rust_writer(self):  # this project's, or an anonymous writer's: strict
+            self.__dict__["lookup_in_memory"] = False
+            for name, there in zip((LOOKUP, TRIE), present):
+                if not there:
+                    raise FormatError(f"manifest has no {name} section", path=self.path)
+
+    @cached_property
+    def lookup_in_memory(self) -> bool:
+        """No usable ``__lookup__`` and ``__trie__``: both are built in memory from the data
+        sub-indexes when first needed (:mod:`.memlookup`). True for the Rust tool's v0.7/v0.8
+        layout (neither section) and for another writer's archive whose sections this reader
+        does not understand (:mod:`.foreign`); decided without I/O for every other archive."""
+        return not lookup_usable(self)
+
+    def not_understood(self) -> dict[str, str]:
+        """Reserved sections of another writer's archive this reader does not understand
+        (name → ``"not understood (schema …)"``): skipped for reading files."""
+        return not_understood(self)
+
+    def understands(self, name: str) -> bool:
+        """Whether the reserved section ``name`` is read (present and understood)."""
+        return self.has_section(name) and (not rust_writer(self)
+                                           or section_status(self, name) is None)
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -228,6 +226,7 @@ class Archive:
         self._sound.add(key)
         return None
 
+    @with_writer
     def group_table(self, key: GroupKey) -> pa.Table:
         """One data sub-index, zero-copy from the memory map, checked in full once."""
         table = self._groups.get(key)
@@ -243,6 +242,7 @@ class Archive:
         problem = rows_problem(table, self.tail_offset)
         if problem is not None:
             raise FormatError(f"{what} {problem}", path=self.path)
+        table = portable(table)
         self._groups[key] = table
         return table
 
@@ -256,6 +256,7 @@ class Archive:
     def has_section(self, name: str) -> bool:
         return GroupKey(RESERVED_PKG_TYPE, "", name) in self._by_key
 
+    @with_writer
     def section(self, name: str) -> pa.Table | memoryview:
         """A reserved section: a ``pa.Table`` for Arrow sections, a ``memoryview`` for raw ones."""
         buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", name), name)
@@ -275,6 +276,7 @@ class Archive:
                                  keep=True)
 
     @cached_property
+    @with_writer
     def lookup(self) -> pa.Table:
         """``__lookup__``, or, in an archive without one, the same table built in memory;
         checked in full (values, order, each file's chunks) either way."""
@@ -309,8 +311,9 @@ class Archive:
         return (paths if len(first) == len(paths) else take(paths, first)).to_pylist()
 
     @cached_property
+    @with_writer
     def trie(self) -> Any:
-        """``__trie__`` as a ``ducer.Map``, or, in an archive without one, a
+        """``__trie__`` as a :class:`~..format.trie.TrieMap`, or, in an archive without one, a
         :class:`~.memlookup.SortedPaths` over the in-memory lookup (the same ``get``/``len``)."""
         if self.lookup_in_memory:
             from .memlookup import SortedPaths
@@ -318,11 +321,7 @@ class Archive:
             return SortedPaths(self.lookup, self._cols)
         self._fetch_paths()
         buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", TRIE), TRIE)
-        problem = fst_problem(buf)
-        if problem is not None:
-            raise FormatError(f"{TRIE} {problem}", path=self.path)
-        view = memoryview(buf).cast("B")
-        return fst_call(lambda: ducer.Map(view), "is not a valid fst map", self.path)
+        return TrieMap(buf, self.path)
 
     @cached_property
     def blob_end(self) -> int:
@@ -335,6 +334,7 @@ class Archive:
         return int(ends.max())
 
     # -- files ------------------------------------------------------------------------------
+    @with_writer
     def find(self, path: str) -> FileInfo | None:
         """The file's chunks, found through the fst trie (or the in-memory binary search of an
         archive without one; no scan either way)."""
@@ -342,8 +342,7 @@ class Archive:
             key = path.encode("utf-8")
         except UnicodeEncodeError:
             return None
-        trie = self.trie
-        row = fst_call(lambda: trie.get(key), "cannot be searched", self.path)
+        row = self.trie.get(key)
         if row is None:
             return None
         return self._file_at(path, key, int(row))
@@ -411,7 +410,7 @@ class Archive:
         good = ((c.chunk_seq[rows] == 0) & (c.fdata_offset[rows] == 0)
                 & ((rows + 1 == c.n) | (c.chunk_seq[nxt] == 0))
                 & (stored <= tail) & (blob <= tail - np.minimum(stored, tail))
-                & np.where(packed, size <= MAX_CHUNK_BYTES, stored == size))
+                & np.where(packed, size <= codec.STREAM_BYTES, stored == size))
         offs, names, sums = c.path_offsets, c.path_data, c.checksum
         starts, ends = offs[rows].tolist(), offs[rows + 1].tolist()
         nexts = offs[np.minimum(rows + 2, c.n)].tolist()
@@ -467,6 +466,7 @@ class Archive:
         data = self.chunk_view(path, chunk, verify=verify)
         return data if isinstance(data, bytes) else data.tobytes()
 
+    @with_writer
     def chunk_view(self, path: str, chunk: Chunk, *, verify: bool | None = None
                    ) -> bytes | memoryview:
         """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy)."""
@@ -499,6 +499,47 @@ class Archive:
                 raise ChecksumError(f"{where()}BLAKE3 mismatch", path=self.path)
         return data
 
+    @with_writer
+    def chunk_pieces(self, path: str, chunk: Chunk, *, verify: bool | None = None
+                     ) -> Iterator[bytes | memoryview]:
+        """One chunk's bytes in order, for writing them out: a compressed chunk above
+        ``codec.STREAM_BYTES`` is decoded in pieces of ``codec.PIECE_BYTES`` (bounded memory);
+        any other comes whole from :meth:`chunk_view`. A streamed chunk's BLAKE3 is checked
+        after its last piece (ChecksumError then): write it where it is not final yet (a
+        temporary file), or check it with a first pass."""
+        if not chunk.compressed or chunk.uncompressed_size <= codec.STREAM_BYTES \
+                or chunk.uncompressed_size > MAX_CHUNK_BYTES \
+                or chunk.blob_offset + chunk.blob_size > self.tail_offset:
+            yield self.chunk_view(path, chunk, verify=verify)  # (it words any problem)
+            return
+        where = f"{path!r} chunk {chunk.chunk_seq}: "
+        blob = self.source.read(chunk.blob_offset, chunk.blob_size, "blob")
+        check = self.verify_checksums if verify is None else verify
+        hasher = blake3.blake3() if check else None
+        try:
+            for piece in codec.decoder().decode_pieces(memoryview(blob), chunk.uncompressed_size,
+                                                       where=where):
+                if hasher is not None:
+                    hasher.update(piece)
+                yield piece
+        except CodecError as exc:
+            raise CodecError(exc.problem, path=self.path) from None
+        if hasher is not None and hasher.digest() != chunk.checksum:
+            raise ChecksumError(f"{where}BLAKE3 mismatch", path=self.path)
+
+    def checked_pieces(self, path: str, chunk: Chunk, *, verify: bool | None = None
+                       ) -> Iterator[bytes | memoryview]:
+        """:meth:`chunk_pieces` whose every piece is checked before it comes: a streamed
+        chunk is decoded twice (a first pass checks its BLAKE3), for output that cannot be
+        taken back (stdout, a reader)."""
+        streamed = chunk.compressed and codec.STREAM_BYTES < chunk.uncompressed_size \
+            <= MAX_CHUNK_BYTES
+        if streamed and (self.verify_checksums if verify is None else verify):
+            for _ in self.chunk_pieces(path, chunk, verify=True):
+                pass
+            verify = False
+        return self.chunk_pieces(path, chunk, verify=verify)
+
     def chunk_views(self, path: str, chunks: Sequence[Chunk], *, verify: bool | None = None
                     ) -> list[bytes | memoryview]:
         """:meth:`chunk_view` of many chunks of one file at once: the same checks, the
@@ -514,7 +555,7 @@ class Archive:
         fetched = 0
         for i, ch in enumerate(chunks):
             b, s, u = ch.blob_offset, ch.blob_size, ch.uncompressed_size
-            if b + s > tail or (u > MAX_CHUNK_BYTES if ch.compressed else s != u):
+            if b + s > tail or (u > codec.STREAM_BYTES if ch.compressed else s != u):
                 slow.append(i)
                 continue
             fetched += s
@@ -547,7 +588,26 @@ class Archive:
         """The whole file; only its own blobs are touched."""
         return b"".join(self.iter_chunks(path, verify=verify))
 
-    def open(self, path: str) -> Any:
+    def read_many(self, paths: Iterable[str], *, verify: bool | None = None,
+                  workers: int | None = None, ordered: bool = False
+                  ) -> Iterator[tuple[str, bytes]]:
+        """``(path, bytes)`` of many files: found first, read in blob order (``ordered=True``:
+        the given order), decoded in worker threads, remote ranges coalesced, memory bounded
+        (:mod:`.many`)."""
+        from .many import read_many
+
+        return read_many(self, paths, verify=verify, workers=workers, ordered=ordered)
+
+    def iter_files(self, rows: Any, *, verify: bool | None = None, workers: int | None = None,
+                   ordered: bool = False) -> Iterator[tuple[str, bytes]]:
+        """:meth:`read_many` of the ``relative_path`` of ``rows`` (an Arrow table, batch or
+        reader: the rows of the ``files`` view; or mappings)."""
+        from .many import read_many, rows_paths
+
+        return read_many(self, rows_paths(rows), verify=verify, workers=workers,
+                         ordered=ordered)
+
+    def open(self, path: str) -> "ArchiveFile":
         """A streaming, seekable binary file object over one file."""
         from .fileobj import ArchiveFile
 
@@ -574,7 +634,7 @@ class Archive:
                 pkg_type: int | str | None = None, glob: str | None = None,
                 paths: list[str] | None = None, workers: int | None = None,
                 progress: Any = None, strip_components: int = 0, preserve: bool = False,
-                symlinks: bool = False) -> Any:
+                symlinks: bool = False) -> "ExtractReport":
         """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`)."""
         from .extract import extract
 
@@ -582,7 +642,7 @@ class Archive:
                        paths=paths, workers=workers, progress=progress,
                        strip_components=strip_components, preserve=preserve, symlinks=symlinks)
 
-    def verify(self, *, progress: Any = None, content: bool = True) -> Any:
+    def verify(self, *, progress: Any = None, content: bool = True) -> "VerifyReport":
         """Structure and (unless ``content=False``) every blob's content: all findings."""
         from .verify import verify
 

@@ -13,7 +13,7 @@ The request plan and the measured choices are in ``docs/remote.md``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .url import is_url, local_path
@@ -25,13 +25,16 @@ Cache = bool | str | os.PathLike[str] | None
 _DEFAULT: dict[str, Any] = {"storage_options": {}, "cache": True}
 
 
-def configure(*, storage_options: Mapping[str, Any] | None = None, cache: Cache = None) -> None:
+def configure(*, storage_options: Mapping[str, Any] | None = None,
+              cache: Cache = None) -> Callable[[], None]:
     """Defaults for every remote open of this process that gives none (the CLI's
-    ``--storage-option`` and ``--no-cache``)."""
+    ``--storage-option`` and ``--no-cache``); returns what puts the previous ones back."""
+    before = dict(_DEFAULT)
     if storage_options is not None:
         _DEFAULT["storage_options"] = dict(storage_options)
     if cache is not None:
         _DEFAULT["cache"] = cache
+    return lambda: _DEFAULT.update(before)
 
 
 def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
@@ -44,7 +47,7 @@ def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
     from .source import TAIL_GUESS, RemoteSource
     from .url import parse
 
-    target = parse(url, {**_DEFAULT["storage_options"], **(storage_options or {})})
+    target = parse(url, storage_options, defaults=_DEFAULT["storage_options"])
     if cache is None:
         cache = _DEFAULT["cache"]
     obj = connect(target)
@@ -56,10 +59,10 @@ def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
         assert cached is not None
         tail = cached
     elif store is not None:
-        store.put(key, tail.meta, tail.start, tail.data)
+        store.put(key, tail.meta, [(tail.start, tail.data)])
 
-    def keep(start: int, buf: Any) -> None:
+    def keep(extents: list[tuple[int, Any]]) -> None:
         if store is not None:
-            store.put(key, tail.meta, start, buf)
+            store.put(key, tail.meta, extents)
 
     return RemoteSource(obj, tail, on_tail=keep)

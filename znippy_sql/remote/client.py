@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from ..errors import RemoteError
+from ..native import PASS, describe
+from .options import scrubber
 from .url import Target
 
 
@@ -36,6 +38,8 @@ class Tail:
     meta: Meta
     start: int      # offset of data[0]
     data: Any       # a buffer (bytes-like)
+    #: more index ranges held (from the tail cache): ``(start, buffer)`` each
+    more: tuple[tuple[int, Any], ...] = ()
 
 
 class RemoteObject(Protocol):
@@ -119,6 +123,7 @@ class ObstoreObject:
         self.key = target.key
         self.requests = 0
         self.fetched = 0
+        self.scrub = target.scrub
         self.store = _store(target)
 
     def tail(self, n: int, *, unless: Meta | None = None) -> Tail | None:
@@ -132,8 +137,8 @@ class ObstoreObject:
             result, data = interruptible(lambda: _fetch(self.store, self.key, options))
         except NotModifiedError:
             return None
-        except Exception as exc:  # noqa: BLE001 (every store failure is worded below)
-            raise remote_error(exc, self.url, "reading the tail") from None
+        except BaseException as exc:  # (a panic is a BaseException) worded below
+            raise remote_error(exc, self.url, "reading the tail", self.scrub) from None
         meta = _meta(result.meta)
         start, end = result.range
         self.fetched += len(data)
@@ -152,8 +157,9 @@ class ObstoreObject:
         self.requests += 1
         try:
             result, data = interruptible(lambda: _fetch(self.store, self.key, options))
-        except Exception as exc:  # noqa: BLE001
-            raise remote_error(exc, self.url, f"reading bytes [{start}, {end})") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, f"reading bytes [{start}, {end})",
+                               self.scrub) from None
         self.fetched += len(data)
         got = _meta(result.meta)
         if meta.etag and got.etag and got.etag != meta.etag:
@@ -174,8 +180,8 @@ class ObstoreObject:
                                                   chunk_size=8 << 20, max_concurrency=4))
         except RemoteError:
             raise
-        except Exception as exc:  # noqa: BLE001
-            raise remote_error(exc, self.url, "uploading") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, "uploading", self.scrub) from None
 
 
 def _store(target: Target) -> Any:
@@ -196,8 +202,9 @@ def _store(target: Target) -> Any:
                 store = from_url(target.root, config=target.config or None,
                                  client_options=target.client_options(),
                                  retry_config=target.retry_config())
-            except Exception as exc:  # noqa: BLE001
-                raise remote_error(exc, target.url, "setting up the store") from None
+            except BaseException as exc:  # noqa: BLE001 (a panic too)
+                raise remote_error(exc, target.url, "setting up the store",
+                                   target.scrub) from None
             _STORES[key] = store
         return store
 
@@ -223,6 +230,7 @@ class FsspecObject:
         self.url = target.url
         self.requests = 0
         self.fetched = 0
+        self.scrub = target.scrub
         try:
             import fsspec
         except ImportError:
@@ -231,7 +239,10 @@ class FsspecObject:
         try:
             self.fs, self.path = fsspec.core.url_to_fs(target.key, **target.config)
         except (ImportError, ValueError) as exc:
-            raise RemoteError(f"no client for {target.scheme}://: {exc}", path=target.url) from None
+            raise RemoteError(f"no reader for scheme {target.scheme}://: "
+                              f"{describe(exc, scrub=self.scrub)}", path=target.url) from None
+        except BaseException as exc:  # noqa: BLE001 (connecting, in some filesystems)
+            raise remote_error(exc, self.url, "connecting", self.scrub) from None
 
     def _info(self) -> Meta:
         self.requests += 1
@@ -241,8 +252,8 @@ class FsspecObject:
             raise RemoteError("no such object", path=self.url) from None
         except PermissionError:
             raise RemoteError("access denied", path=self.url) from None
-        except Exception as exc:  # noqa: BLE001
-            raise remote_error(exc, self.url, "looking up the object") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, "looking up the object", self.scrub) from None
         tag = info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("created")
         return Meta(int(info["size"]), None if tag is None else str(tag), None)
 
@@ -265,8 +276,9 @@ class FsspecObject:
         self.requests += 1
         try:
             data = self.fs.cat_file(self.path, start=start, end=end)
-        except Exception as exc:  # noqa: BLE001
-            raise remote_error(exc, self.url, f"reading bytes [{start}, {end})") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, f"reading bytes [{start}, {end})",
+                               self.scrub) from None
         self.fetched += len(data)
         if len(data) != end - start:
             raise RemoteError(f"asked for bytes [{start}, {end}), got {len(data)} bytes",
@@ -277,8 +289,8 @@ class FsspecObject:
         self.requests += 1
         try:
             self.fs.put_file(path, self.path)
-        except Exception as exc:  # noqa: BLE001
-            raise remote_error(exc, self.url, "uploading") from None
+        except BaseException as exc:  # noqa: BLE001
+            raise remote_error(exc, self.url, "uploading", self.scrub) from None
 
 
 # -- errors ----------------------------------------------------------------------------------
@@ -286,6 +298,7 @@ _QUERY = re.compile(r"\?[^\s\"']*")
 
 
 _TRIES = re.compile(r"after (\d+) retries")
+_WRONG_RANGE = re.compile(r"Requested (\d+\.\.\d+), got (\d+\.\.\d+)")
 _STATUS = re.compile(r"status code: (\d{3}[^:]*)")
 _TIMEOUT = re.compile(r"TimedOut|timed out|operation timed out|deadline has elapsed", re.I)
 _CONNECT = re.compile(r"ConnectionRefused|ConnectionReset|connection closed|tcp connect error|"
@@ -311,12 +324,16 @@ def changed(url: str, was: str | None, now: str | None) -> RemoteError:
                        f"{now}): open it again", path=url)
 
 
-def remote_error(exc: BaseException, url: str, doing: str) -> RemoteError:
-    """A store failure as a one-line :class:`RemoteError` that says which kind it is."""
+def remote_error(exc: BaseException, url: str, doing: str,
+                 scrub: Callable[[str], str] | None = None) -> RemoteError:
+    """A store failure (a panic too) as a one-line :class:`RemoteError` that says which kind
+    it is; an interrupt is raised again. ``scrub`` removes the secrets of the options."""
+    if isinstance(exc, PASS):
+        raise exc
     from obstore import exceptions as ox
 
-    text = str(exc)
-    first = _QUERY.sub("", text.split("\n", 1)[0])[:240]
+    text = str(exc) if scrub is None else scrub(str(exc))
+    first = _QUERY.sub("", describe(exc, scrub=scrub))[:240]
     if isinstance(exc, ox.NotFoundError) or isinstance(exc, FileNotFoundError):
         if "NoSuchBucket" in text or "ContainerNotFound" in text:
             return RemoteError("no such bucket", path=url)
@@ -332,9 +349,29 @@ def remote_error(exc: BaseException, url: str, doing: str) -> RemoteError:
     if isinstance(exc, ox.NotSupportedError) and "range" in text.lower():
         return RemoteError(f"{doing}: the server does not answer Range requests (it sent "
                            f"the whole object)", path=url)
+    wrong = _WRONG_RANGE.search(text)
+    if wrong:
+        return RemoteError(f"{doing}: the server answered another range than asked "
+                           f"(asked {wrong.group(1)}, got {wrong.group(2)})", path=url)
     if "non-partial" in text.lower() or "NotPartial" in text or "Content-Range" in text:
         return RemoteError(f"{doing}: the server ignored the Range header (it sent the "
                            f"whole object)", path=url)
     if isinstance(exc, (ox.GenericError, ox.BaseError, OSError, TimeoutError)):
         return RemoteError(f"{doing} failed{_why(text) or ': ' + first}", path=url)
+    if isinstance(exc, ConnectionError) or _CONNECT.search(text):
+        return RemoteError(f"{doing} failed: the connection failed ({first})", path=url)
     return RemoteError(f"{doing} failed: {type(exc).__name__}: {first}", path=url)
+
+
+def list_keys(target: Target, prefix: str | None) -> list[str]:
+    """The keys under ``prefix`` in ``target``'s store (its options and credentials): what a
+    URL pattern of the engines (``s3://bucket/dumps/*.znippy``) matches against."""
+    import obstore
+
+    try:
+        return [m["path"] for page in obstore.list(_store(target), prefix=prefix or None)
+                for m in page]
+    except RemoteError:
+        raise
+    except Exception as exc:  # noqa: BLE001  (the store's own errors, worded once)
+        raise remote_error(exc, target.url, "listing") from None

@@ -77,7 +77,7 @@ class RemoteSource:
         self.meta: Meta = tail.meta
         self.size = tail.meta.size
         self.bytes_read = 0
-        self._on_tail = on_tail  # called with (start, buffer) when the kept tail grows
+        self._on_tail = on_tail  # called with the kept extents when they grow (tail cache)
         self._lock = threading.Lock()
         self._starts: list[int] = []
         self._extents: list[_Extent] = []
@@ -85,6 +85,9 @@ class RemoteSource:
         self._transient_bytes = 0
         if tail.data is not None and len(tail.data):
             self._add(_Extent(tail.start, aligned(tail.start, tail.data), False))
+        for start, data in tail.more:  # index ranges the tail cache held
+            self._add(_Extent(start, aligned(start, data), False))
+        self._cached = sum(e.buf.size for e in self._extents)  # what the cache holds
 
     # -- the protocol ----------------------------------------------------------------------
     def check(self, offset: int, length: int, what: str) -> None:
@@ -104,12 +107,14 @@ class RemoteSource:
     def prefetch(self, offsets: Sequence[int], lengths: Sequence[int], *,
                  keep: bool = False) -> None:
         want = self._missing(offsets, lengths, budget=PREFETCH_MAX,
-                             gap=KEEP_GAP if keep else GAP)
+                             gap=KEEP_GAP if keep else GAP, piece=None if keep else PIECE)
         if keep and len(want) == 1:  # (merged with the kept bytes it touches)
             self._extend(*want[0])
             return
         for start, buf in self._fetch_all(want):  # in parallel
             self._add(_Extent(start, buf, not keep))
+        if keep and want:
+            self._kept_changed()
 
     def release(self, offset: int, length: int) -> None:
         """Drop the transient extents inside the range that this thread prefetched (another
@@ -121,6 +126,7 @@ class RemoteSource:
                     self._drop(ext)
 
     def close(self) -> None:
+        self._kept_changed(final=True)
         with self._lock:
             self._starts.clear()
             self._extents.clear()
@@ -192,13 +198,29 @@ class RemoteSource:
                     i = self._extents.index(ext)
                     del self._extents[i], self._starts[i]
             self._add_locked(merged)
-        if hi == self.size and self._on_tail is not None:
-            self._on_tail(lo, merged.buf)
+        if gaps:
+            self._kept_changed()
         return merged.buf.slice(offset - lo, end - offset)
 
+    def _kept_changed(self, *, final: bool = False) -> None:
+        """Hand every kept extent to the tail cache, the one reaching the end first: at once
+        when they grew by a quarter since the last time (the lookup and the trie), else when
+        the source is closed (a walk over many sub-indexes rewrites the entry once)."""
+        if self._on_tail is None:
+            return
+        with self._lock:
+            kept = [(e.start, e.buf) for e in self._extents if not e.transient]
+        total = sum(b.size for _, b in kept)
+        if total == self._cached or (not final and total < self._cached * 5 // 4):
+            return
+        self._cached = total
+        kept.sort(key=lambda e: (e[0] + e[1].size != self.size, e[0]))
+        self._on_tail(kept)
+
     def _missing(self, offsets: Sequence[int], lengths: Sequence[int], *,
-                 budget: int, gap: int) -> list[tuple[int, int]]:
-        """The coalesced ``[start, end)`` requests for the ranges no extent holds."""
+                 budget: int, gap: int, piece: int | None = PIECE) -> list[tuple[int, int]]:
+        """The coalesced ``[start, end)`` requests for the ranges no extent holds (each at
+        most ``piece`` bytes when merged; None: no limit, index ranges are one request)."""
         o = np.asarray(offsets, dtype=np.int64)
         n = np.asarray(lengths, dtype=np.int64)
         if o.size == 0:
@@ -214,7 +236,7 @@ class RemoteSource:
             for s, t in zip(o.tolist(), e.tolist()):
                 if s < 0 or t > self.size or self._covering(s, t, owner=me) is not None:
                     continue  # out of range: the read says so; held: nothing to fetch
-                if out and s - out[-1][1] < gap and t - out[-1][0] <= PIECE:
+                if out and s - out[-1][1] < gap and (piece is None or t - out[-1][0] <= piece):
                     out[-1] = (out[-1][0], max(out[-1][1], t))
                 else:
                     if total >= budget:

@@ -23,7 +23,7 @@ def upload_on_exit(url: str, *, storage_options: Mapping[str, Any] | None = None
     from .client import connect
     from .url import parse
 
-    target = parse(url, {**_DEFAULT["storage_options"], **(storage_options or {})})
+    target = parse(url, storage_options, defaults=_DEFAULT["storage_options"])
     obj = connect(target)
     folder = tempfile.mkdtemp(prefix="znippy-upload-")
     try:

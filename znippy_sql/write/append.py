@@ -111,6 +111,8 @@ class _Old:
     lookup: pa.Table | None = None
     #: the old trie's bytes, copied (None: none)
     trie: bytes | None = None
+    #: the archive (named by errors about its old sections)
+    path: str | None = None
 
 
 def _load(path: str, *, signatures: bool = False) -> _Old:
@@ -165,7 +167,7 @@ def _load(path: str, *, signatures: bool = False) -> _Old:
             else:
                 sections.append(ReservedSection(name, read_stream(
                     mem, row.index_offset, row.index_len, name)))  # type: ignore[arg-type]
-    return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie)
+    return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path)
 
 
 class _Stored:
@@ -185,9 +187,9 @@ class _Stored:
         self._trie: Any = None
         self._rows: dict[str, int] | None = None
         if old.trie is not None:
-            import ducer
+            from ..format.trie import TrieMap
 
-            self._trie = ducer.Map(old.trie)
+            self._trie = TrieMap(old.trie, old.path)
         self._group_of: dict[str, GroupKey] | None = None
 
     def chunks(self, path: str) -> tuple[list[int], list[bytes]] | None:

@@ -34,7 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable
 from typing import NamedTuple
 
-import blake3
+from ..format import b3 as blake3
 
 from ..format import codec
 

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
-import blake3
-import ducer
+from ..format import b3 as blake3
 import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format.fsio import write_all
 from ..format.footer import align_up, encode_footer
 from ..format.ipc import stream_bytes
 from ..format.kernels import one_array, utf8_parts
@@ -25,6 +25,7 @@ from ..format.lookup import build_lookup
 from ..format.manifest import ManifestRow, encode_manifest
 from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
                              section_rank)
+from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, check_compat, one_schema
 
@@ -43,10 +44,9 @@ def build_trie(lookup: pa.Table) -> bytes:
     """fst Map: relative_path → lookup row of its chunk_seq 0. The keys are sliced from the
     lookup's UTF-8 buffer as the builder takes them (no list of a million keys first)."""
     offsets, view = utf8_parts(one_array(lookup.column("relative_path")))
-    starts, data = offsets.tolist(), view.tobytes()  # bytes slices: the keys ducer takes
+    starts, data = offsets.tolist(), view.tobytes()  # bytes slices: the keys the fst takes
     rows = np.flatnonzero(lookup.column("chunk_seq").to_numpy() == 0).tolist()
-    return bytes(ducer.Map.build(":memory:", ((data[starts[r]:starts[r + 1]], r)
-                                              for r in rows)))
+    return trie.build((data[starts[r]:starts[r + 1]], r) for r in rows)
 
 
 def write_tail(
@@ -114,10 +114,8 @@ class _TailOut:
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
-        while view:
-            n = os.pwrite(self.fd, view, self.cursor)
-            self.cursor += n
-            view = view[n:]
+        write_all(self.fd, view, self.cursor)
+        self.cursor += view.nbytes
 
     def pad(self) -> int:
         aligned = align_up(self.cursor)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import blake3
+from ..format import b3 as blake3
 
 from .source import Entry
 

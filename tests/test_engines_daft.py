@@ -1,0 +1,118 @@
+"""Daft over a small fleet: the same rows as DuckDB, pushdown pruning, content on demand,
+read_bytes on the workers, the catalog, errors; the native runner (and Ray's, in
+test_engines_ray.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+daft = pytest.importorskip("daft")
+from daft import col  # noqa: E402
+from daft.functions import try_decode  # noqa: E402
+
+import znippy_sql.daft as zdaft  # noqa: E402
+from _engines import COLUMNS, canon, duck, pydict_rows  # noqa: E402
+from _fleet import write_fleet  # noqa: E402
+from znippy_sql import ZnippyError  # noqa: E402
+from znippy_sql.engines.daft import ZnippySource, conjuncts  # noqa: E402
+from znippy_sql.engines.predicates import where_of  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    return write_fleet(str(tmp_path_factory.mktemp("fleet")))
+
+
+def test_files_equal_duckdb(fleet: list[str]) -> None:
+    glob = os.path.join(os.path.dirname(fleet[0]), "*.znippy")
+    got = zdaft.read_archives(glob).select(*COLUMNS).to_pydict()
+    assert pydict_rows(got, COLUMNS) == duck(fleet, f"SELECT {', '.join(COLUMNS)} FROM f_files")
+
+
+def test_count_by_repo_and_other_views(fleet: list[str]) -> None:
+    got = zdaft.read_archives(fleet).groupby("archive", "repo").agg(
+        col("size").sum().alias("bytes"), col("relative_path").count().alias("n")).to_pydict()
+    assert pydict_rows(got, ["archive", "repo", "bytes", "n"]) == duck(
+        fleet, "SELECT archive, repo, sum(size), count(*) FROM f_files GROUP BY ALL")
+    groups = zdaft.read_archives(fleet, view="groups").select(
+        "archive", "repo", "row_count").to_pydict()
+    assert pydict_rows(groups, ["archive", "repo", "row_count"]) == duck(
+        fleet, "SELECT archive, repo, row_count FROM f_groups")
+    chunks = zdaft.read_archives(fleet, view="chunks").count_rows()
+    assert chunks == duck(fleet, "SELECT count(*) FROM f_chunks")[0][0]
+
+
+def test_pushdown_prunes_archives_and_groups(fleet: list[str]) -> None:
+    expr = (col("repo") == "docs") & col("relative_path").is_in(["docs/pkg0/mod0.txt"])
+    where = where_of(conjuncts(expr))
+    assert (where.repo, where.path) == (("docs",), ("docs/pkg0/mod0.txt",))
+    source = ZnippySource(zdaft.read_archives.__globals__["Scan"](tuple(fleet)))
+    parts = source._scan.plan(where)
+    assert [p.archives for p in parts] == [(fleet[3],)]  # only "mixed" holds repo docs
+    assert parts[0].items[0][1] is not None and len(parts[0].items[0][1]) == 1
+    got = zdaft.read_archives(fleet).where(expr).select("archive", "relative_path")
+    assert got.to_pydict() == {"archive": [fleet[3]], "relative_path": ["docs/pkg0/mod0.txt"]}
+    assert conjuncts(col("size") > 3) == [] and conjuncts((col("repo") == "a") | (
+        col("repo") == "b")) == []
+
+
+def test_content_only_when_asked_and_read_bytes(fleet: list[str]) -> None:
+    df = zdaft.read_archives(fleet, content=True).where(col("repo") == "src")
+    got = df.select("archive", "relative_path", "content").to_pydict()
+    want = duck(fleet, "SELECT archive, relative_path FROM f_files WHERE repo = 'src'")
+    assert pydict_rows(got, ["archive", "relative_path"]) == want
+    for a, p, c in zip(got["archive"], got["relative_path"], got["content"]):
+        stem = Path(a).stem
+        j = int(p.rsplit("mod", 1)[1].split(".")[0])
+        assert c.startswith(f"{stem} src line {j}\n".encode())
+    # a grep: content read on the workers through the UDF, from the catalog's own columns
+    hits = zdaft.read_archives(fleet).with_column(
+        "content", zdaft.read_bytes(col("archive"), col("relative_path"))).where(
+        try_decode(col("content"), "utf-8").contains("TODO: licence")).select(
+        "archive", "relative_path")
+    want = duck(fleet, "SELECT archive, relative_path FROM f_files WHERE repo IN ('src', "
+                       "'docs') AND (regexp_extract(relative_path, 'mod(\\d+)', 1)::INT % 5) = 0")
+    assert pydict_rows(hits.to_pydict(), ["archive", "relative_path"]) == want
+
+
+def test_catalog_through_pyiceberg(fleet: list[str], tmp_path: Path) -> None:
+    from znippy_sql.catalog import open_catalog
+
+    open_catalog(tmp_path / "wh", create=True).add(fleet)
+    df = zdaft.read_catalog(tmp_path / "wh").where(col("repo") == "central")
+    got = df.select("archive_uri", "relative_path", "size").to_pydict()
+    assert pydict_rows(got, ["archive_uri", "relative_path", "size"]) == duck(
+        fleet, "SELECT archive, relative_path, size FROM f_files WHERE repo = 'central'")
+    one = df.where(col("relative_path").endswith(".pom")).limit(1).with_column(
+        "content", zdaft.read_bytes(col("archive_uri"), col("relative_path"))).to_pydict()
+    assert one["content"][0].startswith(b"<project>")
+    assert zdaft.read_catalog(tmp_path / "wh", "archives").count_rows() == len(fleet)
+
+
+def test_errors_name_the_archive(fleet: list[str], tmp_path: Path) -> None:
+    with pytest.raises(ZnippyError, match="no archive matches"):
+        zdaft.read_archives(str(tmp_path / "none" / "*.znippy"))
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(b"not an archive at all" * 10)
+    with pytest.raises(ZnippyError) as info:
+        zdaft.read_archives([fleet[0], str(bad)])
+    assert str(bad) in str(info.value)
+    with pytest.raises(ValueError, match="unknown view"):
+        zdaft.read_archives(fleet, view="nope")
+    with pytest.raises(ValueError, match="content"):
+        zdaft.read_archives(fleet, view="groups", content=True)
+    # a file gone between planning and reading: the engine's error carries our message
+    df = zdaft.read_archives(fleet[:1]).with_column(
+        "content", zdaft.read_bytes(col("archive"), col("relative_path")))
+    moved = Path(fleet[0]).with_suffix(".moved")
+    os.rename(fleet[0], moved)
+    try:
+        with pytest.raises(Exception) as info:
+            df.collect()
+        assert fleet[0] in str(info.value)
+    finally:
+        os.rename(moved, fleet[0])
+    assert canon([(1,)]) == [(1,)]

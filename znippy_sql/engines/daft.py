@@ -1,0 +1,213 @@
+"""Daft: archives and the fleet catalog as DataFrames, and the bytes of files on the workers.
+
+``read_archives`` is a Daft ``DataSource``: its tasks are the parts of
+:meth:`Scan.plan <znippy_sql.engines.parts.Scan.plan>` (planned when the query runs, with the
+filter Daft pushes: ``repo``/``pkg_type``/``pkg_type_name``/``module_name`` ``==``/``is_in``
+prune archives and groups, ``relative_path`` ``==``/``is_in``/``startswith`` go through the
+trie); Daft filters the rows again. The column projection Daft pushes is honoured, so
+``content`` is read only when the query uses it. ``read_catalog`` is Daft's own Iceberg reader
+over the catalog's table (pyiceberg's planning: partition pruning, delete files).
+``read_bytes`` is a UDF: each batch's files are read archive by archive on the worker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import daft
+import pyarrow as pa
+from daft.expressions.visitor import PredicateVisitor
+from daft.io.source import DataSource, DataSourceTask
+
+from ..views import Part, Where
+from .parts import TARGET_BYTES, Scan, contents
+from .predicates import Conjunct, where_kwargs, where_of
+from .sources import expand
+
+
+def read_archives(archives: Any, view: str = "files", *, content: bool = False,
+                  where: Where | None = None, repo: Any = None, pkg_type: Any = None,
+                  module_name: Any = None, path_prefix: Any = None, path: Any = None,
+                  storage_options: Mapping[str, Any] | None = None,
+                  target_bytes: int = TARGET_BYTES) -> "daft.DataFrame":
+    """View ``view`` of ``archives`` (a path, a glob, a URL or URL pattern, or a list of
+    them) as a DataFrame with an ``archive`` column first; ``content=True`` adds the files'
+    bytes (read only if the query keeps the column). The keyword predicates prune before any
+    task runs, as the filters Daft pushes do."""
+    scan = Scan(tuple(expand(archives, storage_options)), view,
+                where_kwargs(where, repo=repo, pkg_type=pkg_type, module_name=module_name,
+                             path_prefix=path_prefix, path=path),
+                storage_options, content, target_bytes)
+    return ZnippySource(scan).read()
+
+
+def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
+                 catalog: Mapping[str, Any] | None = None, namespace: str = "fleet",
+                 io_config: Any = None) -> "daft.DataFrame":
+    """The catalog's ``files`` (or ``archives``) table, read by Daft's Iceberg reader through
+    pyiceberg's scan planning. ``catalog``: the pyiceberg properties of ``open_catalog``;
+    object-storage credentials among them (``s3.*``) reach Daft's reader too."""
+    from ..catalog import open_catalog
+
+    cat = open_catalog(warehouse, catalog=catalog, namespace=namespace)
+    if table not in ("files", "archives"):
+        raise ValueError(f"the catalog has tables files and archives, not {table!r}")
+    return daft.read_iceberg(cat.table(table), io_config=io_config)
+
+
+def read_bytes(archive: "daft.Expression", relative_path: "daft.Expression", *,
+               storage_options: Mapping[str, Any] | None = None) -> "daft.Expression":
+    """An expression: the bytes of the file ``relative_path`` of ``archive`` (both string
+    columns), read on the worker that evaluates it."""
+    opts = dict(storage_options) if storage_options else None
+
+    @daft.func.batch(return_dtype=daft.DataType.binary())
+    def znippy_read_bytes(archives: daft.Series, paths: daft.Series) -> daft.Series:
+        got = contents(archives.to_pylist(), paths.to_pylist(), opts)
+        return daft.Series.from_arrow(got.cast(pa.binary()), name="content")
+
+    return znippy_read_bytes(archive, relative_path)
+
+
+class ZnippySource(DataSource):
+    """A :class:`Scan` as a Daft source (one task per part)."""
+
+    def __init__(self, scan: Scan) -> None:
+        self._scan = scan
+        self._arrow = scan.schema()
+        self._schema = daft.Schema.from_pyarrow_schema(self._arrow)
+
+    @property
+    def name(self) -> str:
+        return f"znippy:{self._scan.view}"
+
+    @property
+    def schema(self) -> "daft.Schema":
+        return self._schema
+
+    async def get_tasks(self, pushdowns: Any) -> AsyncIterator["ZnippyTask"]:
+        where = where_of(conjuncts(pushdowns.filters)) if pushdowns.filters is not None \
+            else Where()
+        columns = pushdowns.columns
+        if columns is not None:
+            columns = [n for n in self._arrow.names if n in set(columns)
+                       or n in pushdowns.filter_required_column_names()]
+        for part in self._scan.plan(where):
+            yield ZnippyTask(self._scan, part, self._arrow, columns, where)
+
+
+class ZnippyTask(DataSourceTask):
+    def __init__(self, scan: Scan, part: Part, arrow: pa.Schema,
+                 columns: Sequence[str] | None, where: Where) -> None:
+        self._scan, self._part, self._arrow = scan, part, arrow
+        self._columns = list(columns) if columns is not None else None
+        self._where = where
+        names = self._columns if self._columns is not None else arrow.names
+        self._out = pa.schema([arrow.field(n) for n in names])
+
+    @property
+    def schema(self) -> "daft.Schema":
+        return daft.Schema.from_pyarrow_schema(self._out)
+
+    async def read(self) -> AsyncIterator[Any]:
+        from daft.recordbatch import RecordBatch
+
+        for batch in self._scan.read(self._part, self._arrow, self._columns, self._where):
+            yield RecordBatch.from_arrow_record_batches([batch], self._out)
+
+
+def conjuncts(expr: "daft.Expression") -> list[Conjunct]:
+    """The AND-ed ``col == lit``, ``col.is_in([...])``, ``startswith`` tests of ``expr``."""
+    try:
+        return _Conjuncts().visit(expr) or []
+    except Exception:  # noqa: BLE001  (an expression shape Daft added later: push nothing)
+        return []
+
+
+class _Conjuncts(PredicateVisitor):
+    """Visits a filter: a list of conjuncts, ``("col", name)``, ``("lit", value)`` or None."""
+
+    def visit_col(self, name: str) -> Any:
+        return ("col", name)
+
+    def visit_lit(self, value: Any) -> Any:
+        return ("lit", value)
+
+    def visit_alias(self, expr: Any, alias: str) -> Any:
+        return None
+
+    def visit_cast(self, expr: Any, dtype: Any) -> Any:
+        return None
+
+    def visit_coalesce(self, args: Any) -> Any:
+        return None
+
+    def visit_function(self, name: str, args: list[Any]) -> Any:
+        if name in ("starts_with", "startswith") and len(args) == 2:
+            a, b = self.visit(args[0]), self.visit(args[1])
+            if _is(a, "col") and _is(b, "lit") and isinstance(b[1], str):
+                return [(a[1], "prefix", (b[1],))]
+        return []
+
+    def visit_and(self, left: Any, right: Any) -> Any:
+        return [*(self._list(left)), *(self._list(right))]
+
+    def _list(self, expr: Any) -> list[Conjunct]:
+        got = self.visit(expr)
+        return got if isinstance(got, list) else []
+
+    def visit_or(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_not(self, expr: Any) -> Any:
+        return []
+
+    def visit_equal(self, left: Any, right: Any) -> Any:
+        a, b = self.visit(left), self.visit(right)
+        if _is(b, "col") and _is(a, "lit"):
+            a, b = b, a
+        if _is(a, "col") and _is(b, "lit") and b[1] is not None:
+            return [(a[1], "in", (b[1],))]
+        return []
+
+    def visit_is_in(self, expr: Any, items: Any) -> Any:
+        a = self.visit(expr)
+        values = [self.visit(i) for i in (items if isinstance(items, list) else [items])]
+        if _is(a, "col") and values and all(_is(v, "lit") for v in values):
+            flat: list[Any] = []
+            for v in values:
+                flat.extend(v[1] if isinstance(v[1], (list, tuple)) else [v[1]])
+            if all(v is not None for v in flat):
+                return [(a[1], "in", tuple(flat))]
+        return []
+
+    # comparisons a Where cannot express: nothing pushed (Daft filters the rows)
+    def visit_not_equal(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_less_than(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_less_than_or_equal(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_greater_than(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_greater_than_or_equal(self, left: Any, right: Any) -> Any:
+        return []
+
+    def visit_between(self, expr: Any, lower: Any, upper: Any) -> Any:
+        return []
+
+    def visit_is_null(self, expr: Any) -> Any:
+        return []
+
+    def visit_not_null(self, expr: Any) -> Any:
+        return []
+
+
+def _is(node: Any, kind: str) -> bool:
+    return isinstance(node, tuple) and len(node) == 2 and node[0] == kind
