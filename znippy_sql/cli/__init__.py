@@ -12,6 +12,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import Any
 from collections.abc import Callable, Sequence
 
 # This process is the CLI's own. Nothing in znippy uses BLAS, and numpy's OpenBLAS starts one
@@ -62,13 +63,15 @@ def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
     """``--storage-option`` and ``--no-cache``; a nested sub-command's land under their own
     names (its namespace would replace its parent's) and are merged by ``_configure_remote``."""
     g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
-    nested = {"default": argparse.SUPPRESS} if suffix else {}
+    # a nested sub-command's defaults are SUPPRESSed: its namespace must not reset its parent's
+    no_options: Any = argparse.SUPPRESS if suffix else []
+    no_flag: Any = argparse.SUPPRESS if suffix else False
     g.add_argument("--storage-option", action="append", metavar="KEY=VALUE",
-                   dest="storage_options" + suffix, **({"default": []} | nested),
+                   dest="storage_options" + suffix, default=no_options,
                    help="endpoint, region, credentials, max_retries, timeout, ... (repeatable; "
                         "docs/remote.md)")
     g.add_argument("--no-cache", action="store_true", dest="no_cache" + suffix,
-                   **({"default": False} | nested),
+                   default=no_flag,
                    help="do not keep or use the cached tails of remote archives")
 
 

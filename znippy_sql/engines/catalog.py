@@ -11,12 +11,14 @@ needed there). The ``content`` column is read from the archives afterwards
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
+from ..errors import CatalogError
+from ..native import guard
 from .parts import CONTENT, contents
 from .predicates import Conjunct
 
@@ -59,8 +61,9 @@ class CatalogScan:
 
     def plan(self, conjuncts: Sequence[Conjunct] = ()) -> list[CatalogPart]:
         table = self._table()
-        scan = table.scan(row_filter=row_filter(conjuncts, table.schema()))
-        tasks = list(scan.plan_files())
+        with guard(CatalogError, "planning a scan of the catalog"):
+            scan = table.scan(row_filter=row_filter(conjuncts, table.schema()))
+            tasks = list(scan.plan_files())
         loc = table.metadata_location
         return [CatalogPart(loc, tuple(tasks[i:i + FILES_PER_PART]))
                 for i in range(0, len(tasks), FILES_PER_PART)]
@@ -82,7 +85,7 @@ class CatalogScan:
         projected = full.select(*need) if need else full.select(full.fields[0].name)
         rows = ArrowScan(table.metadata, table.io, projected,
                          row_filter(conjuncts, full)).to_record_batches(part.tasks)
-        for batch in rows:
+        for batch in _guarded(rows, part.metadata_location):
             if not batch.num_rows:
                 continue
             cols = {n: batch.column(n) for n in need}
@@ -113,3 +116,15 @@ def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
             continue
         out = And(out, term)
     return out
+
+
+def _guarded(batches: Iterable[pa.RecordBatch], where: str) -> Iterator[pa.RecordBatch]:
+    """pyiceberg's batches, each taken under the native guard (its pyarrow paths raise
+    foreign errors, and a panic below them is a BaseException)."""
+    it = iter(batches)
+    while True:
+        with guard(CatalogError, "reading the catalog's data files", path=where):
+            batch = next(it, None)
+        if batch is None:
+            return
+        yield batch

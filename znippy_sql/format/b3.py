@@ -20,14 +20,19 @@ from ..native import PASS, describe
 AUTO = _lib.blake3.AUTO
 
 
-def blake3(data: Any = b"", *, max_threads: int = 1) -> Any:
-    """A ``blake3.blake3`` hasher of ``data``."""
-    try:
-        return _lib.blake3(data, max_threads=max_threads)
-    except BaseException as exc:  # a panic is a BaseException
-        if isinstance(exc, PASS):
-            raise
-        raise ChecksumError(f"BLAKE3 failed: {describe(exc)}") from None
+class _Hasher:
+    """``blake3.blake3`` as callers know it: called, it builds a hasher of ``data`` under the
+    guard; ``AUTO`` is the library's own."""
+
+    AUTO = AUTO
+
+    def __call__(self, data: Any = b"", *, max_threads: int = 1) -> Any:
+        try:
+            return _lib.blake3(data, max_threads=max_threads)
+        except BaseException as exc:  # a panic is a BaseException
+            if isinstance(exc, PASS):
+                raise
+            raise ChecksumError(f"BLAKE3 failed: {describe(exc)}") from None
 
 
-blake3.AUTO = AUTO  # type: ignore[attr-defined]
+blake3 = _Hasher()

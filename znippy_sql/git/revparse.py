@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Mapping
+from typing import Any, cast
 
 from .roaring import BitMap
 
@@ -212,10 +214,10 @@ class Names:
             out = self._commit_closure(target)
         elif kind == "tree":
             out = BitMap()
-            tree_closure(out, target, _TreeReader(self.objects), find)
+            tree_closure(out, target, _trees(self.objects), find)
         else:
-            out = BitMap([find(target)])
-        out.update(find(t) for t in tags)
+            out = BitMap([i for i in (find(target),) if i is not None])
+        out.update(i for i in map(find, tags) if i is not None)
         return out
 
     def grafts_matter(self) -> bool:
@@ -232,10 +234,16 @@ class Names:
         if not self.grafts_matter():
             return objects.reachable(commit)
         out = BitMap()
-        trees = _TreeReader(objects)
+        trees = _trees(objects)
         for cur in self.log_of(commit):
             own = objects.index.find(cur)
             if own is not None:
                 out.add(own)
             tree_closure(out, objects._graph[cur][0], trees, objects.index.find)
         return out
+
+
+def _trees(objects: Any) -> Mapping[bytes, Any]:
+    """A :class:`_TreeReader` where ``tree_closure`` wants a mapping: it reads trees on
+    demand and has ``[]`` and ``in``, all that function uses."""
+    return cast(Mapping[bytes, Any], _TreeReader(objects))

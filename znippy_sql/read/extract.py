@@ -44,6 +44,7 @@ from . import partfile
 from .partfile import Sink
 
 if TYPE_CHECKING:
+    from .posix import Facts
     from .reader import Archive, Chunk
 
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
