@@ -45,7 +45,7 @@ def cmd_create(args: argparse.Namespace) -> int:
             args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
             block_size=args.block_size, workers=args.workers, progress=progress,
             posix=not args.no_posix and args.compat is None, skip_unsafe=args.skip_unsafe,
-            compat=args.compat, dedup=args.dedup, **extra,
+            compat=args.compat, dedup=args.dedup, **layout_kwargs(args), **extra,
         )
     except KeyboardInterrupt:
         raise Interrupted(f"create: interrupted; nothing was written under {args.out}") \
@@ -89,6 +89,24 @@ def add_dedup_option(p: Any) -> None:
                         "(the layout of archives written before dedup)")
 
 
+def add_layout_options(p: Any) -> None:
+    """``--pack``/``--no-pack`` and ``--index-compression``/``--no-index-compression``
+    (docs/format.md, "Packed blobs" and "Compressed index streams"); unset: the default of
+    ``write_archive``, or for ``append`` what the archive was written with."""
+    p.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
+                   help="pack small files into shared frames (--no-pack: each its own frame, "
+                        "the layout before packing)")
+    p.add_argument("--index-compression", action=argparse.BooleanOptionalAction, default=None,
+                   help="ZSTD-compress the index streams' record batches "
+                        "(--no-index-compression: stored as they are)")
+
+
+def layout_kwargs(args: argparse.Namespace) -> dict[str, bool]:
+    """The layout options given on the command line (unset ones left to the API default)."""
+    return {k: v for k, v in (("pack", args.pack),
+                              ("index_compression", args.index_compression)) if v is not None}
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("create", help="write an archive from a directory")
     p.add_argument("src", metavar="SRC", help="directory to archive (walked in path order)")
@@ -112,6 +130,7 @@ def register(subparsers: Any) -> None:
                    help="skip (and list) files whose names the format refuses, e.g. a "
                         "newline in a name; exit 1")
     add_dedup_option(p)
+    add_layout_options(p)
     prov = provenance_cli()
     if prov is not None:
         prov.add_create_options(p)

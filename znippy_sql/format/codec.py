@@ -216,6 +216,27 @@ class Decoder:
         return content
 
 
+def content_size(frame: bytes | memoryview, *, where: str = "") -> int:
+    """The size a frame declares for its one output, read from its header (nothing is
+    decoded): a packed blob's decoded length (FORMAT §3). Untrusted: callers bound it."""
+    view = memoryview(frame)
+    if view.format != "B":
+        view = view.cast("B")
+    if len(view) >= 8 and bytes(view[:4]) == zlframe.MAGIC_V8:
+        n = int.from_bytes(view[4:8], "little")  # bytes [4..8): the size of our two shapes
+        if zlframe.parse(view, n) is not None:
+            return n
+    try:
+        info = zl.FrameInfo(bytes(view))
+        if info.num_outputs != 1:
+            raise CodecError(f"{where}frame has {info.num_outputs} outputs, expected 1")
+        return int(info.output_content_size(0))
+    except CodecError:
+        raise
+    except Exception as exc:  # openzl raises RuntimeError/ValueError on bad frames
+        raise CodecError(f"{where}not a valid OpenZL frame ({str(exc)[:200]})") from None
+
+
 #: An OpenZL frame starts with this u32 LE plus its format version
 #: (``ZL_getFormatVersionFromFrame``).
 FRAME_MAGIC_BASE = 0xD7B1A5C0

@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from .kernels import call_function, one_array
-from .schema import BASE_FIELDS, BASE_NAMES, LOOKUP_SCHEMA, META_SCHEMA, GroupKey
+from .schema import (BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, LOOKUP_SCHEMA, META_SCHEMA,
+                     PACKED_LOOKUP_SCHEMA, GroupKey)
 
 #: The largest chunk a reader decodes [fixed here]: a frame's declared size is an untrusted
 #: length, so it is capped before anything is allocated for it. Writers cut at 10 MiB.
@@ -40,7 +41,7 @@ MAX_TOTAL = 1 << 62
 #: Names a module column may not take: every column of the files, chunks and lookup views
 #: and of ``read_files`` (lower case; DuckDB does not tell ``Repo`` from ``repo``).
 VIEW_COLUMNS = frozenset({
-    *BASE_NAMES, "pkg_type", "pkg_type_name", "repo", "module", "module_name", "size",
+    *BASE_NAMES, INNER, "pkg_type", "pkg_type_name", "repo", "module", "module_name", "size",
     "stored_size", "chunks", "digest", "archive", "content",
 })
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -81,6 +82,10 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
 
         return f"does not start with the base columns (has {describe(schema)})"
     rest = list(schema)[n:]
+    if rest and rest[0].name == INNER:  # FORMAT §3, packed blobs
+        if not rest[0].equals(INNER_FIELD):
+            return f"has {INNER} of type {rest[0].type}, expected non-nullable uint64"
+        rest = rest[1:]
     if rest and rest[0].name == "pkg_type":
         if rest[0].type != pa.int8():
             return f"has pkg_type of type {rest[0].type}, expected int8"
@@ -99,6 +104,16 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
         if f.type not in MODULE_TYPES:
             return f"has module column {f.name!r} of type {f.type}, which is not accepted"
     return schema_metadata(schema)[1]
+
+
+def lookup_schema_problem(schema: pa.Schema) -> str | None:
+    """``__lookup__`` has the base columns, and ``inner_offset`` in an archive with packed
+    blobs (FORMAT §3, §4)."""
+    if schema.equals(LOOKUP_SCHEMA) or schema.equals(PACKED_LOOKUP_SCHEMA):
+        return None
+    from .ipc import describe
+
+    return f"has columns {describe(schema)}, expected {describe(PACKED_LOOKUP_SCHEMA)}"
 
 
 def union_problem(schemas: Iterable[tuple[str, pa.Schema]]) -> str | None:
@@ -149,6 +164,15 @@ def rows_problem(table: pa.Table, tail_offset: int) -> str | None:
     if bad.any():
         return _row_problem(table, bad, "has a raw chunk whose blob_size is not its "
                                         "uncompressed_size")
+    if INNER in table.schema.names:
+        inner = _u64(table, INNER)
+        bad = (inner > 0) & ~packed
+        if bad.any():
+            return _row_problem(table, bad, f"has a raw chunk with a non-zero {INNER}")
+        bad = (inner > MAX_CHUNK_BYTES) | (inner + usz > MAX_CHUNK_BYTES)
+        if bad.any():
+            return _row_problem(table, bad, f"has a slice past the {MAX_CHUNK_BYTES}-byte "
+                                            "limit of a decoded blob")
     if bool((fdo >= MAX_TOTAL).any()) or float(usz.sum(dtype=np.float64)) >= MAX_TOTAL \
             or float(size.sum(dtype=np.float64)) >= MAX_TOTAL:
         return "has sizes or offsets too large to add up"

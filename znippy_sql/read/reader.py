@@ -35,15 +35,15 @@ from ..format.schema import (
     ARROW_SECTIONS,
     BASE_FIELDS,
     LOOKUP,
-    LOOKUP_SCHEMA,
     RAW_SECTIONS,
     RESERVED_PKG_TYPE,
     TRIE,
+    INNER,
     GroupKey,
     resolve_pkg_type,
 )
-from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, rows_problem,
-                               subindex_schema_problem)
+from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, lookup_schema_problem,
+                               rows_problem, subindex_schema_problem)
 
 _T = TypeVar("_T")
 @dataclass(frozen=True)
@@ -55,6 +55,8 @@ class Chunk:
     blob_offset: int
     blob_size: int
     checksum: bytes
+    #: where the chunk starts in its decoded blob (FORMAT §3, packed blobs; 0 otherwise)
+    inner_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class FileInfo:
 
     @property
     def stored_size(self) -> int:
+        """Stored bytes of the file's blobs; a packed blob shared with other files counts
+        whole (docs/format.md, "Packed blobs")."""
         return sum(c.blob_size for c in self.chunks)
 
 
@@ -117,6 +121,10 @@ class _Columns:
         self.uncompressed_size = cols["uncompressed_size"].to_numpy()
         self.blob_offset = cols["blob_offset"].to_numpy()
         self.blob_size = cols["blob_size"].to_numpy()
+        #: FORMAT §3: an archive with packed blobs has the column; others read zeros
+        self.packed = INNER in cols
+        self.inner_offset = (cols[INNER].to_numpy() if self.packed
+                             else np.zeros(n, dtype=np.uint64))
         sums = cols["checksum"]
         start = sums.offset * 32
         self.checksum = (memoryview(sums.buffers()[1]).cast("B")[start : start + n * 32]
@@ -144,7 +152,8 @@ class _Columns:
         return Chunk(int(self.chunk_seq[row]), int(self.fdata_offset[row]),
                      bool(self.compressed[row]), int(self.uncompressed_size[row]),
                      int(self.blob_offset[row]), int(self.blob_size[row]),
-                     bytes(self.checksum[row * 32 : row * 32 + 32]))
+                     bytes(self.checksum[row * 32 : row * 32 + 32]),
+                     int(self.inner_offset[row]))
 
 
 class Archive:
@@ -159,6 +168,8 @@ class Archive:
         self.verify_sections = verify_sections
         self._sound: set[GroupKey] = set()  # ranges whose BLAKE3 matched the manifest
         self._groups: dict[GroupKey, pa.Table] = {}
+        #: the last decoded compressed blob of a packed archive: (offset, size, bytes)
+        self._last_blob: tuple[int, int, memoryview] | None = None
         self.source: RangeSource = _source(self.path, storage_options, cache)
         try:
             self._open_tail()
@@ -286,7 +297,8 @@ class Archive:
             self._fetch_paths()
             key = GroupKey(RESERVED_PKG_TYPE, "", LOOKUP)
             row = self.manifest_row(key)
-            table = read_table(self.range_bytes(key, LOOKUP), LOOKUP, self.path, LOOKUP_SCHEMA)
+            table = read_table(self.range_bytes(key, LOOKUP), LOOKUP, self.path,
+                               check_schema=lookup_schema_problem)
             if table.num_rows != row.row_count:
                 raise FormatError(f"{LOOKUP} has {table.num_rows} rows, manifest says "
                                   f"{row.row_count}", path=self.path)
@@ -421,6 +433,9 @@ class Archive:
         at: list[int] = []  # item of each frame
         raw: list[int] = []
         n = c.n
+        inner = c.inner_offset[rows].tolist() if c.packed else None
+        blobs: dict[int, list[tuple[int, int, int]]] = {}  # packed: blob → (item, inner, size)
+        blob_views: dict[int, memoryview] = {}
         for k, (i, row, g, p, b, s, u) in enumerate(zip(
                 picks.tolist(), rows.tolist(), good.tolist(), packed.tolist(), blob.tolist(),
                 stored.tolist(), size.tolist())):
@@ -430,6 +445,12 @@ class Archive:
             if names[starts[k]:ends[k]] != key or (row + 1 < n and names[ends[k]:nexts[k]] == key) \
                     or (row > 0 and names[prevs[k]:starts[k]] == key):
                 continue  # another layout, or chunks out of order: file_at says which
+            if p and inner is not None:  # each packed blob fetched and decoded once
+                if b not in blob_views:
+                    blob_views[b] = whole[b : b + s] if whole is not None \
+                        else self.source.view(b, s)
+                blobs.setdefault(b, []).append((i, inner[k], u))
+                continue
             view = whole[b : b + s] if whole is not None else self.source.view(b, s)
             if p:
                 frames.append((view, u))
@@ -438,9 +459,11 @@ class Archive:
                 out[i] = view
                 raw.append(i)
         self.source.bytes_read += sum(v[0].nbytes for v in frames) + sum(
-            out[i].nbytes for i in raw)  # type: ignore[union-attr]
+            out[i].nbytes for i in raw) + sum(v.nbytes for v in blob_views.values())  # type: ignore[union-attr]
         for i, view in zip(at, codec.decoder().decode_views(frames)):
             out[i] = view
+        if blobs:
+            self._slice_packs(blob_views, blobs, out)
         if self.verify_checksums if verify is None else verify:
             for i, view in enumerate(out):
                 if view is not None:
@@ -448,6 +471,49 @@ class Archive:
                     if blake3.blake3(view).digest() != sums[row : row + 32]:
                         out[i] = None  # chunk_view says what is wrong
         return out
+
+    def _slice_packs(self, views: dict[int, memoryview],
+                     members: dict[int, list[tuple[int, int, int]]],
+                     out: list[memoryview | None]) -> None:
+        """Decode each packed blob once (one GIL-free call for all) and give each member its
+        slice; a member whose slice does not fit is left to :meth:`chunk_view` (it says so)."""
+        keys, frames = [], []
+        for b, view in views.items():
+            try:
+                size = codec.content_size(view)
+            except CodecError:
+                continue
+            if size <= MAX_CHUNK_BYTES:
+                keys.append(b)
+                frames.append((view, size))
+        for b, decoded in zip(keys, codec.decoder().decode_views(frames)):
+            if decoded is None:
+                continue
+            for i, inner, u in members[b]:
+                if inner + u <= decoded.nbytes:
+                    out[i] = decoded[inner : inner + u]
+
+    def decoded_blob(self, offset: int, size: int, where: str = "") -> memoryview:
+        """The decoded bytes of a compressed blob whatever its size (a packed blob holds
+        several chunks), its declared length bounded first; the last one is kept, so the
+        files of one pack read one after the other decode it once."""
+        cached = self._last_blob
+        if cached is not None and cached[0] == offset and cached[1] == size:
+            return cached[2]
+        frame = memoryview(self.source.read(offset, size, "blob")).cast("B")
+        try:
+            n = codec.content_size(frame, where=where)
+        except CodecError as exc:
+            raise CodecError(exc.problem, path=self.path) from None
+        if n > MAX_CHUNK_BYTES:
+            raise FormatError(f"{where}blob declares {n} bytes, more than the "
+                              f"{MAX_CHUNK_BYTES}-byte limit", path=self.path)
+        try:
+            data = codec.decoder().decode_view(frame, n)
+        except CodecError as exc:
+            raise CodecError(where + exc.problem, path=self.path) from None
+        self._last_blob = (offset, size, data)
+        return data
 
     @cached_property
     def _bytes(self) -> memoryview | None:
@@ -479,7 +545,14 @@ class Archive:
                               f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
                               f"at {self.tail_offset}", path=self.path)
         data: bytes | memoryview
-        if chunk.compressed:
+        if chunk.compressed and self._cols.packed:
+            decoded = self.decoded_blob(chunk.blob_offset, chunk.blob_size, where())
+            end = chunk.inner_offset + chunk.uncompressed_size
+            if end > decoded.nbytes:
+                raise FormatError(f"{where()}slice [{chunk.inner_offset}, {end}) lies outside "
+                                  f"its decoded blob of {decoded.nbytes} bytes", path=self.path)
+            data = decoded[chunk.inner_offset : end]
+        elif chunk.compressed:
             if chunk.uncompressed_size > MAX_CHUNK_BYTES:
                 raise FormatError(f"{where()}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
@@ -505,6 +578,8 @@ class Archive:
         compressed frames decoded in one call without the GIL (a cut jar is many small
         chunks). Anything a check refuses, or a frame the batch cannot decode, goes through
         :meth:`chunk_view`, which raises or words the error."""
+        if self._cols.packed:  # a packed blob is decoded once (kept by decoded_blob)
+            return [self.chunk_view(path, ch, verify=verify) for ch in chunks]
         tail = self.tail_offset
         whole = self._bytes
         out: list[bytes | memoryview | None] = [None] * len(chunks)
@@ -598,6 +673,7 @@ class Archive:
     def close(self) -> None:
         for name in ("lookup", "trie", "_cols", "_bytes"):
             self.__dict__.pop(name, None)
+        self._last_blob = None
         self._groups.clear()
         self.source.close()
 

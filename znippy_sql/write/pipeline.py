@@ -38,6 +38,9 @@ import blake3
 
 from ..format import codec
 
+#: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
+#: skipped as known (its members were looked up one by one when they joined it)
+PACK = 3
 BATCH_BYTES = 1 << 20
 BATCH_JOBS = 512
 SMALL_CHUNK = 256 << 10  # a batch of chunks no bigger is read and hashed by the caller
@@ -184,7 +187,7 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
                                (str(job.file), problem))
         digest = blake3.blake3(chunk).digest()
         digests += digest
-        if known is not None and chunk and known(digest, len(chunk)):
+        if known is not None and chunk and job.mode != PACK and known(digest, len(chunk)):
             compressed.append(False)
             stored.append(0)
             continue
@@ -193,7 +196,7 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             if codec.probe(chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
-        elif job.mode == codec.COMPRESS and chunk:
+        elif job.mode in (codec.COMPRESS, PACK) and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
@@ -241,9 +244,10 @@ class Compressor:
                 known = None
                 if self.known is not None:
                     is_known = self.known  # a hint only: worth it where compression costs
-                    known = [len(chunk) >= KNOWN_MIN
+                    known = [len(chunk) >= KNOWN_MIN and job.mode != PACK
                              and is_known(digests[k : k + 32], len(chunk))
-                             for k, chunk in zip(range(0, len(digests), 32), chunks)]
+                             for k, chunk, job in zip(range(0, len(digests), 32), chunks,
+                                                      batch)]
                 future = self._pool.submit(compress_small, batch, chunks, digests, self.level,
                                            known)
         else:  # a big chunk: the worker reads, hashes and probes it (GIL released)

@@ -21,7 +21,7 @@ from ..errors import FormatError
 from ..format.footer import align_up, encode_footer
 from ..format.ipc import stream_bytes
 from ..format.kernels import one_array, utf8_parts
-from ..format.lookup import build_lookup
+from ..format.lookup import build_lookup, has_packs, unify_inner
 from ..format.manifest import ManifestRow, encode_manifest
 from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
                              section_rank)
@@ -59,6 +59,7 @@ def write_tail(
     schema_metadata: Mapping[str, str] | None = None,
     fsync: bool = True,
     compat: Compat | None = None,
+    index_compression: bool = False,
 ) -> TailInfo:
     """Write the whole tail after ``blob_end`` and cut the file there; fsync unless told not.
     ``compat="rust-0.8"``: data sub-indexes of one schema and the manifest only
@@ -67,6 +68,9 @@ def write_tail(
     for key in groups:
         if is_reserved(key.module_name) or key.pkg_type == RESERVED_PKG_TYPE:
             raise FormatError(f"data group {key} uses a reserved name or pkg_type")
+    groups = unify_inner(groups)
+    if compat is not None and any(has_packs(t) for t in groups.values()):
+        raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
     if compat is not None:
         check_compat(compat, sections=sections, builders=section_builders)
         groups = one_schema(groups)

@@ -1,0 +1,253 @@
+"""Packed blobs (FORMAT §3, docs/format.md "Packed blobs"): small files share one frame.
+
+Every read path over a packed archive (read, find, open, extract, verify), the layout rule
+(which files go together, deterministically), dedup through slices, append, the options that
+restore the old layout byte for byte, and the hostile slices a reader refuses.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from _splice import rebuild, sections, stream
+from conftest import text_bytes
+from znippy_sql import open_archive, write_archive
+from znippy_sql.errors import FormatError
+from znippy_sql.write import append as ap
+from znippy_sql.write.pack import PACK_MEMBER_MAX, PACK_TARGET
+from znippy_sql.write.source import Entry
+
+
+def corpus(prefix: str = "src", n: int = 80, seed: int = 1) -> list[Entry]:
+    """Small text files in two directories, an empty one, duplicates, a big file, a
+    skip-listed one and an incompressible small one."""
+    out = [Entry(f"{prefix}/a/f{i:03d}.py", data=text_bytes(200 + 97 * i, seed + i))
+           for i in range(n)]
+    out += [Entry(f"{prefix}/b/copy{i}.py", data=out[i].data) for i in range(3)]
+    out += [Entry(f"{prefix}/b/empty.txt", data=b""),
+            Entry(f"{prefix}/b/big.txt", data=text_bytes(PACK_MEMBER_MAX + 5000, seed)),
+            Entry(f"{prefix}/b/logo.png", data=text_bytes(3000, seed + 99)),
+            Entry(f"{prefix}/b/noise.bin", data=random.Random(seed).randbytes(PACK_MEMBER_MAX + 100))]
+    return sorted(out, key=lambda e: e.relative_path.encode())
+
+
+def write(path: Path, entries: list[Entry], **kw: object) -> Path:
+    write_archive(path, entries, **{"pack": True, "workers": 1, **kw})  # type: ignore[arg-type]
+    return path
+
+
+def test_pack_roundtrip_every_read_path(tmp_path: Path) -> None:
+    entries = corpus()
+    arc = write(tmp_path / "p.znippy", entries)
+    with open_archive(arc) as a:
+        assert a.lookup.schema.names[8] == "inner_offset"
+        for key in a.groups:
+            assert a.group_table(key).schema.names[8] == "inner_offset"
+        offsets = a.lookup.column("blob_offset").to_pylist()
+        inner = a.lookup.column("inner_offset").to_pylist()
+        assert len(set(offsets)) < len(offsets) // 4  # many files a blob
+        assert max(inner) > 0
+        for e in entries:
+            assert a.read(e.relative_path) == e.data
+            with a.open(e.relative_path) as fh:
+                fh.seek(len(e.data) // 2)
+                assert fh.read() == e.data[len(e.data) // 2 :]
+        report = a.verify()
+        assert report.ok, report.problems
+        assert report.files == len(entries) and not report.notes
+        out = tmp_path / "x"
+        ex = a.extract(out)
+        assert ex.ok and ex.files == len(entries)
+    for e in entries:
+        assert (out / e.relative_path).read_bytes() == e.data
+
+
+def test_pack_rule_and_sizes(tmp_path: Path) -> None:
+    """Which files are packed: small compressible ones; a big, an empty, a skip-listed file
+    keep their own rows' layout; packs close at PACK_TARGET and at a new top directory."""
+    entries = [Entry(f"t{i // 200}/f{i:04d}.txt", data=text_bytes(9000, i)) for i in range(400)]
+    arc = write(tmp_path / "p.znippy", entries + corpus("z", 5))
+    with open_archive(arc) as a:
+        rows = a.lookup.to_pylist()
+    by_blob: dict[int, list[dict]] = {}
+    for r in rows:
+        if r["blob_size"]:
+            by_blob.setdefault(r["blob_offset"], []).append(r)
+    for members in by_blob.values():
+        if len(members) > 1 and members[0]["compressed"]:
+            tops = {m["relative_path"].split("/")[0] for m in members}
+            assert len(tops) == 1
+            held = sum(m["uncompressed_size"] for m in members
+                       if m["inner_offset"] or m is members[0])
+            assert held < PACK_TARGET + 9000
+    big = next(r for r in rows if r["relative_path"] == "z/b/big.txt")
+    png = next(r for r in rows if r["relative_path"] == "z/b/logo.png")
+    for r in (big, png):
+        assert r["inner_offset"] == 0 and len(by_blob[r["blob_offset"]]) == 1
+
+
+def test_duplicates_share_one_slice(tmp_path: Path) -> None:
+    entries = corpus()
+    with open_archive(write(tmp_path / "p.znippy", entries)) as a:
+        rows = {r["relative_path"]: r for r in a.lookup.to_pylist()}
+    for i in range(3):
+        orig, copy = rows[f"src/a/f{i:03d}.py"], rows[f"src/b/copy{i}.py"]
+        assert (orig["blob_offset"], orig["inner_offset"]) == (copy["blob_offset"],
+                                                               copy["inner_offset"])
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_deterministic_across_workers(tmp_path: Path, workers: int) -> None:
+    entries = corpus(n=300)
+    one = write(tmp_path / "one.znippy", entries, workers=1)
+    many = write(tmp_path / "many.znippy", entries, workers=workers)
+    assert one.read_bytes() == many.read_bytes()
+
+
+def test_off_is_the_old_layout_byte_for_byte(tmp_path: Path) -> None:
+    entries = corpus()
+    old = tmp_path / "old.znippy"
+    write_archive(old, entries, workers=1)
+    off = write(tmp_path / "off.znippy", entries, pack=False)
+    assert off.read_bytes() == old.read_bytes()
+    with open_archive(off) as a:
+        assert "inner_offset" not in a.lookup.schema.names
+    rust = write(tmp_path / "rust.znippy", entries, compat="rust-0.8")
+    with open_archive(rust) as a:
+        assert "inner_offset" not in a.group_table(a.groups[0]).schema.names
+
+
+def test_append_packs_new_files_and_equals_one_shot(tmp_path: Path) -> None:
+    a, b = corpus("a", 40, 1), corpus("b", 40, 2)
+    one = write(tmp_path / "one.znippy", a + b)
+    grown = write(tmp_path / "grown.znippy", a)
+    with open_archive(grown) as arc:
+        end = arc.blob_end
+    before = grown.read_bytes()[:end]
+    ap.append_archive(grown, b, workers=1)  # packing follows the archive's own setting
+    assert grown.read_bytes() == one.read_bytes()
+    assert grown.read_bytes()[:end] == before  # no old pack rewritten
+
+
+def test_append_to_unpacked_archive_adds_the_column(tmp_path: Path) -> None:
+    a, b = corpus("a", 10, 1), corpus("b", 30, 2)
+    arc = tmp_path / "g.znippy"
+    write_archive(arc, a, workers=1)
+    ap.append_archive(arc, b, workers=1, pack=True)
+    with open_archive(arc) as x:
+        assert "inner_offset" in x.lookup.schema.names
+        for e in a + b:
+            assert x.read(e.relative_path) == e.data
+        assert x.verify().ok
+
+
+def test_append_replacing_a_packed_file_leaves_a_noted_gap(tmp_path: Path) -> None:
+    entries = corpus()
+    arc = write(tmp_path / "p.znippy", entries)
+    ap.append_archive(arc, [Entry("src/a/f005.py", data=b"new content")], workers=1)
+    with open_archive(arc) as x:
+        assert x.read("src/a/f005.py") == b"new content"
+        report = x.verify()
+        assert report.ok, report.problems
+        assert any("no file points at" in n for n in report.notes)
+
+
+def _edit_lookup(data: bytes, edit) -> bytes:  # type: ignore[no-untyped-def]
+    """The archive with ``edit(rows)`` applied to ``__lookup__`` and to every sub-index."""
+    secs = sections(data)
+    out = {}
+    for name, raw in secs.items():
+        if name == "__lookup__" or not name.startswith("__"):
+            t = pa.ipc.open_stream(pa.py_buffer(raw)).read_all()
+            rows = t.to_pylist()
+            edit(rows)
+            out[name] = stream(pa.Table.from_pylist(rows, schema=t.schema))
+    return rebuild(data, out)
+
+
+def test_slice_outside_its_blob_is_a_format_error(tmp_path: Path) -> None:
+    entries = corpus()
+    data = write(tmp_path / "p.znippy", entries).read_bytes()
+    victim = "src/a/f010.py"
+
+    def edit(rows):  # type: ignore[no-untyped-def]
+        for r in rows:
+            if r["relative_path"] == victim:
+                r["inner_offset"] += 10 << 20
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(_edit_lookup(data, edit))
+    with open_archive(bad) as a:
+        with pytest.raises(FormatError, match="outside its decoded blob"):
+            a.read(victim)
+        report = a.verify()
+        assert not report.ok and any("outside" in p for p in report.problems)
+
+
+def test_partial_overlap_is_refused_by_verify(tmp_path: Path) -> None:
+    entries = corpus()
+    data = write(tmp_path / "p.znippy", entries).read_bytes()
+
+    def edit(rows):  # type: ignore[no-untyped-def]
+        for r in rows:
+            if r["relative_path"] == "src/a/f011.py":
+                r["inner_offset"] -= 5
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(_edit_lookup(data, edit))
+    with open_archive(bad) as a:
+        report = a.verify()
+    assert any("overlaps another slice partially" in p for p in report.problems)
+
+
+def test_inner_offset_on_a_raw_row_is_refused(tmp_path: Path) -> None:
+    entries = corpus()
+    data = write(tmp_path / "p.znippy", entries).read_bytes()
+
+    def edit(rows):  # type: ignore[no-untyped-def]
+        for r in rows:
+            if r["relative_path"] == "src/b/noise.bin":
+                r["inner_offset"] = 3
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(_edit_lookup(data, edit))
+    with open_archive(bad) as a, pytest.raises(FormatError, match="non-zero inner_offset"):
+        a.read("src/b/noise.bin")
+
+
+def test_cli_pack_flags(tmp_path: Path) -> None:
+    from znippy_sql.cli import main
+
+    src = tmp_path / "src"
+    for e in corpus():
+        p = src / e.relative_path
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(e.data or b"")
+    packed, plain = tmp_path / "p.znippy", tmp_path / "n.znippy"
+    assert main(["create", str(src), "-o", str(packed), "--pack", "--no-posix"]) == 0
+    assert main(["create", str(src), "-o", str(plain), "--no-pack", "--no-posix"]) == 0
+    assert packed.stat().st_size < plain.stat().st_size
+    with open_archive(packed) as a:
+        assert "inner_offset" in a.lookup.schema.names
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.binary(min_size=0, max_size=3000), min_size=1, max_size=40),
+       st.sampled_from([1, 2]))
+def test_property_pack_unpack_any_small_files(tmp_path: Path, blobs: list[bytes],
+                                              workers: int) -> None:
+    entries = [Entry(f"d{i % 3}/f{i:03d}", data=b) for i, b in enumerate(blobs)]
+    entries.sort(key=lambda e: e.relative_path)
+    arc = tmp_path / f"h{os.getpid()}-{len(blobs)}-{workers}.znippy"
+    if arc.exists():
+        arc.unlink()
+    write_archive(arc, entries, pack=True, workers=workers)
+    with open_archive(arc) as a:
+        for e in entries:
+            assert a.read(e.relative_path) == e.data
+        assert a.verify().ok
+    arc.unlink()
