@@ -251,3 +251,35 @@ def test_property_pack_unpack_any_small_files(tmp_path: Path, blobs: list[bytes]
             assert a.read(e.relative_path) == e.data
         assert a.verify().ok
     arc.unlink()
+
+
+def test_duckdb_and_polars_over_packs(tmp_path: Path) -> None:
+    """Views, ``znippy_cat`` and Polars scans read a packed archive; ``stored_size`` of a
+    packed file is its whole shared blob (docs/format.md, "Packed blobs")."""
+    import duckdb
+
+    from znippy_sql.duckdb import register
+    from znippy_sql.polars import read_files, scan
+
+    entries = corpus()
+    arc = write(tmp_path / "p.znippy", entries)
+    data = {e.relative_path: e.data for e in entries}
+    con = duckdb.connect()
+    try:
+        register(con, arc, "p")
+        got = con.sql("SELECT relative_path, size, stored_size FROM p_files").fetchall()
+        assert {p: s for p, s, _ in got} == {p: len(d) for p, d in data.items()}
+        with open_archive(arc) as a:
+            for path, _, stored in got:
+                assert stored == a.find(path).stored_size
+            lookup = a.lookup.to_pylist()
+        assert con.sql("SELECT * FROM p_lookup").to_arrow_table().to_pylist() == lookup
+        for path in ("src/a/f007.py", "src/b/copy1.py", "src/b/empty.txt"):
+            row = con.sql(f"SELECT content FROM znippy_cat('p', '{path}')").fetchall()
+            assert row == [(data[path],)]
+    finally:
+        con.close()
+    assert scan(arc, "lookup").collect().to_dicts() == lookup
+    df = read_files(arc, ["src/a/f003.py", "src/b/big.txt"])
+    assert dict(zip(df["relative_path"], df["content"])) == {
+        p: data[p] for p in ("src/a/f003.py", "src/b/big.txt")}

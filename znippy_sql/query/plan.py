@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from ..format.files import module_fields
+from ..format.validate import lookup_schema_problem
 from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA, META,
                              RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey,
                              pkg_type_name)
@@ -167,7 +168,7 @@ def _remote_schemas(archive: Archive) -> tuple[pa.Schema, list[tuple[GroupKey, p
     lk = archive.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
     fetch_heads(archive, [lk, *(archive.manifest_row(k) for k in archive.groups)])
     lookup = peek_schema(archive, lk.key, LOOKUP)
-    if not lookup.equals(LOOKUP_SCHEMA):
+    if lookup_schema_problem(lookup) is not None:
         raise FormatError(f"{LOOKUP} does not have the base columns", path=archive.path)
     return lookup, [(key, group_schema(archive, key)) for key in archive.groups]
 

@@ -306,8 +306,9 @@ class _TableScan(_Pruned):
         from .tables import peek_schema
 
         name = _SECTION_NAMES[self.section]
-        if name == LOOKUP:
-            return LOOKUP_SCHEMA
+        if name == LOOKUP:  # packed archives add inner_offset (FORMAT §3): read its head
+            return LOOKUP_SCHEMA if archive.lookup_in_memory else peek_schema(
+                archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
         if name == META:
             return META_SCHEMA
         return peek_schema(archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
