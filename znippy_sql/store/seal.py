@@ -140,7 +140,8 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
         with open(sidecar, "rb") as src, open(staging, "w+b") as fh:
             copy_range(src.fileno(), fh.fileno(), blob_end, writeback=fsync)
             tail = write_tail(fh, blob_end, groups, sections=sections, section_builders=builders,
-                              schema_metadata=options.schema_metadata(), fsync=fsync)
+                              schema_metadata=options.schema_metadata(), fsync=fsync,
+                              index_compression=options.index_compression)
         os.replace(staging, out)
         if fsync:
             fsync_dir(out)
