@@ -16,7 +16,8 @@ Every reader of this package opens a stream through :func:`read_table` (or
    buffer's declared uncompressed length (its 8-byte prefix) must be at most what the
    field node's length and the column's type allow (:func:`_buffer_bounds`) and at most
    ``MAX_EXPANSION`` times the buffer's stored bytes (the codec's own limit: a ZSTD block
-   of 128 KiB takes at least 4 bytes, an LZ4 sequence at most 255 bytes per input byte);
+   of 128 KiB takes at least 4 bytes, an LZ4 sequence at most 255 bytes per input byte),
+   and the batch's declared bytes in all at most ``MAX_BATCH_RATIO`` times its body;
 2. the schema is compared before any batch is read;
 3. every array is validated in full (offsets inside their buffers, valid UTF-8) and a column
    declared non-nullable must hold no nulls.
@@ -77,6 +78,11 @@ LOOKUP_BATCH_ROWS = 16384
 #: the most a compressed buffer may expand: ZSTD's limit (an RLE block of 128 KiB is 4 bytes)
 #: rounded up, and far above LZ4's 255
 MAX_EXPANSION = 1 << 15
+#: [docs/format.md] a compressed batch declares at most this many times its body's bytes (plus
+#: ``BATCH_SLACK``) in all: index rows hold 32-byte checksums and paths, so true batches
+#: stay far below (the writer stores a stream plain rather than past it)
+MAX_BATCH_RATIO = 256
+BATCH_SLACK = 1 << 16
 
 
 def _stream(table: pa.Table, compression: str | None, batch_rows: int | None) -> bytes:
@@ -299,6 +305,7 @@ def _batch_problem(meta: memoryview, body_len: int, body: pa.Buffer | None = Non
     if bounds is None or len(bounds) != len(buffers):
         return "has a compressed record batch whose buffers do not match its columns"
     data = memoryview(body).cast("B")
+    total = 0
     for (offset, size), most in zip(buffers, bounds):
         if size == 0:
             continue
@@ -307,12 +314,17 @@ def _batch_problem(meta: memoryview, body_len: int, body: pa.Buffer | None = Non
         # bytes [offset, offset + 8): the buffer's uncompressed length (-1: stored as is)
         n = int(_I64.unpack_from(data, offset)[0])
         if n == -1:
+            total += size - 8
             continue
         if n < 0 or n > MAX_EXPANSION * (size - 8) or (most is not None and n > most):
             allowed = "its codec's expansion" if most is None or n <= most else \
                 f"{most} bytes for its rows and type"
             return (f"has a compressed buffer declaring {n} bytes from {size - 8} stored "
                     f"(more than {allowed})")
+        total += n
+    if total > MAX_BATCH_RATIO * body_len + BATCH_SLACK:
+        return (f"has a compressed record batch declaring {total} bytes from a {body_len}-byte "
+                f"body (more than {MAX_BATCH_RATIO} times it)")
     return None
 
 
