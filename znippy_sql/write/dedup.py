@@ -154,25 +154,24 @@ class DedupIndex:
         return slot
 
     # -- packed blobs (write/pack.py) ---------------------------------------------------------
-    def pack_ref(self, digest: bytes, length: int) -> int:
-        """The slot a new pack member of this content may point at, or -1: a member of a
-        pack of this write (placed or not), or a blob seeded from existing rows; never a
-        whole blob of this write (whether it is placed yet depends on timing)."""
+    def pack_member(self, digest: bytes, length: int, pack_slots: Sequence[int]
+                    ) -> tuple[int, int]:
+        """A new pack member's ``(ref, slot)``: ``ref`` the slot it may point at — a member
+        of a closed or placed pack of this write, of the open pack ``pack_slots`` itself, or
+        a blob seeded from existing rows; never a whole blob of this write nor a member of
+        another open pack (whether those are placed first depends on timing) — else -1; and
+        ``slot``, the pending entry made for its content when it is stored (-1: none, the
+        digest has an entry already)."""
         slot = self._slots.get(digest)
-        if slot < 0 or self._lengths[slot] != length:
-            return -1
-        if self._state[slot] != WHOLE or self._offsets[slot] + self._sizes[slot] <= self.limit:
-            return slot
-        return -1
-
-    def enter_pending(self, digest: bytes, length: int) -> int:
-        """Enter a pack member whose pack is not placed yet (-1: the digest has an entry)."""
-        if self._slots.get(digest) >= 0:
-            return -1
-        return self._enter(digest, length, 0, 0, False, 0, PENDING)
-
-    def pending(self, slot: int) -> bool:
-        return self._state[slot] == PENDING
+        if slot < 0:
+            return -1, self._enter(digest, length, 0, 0, False, 0, PENDING)
+        if self._lengths[slot] == length:
+            state = self._state[slot]
+            if state == PACKED or state == CLOSED or (state == PENDING and slot in pack_slots) \
+                    or (state == WHOLE
+                        and self._offsets[slot] + self._sizes[slot] <= self.limit):
+                return slot, -1
+        return -1, -1
 
     def close(self, slots: Sequence[int]) -> None:
         """The pack holding these pending members was sent to the codec."""

@@ -90,20 +90,14 @@ class Packer:
         pack.top = top
         n = len(data)
         digest = blake3.blake3(data).digest()
-        ref = -1
-        dedup = self.dedup
-        if dedup is not None:
-            ref = dedup.pack_ref(digest, n)
-            if ref >= 0 and dedup.pending(ref) and ref not in pack.slots:
-                ref = -1  # in another group's open pack: placed after this one may be
+        ref = slot = -1
+        if self.dedup is not None:
+            ref, slot = self.dedup.pack_member(digest, n, pack.slots)
         if ref >= 0:
             pack.members.append(Member(tag, n, digest, 0, ref))
         else:
-            slot = -1
-            if dedup is not None:
-                slot = dedup.enter_pending(digest, n)
-                if slot >= 0:
-                    pack.slots.append(slot)
+            if slot >= 0:
+                pack.slots.append(slot)
             pack.members.append(Member(tag, n, digest, pack.size, -1, slot))
             pack.parts.append(data)
             pack.size += n

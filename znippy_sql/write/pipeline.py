@@ -41,6 +41,7 @@ from ..format import codec
 #: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
 #: skipped as known (its members were looked up one by one when they joined it)
 PACK = 3
+_NO_DIGEST = bytes(32)
 BATCH_BYTES = 1 << 20
 BATCH_JOBS = 512
 SMALL_CHUNK = 256 << 10  # a batch of chunks no bigger is read and hashed by the caller
@@ -137,8 +138,15 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
     if probed:
         verdicts = dict(zip(probed, codec.probe_many([chunks[i] for i in probed])))
         todo = [i for i in todo if verdicts.get(i, True)]
-    frames = codec.encoder(level).frames_if_smaller([chunks[i] for i in todo])
+    enc = codec.encoder(level)
+    packs = [i for i in todo if jobs[i].mode == PACK]
+    if packs:  # packed blobs: their own zstd parameters (codec.PACK_HASH_LOG)
+        todo = [i for i in todo if jobs[i].mode != PACK]
+    frames = enc.frames_if_smaller([chunks[i] for i in todo])
     framed = dict(zip(todo, frames))
+    if packs:
+        framed.update(zip(packs, enc.pack_frames_if_smaller([chunks[i] for i in packs])))
+        todo = sorted([*todo, *packs])
     compressed: list[bool] = []
     stored: list[int] = []
     parts: list[object] = []
@@ -185,7 +193,8 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             problem = f"cannot read source file: {exc.strerror or exc}"
             return BatchResult(bytes(digests), compressed, stored, b"", encoded,
                                (str(job.file), problem))
-        digest = blake3.blake3(chunk).digest()
+        # a pack's members were hashed when they joined it: its own digest is never used
+        digest = _NO_DIGEST if job.mode == PACK else blake3.blake3(chunk).digest()
         digests += digest
         if known is not None and chunk and job.mode != PACK and known(digest, len(chunk)):
             compressed.append(False)
@@ -196,7 +205,12 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             if codec.probe(chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
-        elif job.mode in (codec.COMPRESS, PACK) and chunk:
+        elif job.mode == PACK and chunk:
+            if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
+                got = enc.pack_frames_if_smaller([chunk])[0]
+                frame = None if got is None else b"".join(got)  # type: ignore[arg-type]
+                encoded += len(chunk)
+        elif job.mode == codec.COMPRESS and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
