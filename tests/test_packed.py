@@ -335,3 +335,38 @@ def test_info_counts_packs(tmp_path: Path) -> None:
     assert info["packs"] >= 1 and info["packed_files"] >= 80
     assert info["pack_bytes"] > info["pack_stored_bytes"] > 0
     assert info["dedup_saved_bytes"] >= 0 and info["index_bytes_per_row"] > 0
+
+
+def test_remote_reads_a_pack_in_one_get(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over HTTP (a real server on 127.0.0.1): the files of one pack read in turn cost one GET
+    of the pack; an extract fetches each pack once, not once per file."""
+    from remote_server import RangeServer
+
+    monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
+    entries = corpus(n=200)
+    arc = write(tmp_path / "p.znippy", entries, index_compression=True)
+    data = {e.relative_path: e.data for e in entries}
+    srv = RangeServer()
+    try:
+        srv.put("p.znippy", arc.read_bytes())
+        with open_archive(arc) as local:
+            first = local.find("src/a/f010.py")
+            same = [p for p in data if p.startswith("src/a/") and local.find(p).chunks[0]
+                    .blob_offset == first.chunks[0].blob_offset]
+            packs = len({r for r, z in zip(local.lookup.column("blob_offset").to_pylist(),
+                                           local.lookup.column("blob_size").to_pylist()) if z})
+        assert len(same) > 5
+        with open_archive(f"{srv.url}/p.znippy", cache=False) as remote:
+            remote.find(same[0])
+            srv.reset()
+            for p in same:
+                assert remote.read(p) == data[p]
+            assert len(srv.gets()) == 1
+            srv.reset()
+            report = remote.extract(tmp_path / "x", workers=1)
+            assert report.ok and report.files == len(entries)
+            assert len(srv.gets()) <= packs
+    finally:
+        srv.close()
+    for p, d in data.items():
+        assert (tmp_path / "x" / p).read_bytes() == d
