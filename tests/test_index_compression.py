@@ -151,3 +151,53 @@ def test_fuzz_packed_mutations_every_read_path(tmp_path: Path, seed: int) -> Non
 
 
 _BASES: list = []
+
+
+def test_point_reads_decode_one_lookup_batch(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lookup in batches: ``find`` decodes the batch holding the file, never the whole
+    lookup; files at batch edges and multi-chunk files across them read right too."""
+    from znippy_sql.write import tail
+
+    monkeypatch.setattr(tail, "LOOKUP_BATCH_ROWS", 64)
+    es = entries(700)
+    es.append(Entry("src/d0/zz-big.txt", data=text_bytes(9000, 5)))
+    es.sort(key=lambda e: e.relative_path)
+    path = tmp_path / "b.znippy"
+    write_archive(path, es, workers=1, index_compression=True, block_size=1000)
+    with open_archive(path) as a:
+        for e in es[::7] + es[-3:]:
+            assert a.read(e.relative_path) == e.data
+        assert "lookup" not in a.__dict__  # the whole lookup was never decoded
+        assert len(a._lazy_lookup._done) <= a._lazy_lookup.KEEP
+        assert a.find("no/such") is None
+        assert a.verify().ok
+
+
+def test_a_lie_in_one_lookup_batch_is_refused_by_find(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from znippy_sql.write import tail
+
+    monkeypatch.setattr(tail, "LOOKUP_BATCH_ROWS", 64)
+    es = entries(300)
+    path = tmp_path / "b.znippy"
+    write_archive(path, es, workers=1, index_compression=True)
+    data = path.read_bytes()
+    lk = pa.ipc.open_stream(pa.py_buffer(sections(data)["__lookup__"])).read_all()
+    rows = lk.to_pylist()
+    rows[100]["blob_offset"] = 1 << 62
+    from _splice import stream
+
+    bad_lookup = stream(pa.Table.from_pylist(rows, schema=lk.schema).combine_chunks(),
+                        compression="zstd")
+    # the same batches as the writer's: 64 rows each
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, lk.schema,
+                           options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+        for b in pa.Table.from_pylist(rows, schema=lk.schema).to_batches(max_chunksize=64):
+            w.write_batch(b)
+    bad_lookup = sink.getvalue().to_pybytes()
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(rebuild(data, {"__lookup__": bad_lookup}))
+    with open_archive(bad) as a, pytest.raises(FormatError, match="runs past the blob region"):
+        a.read(rows[100]["relative_path"])

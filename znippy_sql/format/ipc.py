@@ -153,6 +153,57 @@ def checked_reader(buf: pa.Buffer, what: str, path: str | None,
     return reader
 
 
+def batch_index(buf: pa.Buffer, what: str, path: str | None,
+                check_schema: SchemaCheck | None = None
+                ) -> tuple[pa.Schema, list[tuple[int, int, pa.ipc.Message]]]:
+    """The schema of the stream that is exactly ``buf`` and, per record batch, ``(first row,
+    rows, message)``, walked without decoding a body (a compressed lookup's batches are then
+    decoded one at a time: :func:`read_batch`). The stream's messages pass the walk of the
+    module docstring first."""
+    checked_reader(buf, what, path, check_schema=check_schema)  # the walk and the schema
+    try:
+        reader = pa.ipc.MessageReader.open_stream(pa.BufferReader(buf))
+        schema = pa.ipc.read_schema(reader.read_next_message())
+        out: list[tuple[int, int, pa.ipc.Message]] = []
+        start = 0
+        while True:
+            try:
+                msg = reader.read_next_message()
+            except StopIteration:
+                break
+            meta = memoryview(msg.metadata).cast("B")
+            header = _field_table(meta, _table_at(meta, _u32(meta, 0)), _MSG_HEADER)
+            n = _field_i64(meta, header, _RB_LENGTH) if header is not None else -1
+            out.append((start, n, msg))
+            start += n
+    except FormatError as exc:
+        raise FormatError(f"{what}: {exc.problem}", path=path) from None
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
+    return schema, out
+
+
+def read_batch(schema: pa.Schema, msg: pa.ipc.Message, what: str, path: str | None
+               ) -> pa.Table:
+    """One record batch message of a stream :func:`batch_index` walked, as a table checked
+    like :func:`read_table`'s (bounded before decompressing, validated in full)."""
+    try:
+        problem = _batch_problem(memoryview(msg.metadata).cast("B"),
+                                 0 if msg.body is None else msg.body.size, msg.body, schema)
+        if problem is not None:
+            raise FormatError(f"{what} {problem}", path=path)
+        table = pa.Table.from_batches([pa.ipc.read_record_batch(msg, schema)])
+        table.validate(full=True)
+    except FormatError:
+        raise
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
+    for i, f in enumerate(table.schema):
+        if not f.nullable and table.column(i).null_count:
+            raise FormatError(f"{what}: non-nullable column {f.name!r} holds nulls", path=path)
+    return table
+
+
 def read_schema(buf: pa.Buffer, what: str, path: str | None) -> pa.Schema:
     """The schema message at the start of ``buf`` (the bytes of that message only), its
     names and metadata valid UTF-8."""

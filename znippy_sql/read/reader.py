@@ -8,6 +8,7 @@ columns made once, so it costs microseconds and touches only the file's own byte
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import os
 import re
@@ -26,7 +27,7 @@ import pyarrow as pa
 from ..format import codec
 from ..errors import ChecksumError, CodecError, FormatError, NotFoundError
 from ..format.footer import FOOTER_LEN, decode_footer
-from ..format.ipc import read_table
+from ..format.ipc import batch_index, read_batch, read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
@@ -358,11 +359,46 @@ class Archive:
         row = fst_call(lambda: trie.get(key), "cannot be searched", self.path)
         if row is None:
             return None
+        if "lookup" not in self.__dict__ and not self.lookup_in_memory:
+            lazy = self._lazy_lookup
+            if lazy is not None:  # a lookup in batches: decode the one holding the file
+                found = lazy.file_at(self, path, key, int(row))
+                if found is not None:
+                    return found
         return self._file_at(path, key, int(row))
 
-    def _file_at(self, path: str, key: bytes, row: int) -> FileInfo:
-        """The chunks of ``path`` from lookup row ``row`` on, each checked against the last."""
-        c = self._cols
+    @cached_property
+    def _lazy_lookup(self) -> "_Batches | None":
+        """``__lookup__`` written in several record batches (a compressed one, docs/format.md
+        §2): its batches, each decoded only when a point read needs it; None for one batch."""
+        self._fetch_paths()
+        key = GroupKey(RESERVED_PKG_TYPE, "", LOOKUP)
+        schema, batches = batch_index(self.range_bytes(key, LOOKUP), LOOKUP, self.path,
+                                      check_schema=lookup_schema_problem)
+        if len(batches) <= 1:
+            return None
+        if sum(n for _, n, _ in batches) != self.manifest_row(key).row_count:
+            raise FormatError(f"{LOOKUP}'s batches do not hold the rows the manifest says",
+                              path=self.path)
+        return _Batches(schema, batches)
+
+    @cached_property
+    def packed(self) -> bool:
+        """Whether the archive has packed blobs (the ``inner_offset`` column, FORMAT §3)."""
+        if "lookup" not in self.__dict__ and not self.lookup_in_memory:
+            lazy = self._lazy_lookup
+            if lazy is not None:
+                return INNER in lazy.schema.names
+        return self._cols.packed
+
+    def _file_at(self, path: str, key: bytes, row: int, c: "_Columns | None" = None,
+                 base: int = 0) -> FileInfo:
+        """The chunks of ``path`` from lookup row ``row`` on, each checked against the last
+        (``c``: the columns of lookup rows ``base`` on; the whole lookup by default)."""
+        if c is None:
+            c = self._cols
+        first = row
+        row -= base
         if not 0 <= row < c.n:
             raise FormatError(f"{TRIE} points {path!r} at row {row}, past the lookup",
                               path=self.path)
@@ -375,7 +411,7 @@ class Archive:
         nxt = row + 1
         if (c.fdata_offset[row] == 0 and c.path_bytes(row) == key
                 and (nxt == c.n or (c.chunk_seq[nxt] == 0 and c.path_bytes(nxt) != key))):
-            return FileInfo(path, row, (c.chunk(row),))  # one chunk: what the loop would find
+            return FileInfo(path, first, (c.chunk(row),))  # one chunk: what the loop finds
         end = c.run_end(row)
         while end < c.n and c.path_bytes(end) == key:  # a chunk_seq wrongly 0: caught below
             end = c.run_end(end)
@@ -393,7 +429,7 @@ class Archive:
                                   path=self.path)
             offset += chunk.uncompressed_size
             chunks.append(chunk)
-        return FileInfo(path, row, tuple(chunks))
+        return FileInfo(path, first, tuple(chunks))
 
     def file_at(self, path: str, row: int) -> FileInfo:
         """The chunks of ``path`` whose first lookup row is ``row``, checked as :meth:`find`
@@ -545,7 +581,7 @@ class Archive:
                               f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
                               f"at {self.tail_offset}", path=self.path)
         data: bytes | memoryview
-        if chunk.compressed and self._cols.packed:
+        if chunk.compressed and self.packed:
             decoded = self.decoded_blob(chunk.blob_offset, chunk.blob_size, where())
             end = chunk.inner_offset + chunk.uncompressed_size
             if end > decoded.nbytes:
@@ -578,7 +614,7 @@ class Archive:
         compressed frames decoded in one call without the GIL (a cut jar is many small
         chunks). Anything a check refuses, or a frame the batch cannot decode, goes through
         :meth:`chunk_view`, which raises or words the error."""
-        if self._cols.packed:  # a packed blob is decoded once (kept by decoded_blob)
+        if self.packed:  # a packed blob is decoded once (kept by decoded_blob)
             return [self.chunk_view(path, ch, verify=verify) for ch in chunks]
         tail = self.tail_offset
         whole = self._bytes
@@ -671,7 +707,7 @@ class Archive:
         return read_meta(self)
 
     def close(self) -> None:
-        for name in ("lookup", "trie", "_cols", "_bytes"):
+        for name in ("lookup", "trie", "_cols", "_bytes", "_lazy_lookup", "packed"):
             self.__dict__.pop(name, None)
         self._last_blob = None
         self._groups.clear()
@@ -685,6 +721,49 @@ class Archive:
 
     def __repr__(self) -> str:
         return f"<Archive {self.path!r}: {len(self.groups)} groups, sections {self.sections}>"
+
+
+class _Batches:
+    """A lookup in record batches, decoded a few at a time for point reads: a file is read
+    from the batch holding its first row, with the batch before when it starts a batch (its
+    neighbour) and the ones after while its rows run on (at most ``SPAN`` batches; a longer
+    run is left to the whole lookup). The last ``KEEP`` decoded batches are kept."""
+
+    KEEP = 4
+    SPAN = 4
+
+    def __init__(self, schema: pa.Schema, batches: list[tuple[int, int, Any]]) -> None:
+        self.schema = schema
+        self.batches = batches
+        self.starts = [start for start, _, _ in batches]
+        self._done: dict[int, pa.Table] = {}
+
+    def file_at(self, archive: "Archive", path: str, key: bytes, row: int) -> FileInfo | None:
+        b = bisect.bisect_right(self.starts, row) - 1
+        if b < 0 or row >= self.starts[b] + self.batches[b][1]:
+            return None
+        lo = b - 1 if row == self.starts[b] and b > 0 else b
+        hi = b
+        while True:
+            c = _Columns(pa.concat_tables([self._table(archive, i) for i in range(lo, hi + 1)])
+                         .combine_chunks() if hi > lo else self._table(archive, lo))
+            if c.run_end(row - self.starts[lo]) < c.n or hi + 1 == len(self.batches):
+                return archive._file_at(path, key, row, c, self.starts[lo])
+            if hi - lo + 1 >= self.SPAN:
+                return None
+            hi += 1
+
+    def _table(self, archive: "Archive", b: int) -> pa.Table:
+        table = self._done.get(b)
+        if table is None:
+            table = read_batch(self.schema, self.batches[b][2], LOOKUP, archive.path)
+            problem = rows_problem(table, archive.tail_offset)
+            if problem is not None:
+                raise FormatError(f"{LOOKUP} {problem}", path=archive.path)
+            if len(self._done) >= self.KEEP:
+                self._done.pop(next(iter(self._done)))
+            self._done[b] = table
+        return table
 
 
 def group_what(key: GroupKey) -> str:
