@@ -140,6 +140,68 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
     return "\n".join(lines) + "\n"
 
 
+FIND_CHILD = r"""
+import sys, time
+t0 = time.perf_counter()
+from znippy_sql import open_archive
+t1 = time.perf_counter()
+a = open_archive(sys.argv[1])
+t2 = time.perf_counter()
+assert a.find(sys.argv[2]) is not None
+t3 = time.perf_counter()
+assert a.find(sys.argv[3]) is not None
+t4 = time.perf_counter()
+print(t2 - t1, t3 - t2, t4 - t3)
+"""
+
+
+def bench_find(rows: int, work: str, repeat: int) -> str:
+    """The lookup of ``rows`` one-chunk files written plain and compressed (the tail alone,
+    no blobs), then ``open_archive`` and the first and a second ``find`` in a fresh process,
+    taking turns."""
+    import numpy as np
+    import pyarrow as pa
+
+    from znippy_sql.format.schema import BASE_FIELDS, GroupKey
+    from znippy_sql.write.tail import write_tail
+
+    paths = [f"org/acme/pkg{i // 1000:04d}/lib-{i % 1000:03d}/file{i:07d}.jar"
+             for i in range(rows)]
+    rng = np.random.default_rng(1)
+    zeros = np.zeros(rows, np.uint64)
+    table = pa.Table.from_arrays(
+        [pa.array(paths), pa.array(np.zeros(rows, np.uint32)), pa.array(zeros),
+         pa.array(np.zeros(rows, bool)), pa.array(zeros), pa.array(zeros), pa.array(zeros),
+         pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), rows,
+                                              [None, pa.py_buffer(rng.bytes(32 * rows))])],
+        schema=pa.schema(BASE_FIELDS))
+    os.makedirs(work, exist_ok=True)
+    files = {}
+    for ic in (False, True):
+        files[ic] = os.path.join(work, f"lookup-{ic}.znippy")
+        with open(files[ic], "w+b") as fh:
+            write_tail(fh, 0, {GroupKey(0, "", ""): table}, fsync=False, index_compression=ic)
+    got: dict[bool, list[list[float]]] = {False: [], True: []}
+    for i in range(repeat):
+        for ic in ((False, True) if i % 2 == 0 else (True, False)):
+            out = subprocess.run([sys.executable, "-c", FIND_CHILD, files[ic], paths[rows // 2],
+                                  paths[rows // 3]], check=True, capture_output=True, text=True,
+                                 env={**os.environ, "PYTHONPATH": ROOT}).stdout.split()
+            got[ic].append([float(x) for x in out])
+    lines = ["", f"First `find` on a lookup of {rows:,} rows (`--find-rows {rows}`, median (range) "
+             f"of {repeat} fresh processes each, taking turns):", "",
+             "| lookup | bytes after blobs | open_archive | first find | second find |",
+             "|---|---|---|---|---|"]
+    for ic in (False, True):
+        cols = list(zip(*got[ic]))
+        cells = [f"{1000 * statistics.median(c):.1f} ms ({1000 * min(c):.1f}-{1000 * max(c):.1f})"
+                 for c in cols]
+        lines.append(f"| {'compressed, 16,384-row batches' if ic else 'plain, one batch'} | "
+                     f"{os.path.getsize(files[ic]) / MB:.1f} MB | " + " | ".join(cells) + " |")
+    shutil.rmtree(work, ignore_errors=True)
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
@@ -150,7 +212,20 @@ def main() -> None:
     ap.add_argument("--work", default=os.path.join(HERE, "out", "packed"))
     ap.add_argument("--corpora", default=os.path.join(HERE, "out", "corpora"))
     ap.add_argument("--out", default=os.path.join(HERE, "results-packed.md"))
+    ap.add_argument("--find-rows", type=int, default=0,
+                    help="only the first-find measurement on a lookup of this many rows")
     args = ap.parse_args()
+    if args.find_rows:
+        load = os.getloadavg()[0]
+        text = bench_find(args.find_rows, os.path.join(args.work, "find"), args.repeat)
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        text = (f"\n## Run {stamp} UTC, {platform.node()}: {os.cpu_count()} cores, shared, load "
+                f"{load:.1f} at the start\n\nCommand: `.venv/bin/python bench/bench_packed.py "
+                f"--find-rows {args.find_rows} --repeat {args.repeat}`\n" + text)
+        with open(args.out, "a") as fh:
+            fh.write(text)
+        print(text)
+        return
     started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M")
     names = args.only or ["src_tree", "m2_repository", "mixed_repo", "big_text", "random"]
     results = []

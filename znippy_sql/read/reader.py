@@ -361,7 +361,9 @@ class Archive:
             return None
         if "lookup" not in self.__dict__ and not self.lookup_in_memory:
             lazy = self._lazy_lookup
-            if lazy is not None:  # a lookup in batches: decode the one holding the file
+            # a lookup in batches: decode the one holding the file; once many were decoded
+            # (random reads all over it), the whole lookup serves every read after
+            if lazy is not None and lazy.decoded < lazy.PROMOTE:
                 found = lazy.file_at(self, path, key, int(row))
                 if found is not None:
                     return found
@@ -731,12 +733,15 @@ class _Batches:
 
     KEEP = 4
     SPAN = 4
+    #: after this many batch decodes the whole lookup is read and serves the point reads
+    PROMOTE = 16
 
     def __init__(self, schema: pa.Schema, batches: list[tuple[int, int, Any]]) -> None:
         self.schema = schema
         self.batches = batches
         self.starts = [start for start, _, _ in batches]
         self._done: dict[int, pa.Table] = {}
+        self.decoded = 0
 
     def file_at(self, archive: "Archive", path: str, key: bytes, row: int) -> FileInfo | None:
         b = bisect.bisect_right(self.starts, row) - 1
@@ -757,6 +762,7 @@ class _Batches:
         table = self._done.get(b)
         if table is None:
             table = read_batch(self.schema, self.batches[b][2], LOOKUP, archive.path)
+            self.decoded += 1
             problem = rows_problem(table, archive.tail_offset)
             if problem is not None:
                 raise FormatError(f"{LOOKUP} {problem}", path=archive.path)
