@@ -158,6 +158,21 @@ def test_append_replacing_a_packed_file_leaves_a_noted_gap(tmp_path: Path) -> No
         assert any("no file points at" in n for n in report.notes)
 
 
+def test_compact_after_replacing_packed_files(tmp_path: Path) -> None:
+    from znippy_sql.write.compact import compact_archive
+
+    entries = corpus()
+    arc = write(tmp_path / "p.znippy", entries)
+    ap.append_archive(arc, [Entry("src/b/big.txt", data=b"small now")], workers=1)
+    report = compact_archive(arc)
+    assert report.rewritten
+    with open_archive(arc) as a:
+        assert a.verify().ok
+        for e in entries:
+            want = b"small now" if e.relative_path == "src/b/big.txt" else e.data
+            assert a.read(e.relative_path) == want
+
+
 def _edit_lookup(data: bytes, edit) -> bytes:  # type: ignore[no-untyped-def]
     """The archive with ``edit(rows)`` applied to ``__lookup__`` and to every sub-index."""
     secs = sections(data)
@@ -277,9 +292,17 @@ def test_duckdb_and_polars_over_packs(tmp_path: Path) -> None:
         for path in ("src/a/f007.py", "src/b/copy1.py", "src/b/empty.txt"):
             row = con.sql(f"SELECT content FROM znippy_cat('p', '{path}')").fetchall()
             assert row == [(data[path],)]
+        files_cols = con.sql("SELECT * FROM p_files LIMIT 0").columns
+        assert "inner_offset" not in files_cols  # not a module column
+        chunks = con.sql("SELECT relative_path, inner_offset FROM p_chunks").fetchall()
+        assert dict(chunks) == {r["relative_path"]: r["inner_offset"] for r in lookup}
     finally:
         con.close()
     assert scan(arc, "lookup").collect().to_dicts() == lookup
+    got = scan(arc, "chunks").select("relative_path", "inner_offset").collect()
+    assert dict(zip(got["relative_path"], got["inner_offset"])) == {
+        r["relative_path"]: r["inner_offset"] for r in lookup}
+    assert "inner_offset" not in scan(arc, "files").collect_schema().names()
     df = read_files(arc, ["src/a/f003.py", "src/b/big.txt"])
     assert dict(zip(df["relative_path"], df["content"])) == {
         p: data[p] for p in ("src/a/f003.py", "src/b/big.txt")}

@@ -56,7 +56,8 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
         keep = [any(rx.match(p) for rx in rxs)
                 for p in grouped.column("relative_path").to_pylist()]
         grouped = grouped.filter(pa.array(keep, pa.bool_()))
-    extra = [n for n in idx.schema.names if n not in BASE_NAMES and n not in names]
+    extra = [n for n in idx.schema.names
+             if n not in BASE_NAMES and n not in names and n != "inner_offset"]
     if extra:  # the modules' own columns, from each file's chunk_seq 0 row
         first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
         grouped = grouped.join(first.select(["relative_path", *extra]), "relative_path")

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .kernels import one_array
-from .schema import BASE_NAMES, GroupKey, pkg_type_name
+from .schema import BASE_NAMES, INNER, GroupKey, pkg_type_name
 
 #: FORMAT §4: the file digest starts with this domain-separation prefix.
 FILE_DIGEST_PREFIX = b"znippy-file-v1\0"
@@ -57,8 +57,9 @@ def file_digest(path: str, checksums: Sequence[bytes]) -> bytes:
 
 
 def module_fields(schema: pa.Schema) -> list[pa.Field]:
-    """A sub-index's module columns: everything after the base columns and ``pkg_type``."""
-    return [f for f in schema if f.name not in BASE_NAMES and f.name != "pkg_type"]
+    """A sub-index's module columns: everything after the base columns, ``inner_offset``
+    (packed blobs) and ``pkg_type``."""
+    return [f for f in schema if f.name not in BASE_NAMES and f.name not in (INNER, "pkg_type")]
 
 
 def files_schema(extra: Sequence[pa.Field] = ()) -> pa.Schema:

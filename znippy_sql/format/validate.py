@@ -122,7 +122,7 @@ def union_problem(schemas: Iterable[tuple[str, pa.Schema]]) -> str | None:
     types: dict[str, tuple[str, pa.DataType, str]] = {}
     for where, schema in schemas:
         for f in list(schema)[len(BASE_FIELDS):]:
-            if f.name == "pkg_type":
+            if f.name in ("pkg_type", INNER):
                 continue
             low = f.name.lower()
             had = types.setdefault(low, (f.name, f.type, where))

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from ..format.files import files_schema, files_table, module_fields
-from ..format.schema import (BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META,
+from ..format.schema import (INNER, INNER_FIELD, BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what, open_archive
@@ -207,7 +207,9 @@ class _GroupScan(_Pruned):
             self.schema = pa.schema([*head, *files_schema(list(extra.values()))])
             self.group_names = {"repo", "pkg_type", "pkg_type_name", "module"}
         else:
-            self.schema = pa.schema([*head, *BASE_FIELDS, *extra.values(),
+            # packed blobs (FORMAT §3): inner_offset after the base columns, as DuckDB has it
+            inner = [INNER_FIELD] if any(INNER in s.names for s in schemas.values()) else []
+            self.schema = pa.schema([*head, *BASE_FIELDS, *inner, *extra.values(),
                                      *_CHUNK_GROUP_FIELDS])
             self.group_names = {"repo", "pkg_type", "pkg_type_name", "module_name"}
         if many:
