@@ -233,7 +233,7 @@ def test_inner_offset_on_a_raw_row_is_refused(tmp_path: Path) -> None:
         a.read("src/b/noise.bin")
 
 
-def test_cli_pack_flags(tmp_path: Path) -> None:
+def test_cli_pack_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from znippy_sql.cli import main
 
     src = tmp_path / "src"
@@ -243,10 +243,21 @@ def test_cli_pack_flags(tmp_path: Path) -> None:
         p.write_bytes(e.data or b"")
     packed, plain = tmp_path / "p.znippy", tmp_path / "n.znippy"
     assert main(["create", str(src), "-o", str(packed), "--pack", "--no-posix"]) == 0
+    assert "small files into" in capsys.readouterr().out
     assert main(["create", str(src), "-o", str(plain), "--no-pack", "--no-posix"]) == 0
     assert packed.stat().st_size < plain.stat().st_size
     with open_archive(packed) as a:
         assert "inner_offset" in a.lookup.schema.names
+    # append follows the archive: the new files are packed too, without the flag
+    more = tmp_path / "more" / "new"
+    more.mkdir(parents=True)
+    for i in range(20):
+        (more / f"n{i}.txt").write_bytes(text_bytes(500 + i, i))
+    assert main(["append", str(packed), str(tmp_path / "more"), "--no-posix"]) == 0
+    with open_archive(packed) as a:
+        rows = [r for r in a.lookup.to_pylist() if r["relative_path"].startswith("new/")]
+        assert len(rows) == 20 and max(r["inner_offset"] for r in rows) > 0
+        assert a.verify().ok
 
 
 @settings(max_examples=25, deadline=None,

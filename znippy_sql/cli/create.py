@@ -59,6 +59,9 @@ def cmd_create(args: argparse.Namespace) -> int:
           f"{counted(report.chunks, 'chunk')} ({report.compressed_chunks} compressed, "
           f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
           f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
+    if report.packs:
+        print(f"packed {counted(report.packed_files, 'small file')} into "
+              f"{counted(report.packs, 'shared frame')} (--no-pack: one frame each)")
     if report.symlinks or report.directories:
         print(f"recorded {counted(report.directories, 'directory').replace('ys', 'ies')} and "
               f"{counted(report.symlinks, 'symbolic link')} with modes and mtimes (__meta__)")
