@@ -191,9 +191,12 @@ class BlobSink:
             self.packed_files += own
         rows = members[0].tag.rows
         dedup = self.dedup
-        for i, m in enumerate(members):
-            tag = m.tag
-            if tag.rows is not rows:
+        offs: list[int] = []
+        sizes: list[int] = []
+        flags: list[bool] = []
+        inners: list[int] = []
+        for m in members:
+            if m.tag.rows is not rows:
                 raise RuntimeError("a pack spans two groups")
             if m.ref >= 0:
                 assert dedup is not None
@@ -205,29 +208,33 @@ class BlobSink:
                 off, size, flag, inner = cursor + m.inner, m.length, False, 0
             if m.slot >= 0 and dedup is not None:
                 dedup.settle(m.slot, off, size, flag, inner)
-            rows.paths.append(tag.path)
-            rows.seqs.append(tag.chunk_seq)
-            rows.offsets.append(0)
-            rows.compressed.append(flag)
-            rows.sizes.append(m.length)
-            rows.blob_offsets.append(off)
-            rows.blob_sizes.append(size)
-            rows.digests += m.digest
-            rows.inner.append(inner)
-            if rows.has_extra:
-                rows.extra.append(tag.extra)
-            if self.track_order:
-                rows.order.append(self.rows + i)
-            if flag:
-                self.compressed_chunks += 1
-            else:
-                self.raw_chunks += 1
+            offs.append(off)
+            sizes.append(size)
+            flags.append(flag)
+            inners.append(inner)
+        n = len(members)
+        rows.paths.extend([m.tag.path for m in members])
+        rows.seqs.extend([m.tag.chunk_seq for m in members])
+        rows.offsets.frombytes(bytes(8 * n))
+        rows.compressed.extend(flags)
+        rows.sizes.extend([m.length for m in members])
+        rows.blob_offsets.extend(offs)
+        rows.blob_sizes.extend(sizes)
+        rows.digests += b"".join([m.digest for m in members])
+        rows.inner.extend(inners)
+        if rows.has_extra:
+            rows.extra.extend([m.tag.extra for m in members])
+        if self.track_order:
+            rows.order.extend(range(self.rows, self.rows + n))
+        packed = sum(flags)
+        self.compressed_chunks += packed
+        self.raw_chunks += n - packed
         self.rows += len(members)
         if stored:
             self._pwrite(result.buffer)
 
     def tables(self) -> dict[GroupKey, pa.Table]:
-        inner = any(any(g.inner) for g in self.groups.values())
+        inner = any(g.inner and max(g.inner) > 0 for g in self.groups.values())
         return {k: g.table(inner) for k, g in self.groups.items()}
 
     def orders(self) -> dict[GroupKey, np.ndarray]:

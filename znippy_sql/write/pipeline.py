@@ -205,11 +205,10 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             if codec.probe(chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
-        elif job.mode == PACK and chunk:
-            if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
-                got = enc.pack_frames_if_smaller([chunk])[0]
-                frame = None if got is None else b"".join(got)  # type: ignore[arg-type]
-                encoded += len(chunk)
+        elif job.mode == PACK and chunk:  # no probe: its members are small files to compress
+            got = enc.pack_frames_if_smaller([chunk])[0]
+            frame = None if got is None else b"".join(got)  # type: ignore[arg-type]
+            encoded += len(chunk)
         elif job.mode == codec.COMPRESS and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
                 frame = enc.frame_if_smaller(chunk)
