@@ -404,3 +404,16 @@ def test_remote_reads_a_pack_in_one_get(tmp_path: Path, monkeypatch: pytest.Monk
         srv.close()
     for p, d in data.items():
         assert (tmp_path / "x" / p).read_bytes() == d
+
+
+def test_pack_without_dedup_stores_duplicates_in_the_pack(tmp_path: Path) -> None:
+    entries = corpus()
+    arc = write(tmp_path / "p.znippy", entries, dedup=False, workers=2)
+    with open_archive(arc) as a:
+        rows = {r["relative_path"]: r for r in a.lookup.to_pylist()}
+        for e in entries:
+            assert a.read(e.relative_path) == e.data
+        assert a.verify().ok
+    orig, copy = rows["src/a/f000.py"], rows["src/b/copy0.py"]
+    assert (orig["blob_offset"], orig["inner_offset"]) != (copy["blob_offset"],
+                                                           copy["inner_offset"])
