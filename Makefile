@@ -26,6 +26,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m znippy_sql.demo demo-out
 
 test: $(VENV)/.installed-dev
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev

@@ -108,7 +108,7 @@ class RawView:
             first = rows[0]
             rec = {
                 "relative_path": path, "repo": first["repo"], "pkg_type": first["pkg_type"],
-                "pkg_type_name": first["pkg_type_name"], "module": first["module_name"],
+                "pkg_type_name": first["pkg_type_name"], "module_name": first["module_name"],
                 "size": sum(r["uncompressed_size"] for r in rows),
                 "stored_size": sum(r["blob_size"] for r in rows),
                 "chunks": len(rows), "compressed": any(r["compressed"] for r in rows),

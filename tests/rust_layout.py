@@ -381,3 +381,179 @@ def decompress_archive(path: str | os.PathLike[str],
                 buf.extend(bytes(end - len(buf)))
             buf[row["fdata_offset"] : end] = chunk
     return {k: bytes(v) for k, v in out.items()}
+
+
+# -- releases after 0.8 -----------------------------------------------------------------------
+# What is public about them (docs.rs pages of znippy-common 0.9.1 .. 0.14.0, znippy-iceberg and
+# znippy-plugin-git; the GitHub repository stops at v0.8.0) is described in docs/format.md
+# §10, "Archives from releases after 0.8". Where those pages name a thing but not its bytes
+# (the columns of their __lookup__ and __meta__, the name and layout of a hot archive's
+# journal, the list-typed columns, delta rows), the shapes below are stand-ins of that kind,
+# made up here and labelled so: they test that the reader degrades clearly, not that it
+# reads those releases.
+
+#: the version key of ``build_arrow_metadata_for_config`` (0.8 writes 3); a later release may
+#: write a larger one
+NEWER_FORMAT_VERSION = "5"
+
+
+def foreign_lookup(rows: pa.Table) -> tuple[bytes, int]:
+    """A ``__lookup__`` of another shape (stand-in: the 0.9.1 ``lookup_schema``'s columns are
+    not public): the path, the chunk number and a struct of the chunk's location, sorted by
+    (path bytes, chunk)."""
+    order = sorted(range(rows.num_rows), key=lambda i: (
+        rows.column("relative_path")[i].as_py().encode(), rows.column("chunk_seq")[i].as_py()))
+    t = rows.take(pa.array(order, pa.int64()))
+    loc = pa.StructArray.from_arrays(
+        [t.column("blob_offset").combine_chunks(), t.column("blob_size").combine_chunks(),
+         t.column("compressed").combine_chunks()], names=["offset", "size", "compressed"])
+    table = pa.table({"relative_path": t.column("relative_path"),
+                      "chunk_seq": t.column("chunk_seq"), "loc": loc})
+    return _stream(table.schema, table.to_batches()), table.num_rows
+
+
+def base_lookup(rows: pa.Table) -> tuple[bytes, int]:
+    """A ``__lookup__`` with exactly the base columns, sorted (path bytes, chunk)."""
+    order = sorted(range(rows.num_rows), key=lambda i: (
+        rows.column("relative_path")[i].as_py().encode(), rows.column("chunk_seq")[i].as_py()))
+    t = rows.select([f.name for f in BASE]).take(pa.array(order, pa.int64()))
+    t = pa.Table.from_arrays(t.columns, schema=pa.schema(BASE))
+    return _stream(t.schema, t.to_batches()), t.num_rows
+
+
+def fst_trie(rows: pa.Table) -> bytes:
+    """An fst Map (ducer, the Rust ``fst`` crate's format): path → first row of the lookup
+    ``base_lookup`` makes."""
+    import ducer
+
+    paths = sorted({p.encode() for p in rows.column("relative_path").to_pylist()})
+    firsts, row = {}, 0
+    counts: dict[bytes, int] = {}
+    for p in rows.column("relative_path").to_pylist():
+        counts[p.encode()] = counts.get(p.encode(), 0) + 1
+    for p in paths:
+        firsts[p] = row
+        row += counts[p]
+    return bytes(ducer.Map.build(":memory:", ((p, firsts[p]) for p in paths)))
+
+
+def foreign_trie() -> bytes:
+    """Bytes where a trie is expected that are not an fst of a version the ``fst`` crate
+    0.4 reads (its header's first u64 is the fst version, 1..3)."""
+    return struct.pack("<QQ", 9, 0) + b"not an fst of a known version" + bytes(7)
+
+
+def typed_meta(files: Sequence[str], version: str = "0.10.8") -> tuple[bytes, int]:
+    """A ``__meta__`` of the 0.9.13+ kind: one nullable column per ``MetaValue`` variant (Str,
+    I64, F64, Bool, Bytes) plus a discriminant. The variants are public, the column names
+    and the discriminant's type are not: these are stand-ins."""
+    rows = [(None, "created_by", 0, f"znippy {version}", None, None, None, None)]
+    rows += [(p, "size_class", 1, None, i, None, None, None) for i, p in enumerate(files)]
+    rows += [(None, "ratio", 2, None, None, 0.5, None, None),
+             (None, "sealed", 3, None, None, None, True, None),
+             (None, "digest", 4, None, None, None, None, b"\x01\x02")]
+    cols = list(zip(*rows))
+    table = pa.table({
+        "relative_path": pa.array(cols[0], pa.utf8()), "key": pa.array(cols[1], pa.utf8()),
+        "kind": pa.array(cols[2], pa.int8()), "str": pa.array(cols[3], pa.utf8()),
+        "i64": pa.array(cols[4], pa.int64()), "f64": pa.array(cols[5], pa.float64()),
+        "bool": pa.array(cols[6], pa.bool_()), "bytes": pa.array(cols[7], pa.binary())})
+    return _stream(table.schema, table.to_batches()), table.num_rows
+
+
+def unknown_arrow_section() -> tuple[bytes, int]:
+    """A reserved section this reader has never heard of, an Arrow stream."""
+    table = pa.table({"generation": pa.array([1, 2], pa.uint32()),
+                      "parents": pa.array([[], [1]], pa.list_(pa.uint32()))})
+    return _stream(table.schema, table.to_batches()), table.num_rows
+
+
+#: extra columns after the base ones (stand-ins for the list-typed columns of 0.10+ and the
+#: like): name → (type, value of a row from (path, chunk_seq, blob_offset, blob_size))
+EXTRA_COLUMNS: dict[str, tuple[pa.DataType, Callable[[str, int, int, int], object]]] = {
+    "units": (pa.list_(pa.uint64()), lambda p, s, o, n: [o, n]),
+    "origin": (pa.struct([("generation", pa.uint32()), ("tool", pa.utf8())]),
+               lambda p, s, o, n: {"generation": s, "tool": "znippy"}),
+    "kind": (pa.dictionary(pa.int8(), pa.utf8()),
+             lambda p, s, o, n: p.rsplit(".", 1)[-1] if "." in p else "none"),
+    "labels": (pa.map_(pa.utf8(), pa.utf8()), lambda p, s, o, n: [("path", p)]),
+}
+
+
+def write_newer(out_path: str | os.PathLike[str], entries: Sequence[StreamEntry], *,
+                format_version: str = NEWER_FORMAT_VERSION, extra: Sequence[str] = (),
+                sections: Mapping[str, Callable[[pa.Table], tuple[bytes, int]]] | None = None,
+                cores: int = 2, seed: int | None = None) -> Written:
+    """A stream-path archive as a release after 0.8 might lay it out: the 0.8 tail, with
+    ``znippy_format_version`` = ``format_version``, the ``extra`` columns of
+    ``EXTRA_COLUMNS`` after the base ones (and ``pkg_type``), and after the data sub-indexes
+    the reserved ``sections`` (name → builder from all data rows: (bytes, row_count); a
+    raw section's row_count is 0)."""
+    out_path = Path(out_path)
+    out = _Out(out_path)
+    frames = Frames()
+    paths = [e.relative_path for e in entries]
+    rounds = []
+    for i, e in enumerate(entries):
+        step = max(len(e.data) if len(e.data) <= STREAM_SLICE else STREAM_SLICE, 1)
+        for seq, start in enumerate(range(0, max(len(e.data), 1), step)):
+            rounds.append(Round(i, seq, start, e.data[start : start + step], skipped(paths[i])))
+    blobs = _fire(out, rounds, frames, seed)
+    blobs.sort(key=lambda b: (b.round.file_index, b.round.chunk_seq))
+    meta = {**rust_metadata(cores), "znippy_format_version": format_version}
+    fields = list(BASE)
+    if extra:
+        fields.append(pa.field("pkg_type", pa.int8()))
+        fields += [pa.field(n, EXTRA_COLUMNS[n][0]) for n in extra]
+    schema = pa.schema(fields, metadata=meta)
+    groups: dict[tuple[int, bytes], list[Blob]] = {}
+    for b in blobs:
+        e = entries[b.round.file_index]
+        groups.setdefault((e.pkg_type or 0, (e.repo or "").encode()), []).append(b)
+    subs: list[tuple[tuple[int, str, str], bytes, int]] = []
+    tables = []
+    for (pkg_type, repo), group in sorted(groups.items()):
+        base = _batch(group, paths, pa.schema(BASE))
+        cols = list(base.columns)
+        if extra:
+            cols.append(pa.array([pkg_type] * len(group), pa.int8()))
+            for n in extra:
+                typ, value = EXTRA_COLUMNS[n]
+                vals = [value(paths[b.round.file_index], b.round.chunk_seq, b.blob_offset,
+                              b.blob_size) for b in group]
+                if pa.types.is_dictionary(typ):
+                    cols.append(pa.array(vals, pa.utf8()).dictionary_encode().cast(typ))
+                else:
+                    cols.append(pa.array(vals, typ))
+        batch = pa.RecordBatch.from_arrays(cols, schema=schema)
+        tables.append(pa.Table.from_batches([base]))
+        subs.append(((pkg_type, repo.decode(), ""), _stream(schema, [batch]), batch.num_rows))
+    rows = pa.concat_tables(tables) if tables else pa.schema(BASE).empty_table()
+    for name, build in (sections or {}).items():
+        data, count = build(rows)
+        subs.append(((-1, "", name), data, count))
+    return _finish(out, Written(out_path, out.cursor), subs)
+
+
+#: where the hot fixture keeps its journal (a stand-in: the public pages say "index rows in a
+#: journal beside it" and "journal segments", not the name)
+JOURNAL_SUFFIX = ".journal"
+
+
+def write_hot(out_path: str | os.PathLike[str], entries: Sequence[StreamEntry]) -> Path:
+    """An archive in its hot phase (``HotArchive``, 0.9.14+): blobs appended in place from
+    offset 0 and no tail, no footer; the index rows in a journal beside it, an Arrow IPC
+    stream whose schema message opens the segment (``encode_journal_schema``) and whose
+    batches follow, without an end-of-stream marker while the archive is hot. Returns the
+    journal's path."""
+    out_path = Path(out_path)
+    out = _Out(out_path)
+    paths = [e.relative_path for e in entries]
+    rounds = [Round(i, 0, 0, e.data, skipped(e.relative_path)) for i, e in enumerate(entries)]
+    blobs = _fire(out, rounds, Frames(), None)
+    out.fh.close()
+    batch = _batch(blobs, paths, pa.schema(BASE))
+    data = _stream(batch.schema, [batch])[: -8]  # the segment is open: no end-of-stream yet
+    journal = out_path.with_name(out_path.name + JOURNAL_SUFFIX)
+    journal.write_bytes(data)
+    return journal

@@ -26,14 +26,24 @@ from znippy_sql.git.journal import TOMBSTONE, encode_row, encode_schema
 from znippy_sql.git.pack import entry_header
 from znippy_sql.git.push import Receiver
 
-from znippy_sql.git.uring import UringWriter, _liburing
+from znippy_sql.git.uring import UringWriter, _liburing, probe
 
 try:
     _liburing()
-except ZnippyError:  # pragma: no cover - liburing absent
-    UringWriter = None  # type: ignore[assignment,misc]
-needs_uring = pytest.mark.skipif(UringWriter is None, reason="liburing is not installed")
+    WHY_NO_URING = ""
+except ZnippyError as exc:  # liburing absent, or built for another CPU (it dies with SIGILL)
+    WHY_NO_URING = str(exc)
+needs_uring = pytest.mark.skipif(bool(WHY_NO_URING), reason=f"UringWriter: {WHY_NO_URING}")
 DURABLE = [SafeWriter, pytest.param(UringWriter, marks=needs_uring, id="UringWriter")]
+
+
+def test_a_crashing_native_probe_is_an_error_not_a_dead_process(tmp_path: Path) -> None:
+    """A liburing built for another CPU kills its process with SIGILL: the writer must say so."""
+    why = probe("import os, signal; os.kill(os.getpid(), signal.SIGILL)")
+    assert why is not None and "SIGILL" in why
+    assert probe("import sys; sys.exit('no ring here')") == \
+        "liburing failed in a probe process: no ring here"
+    assert probe("pass") is None
 
 
 def content(offset: int, size: int) -> bytes:
@@ -288,7 +298,7 @@ def test_a_second_process_is_refused_at_once(tmp_path: Path) -> None:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "READY"
-        for cls in (SafeWriter, FastWriter, *([UringWriter] if UringWriter else [])):
+        for cls in (SafeWriter, FastWriter, *([] if WHY_NO_URING else [UringWriter])):
             start = time.monotonic()
             with pytest.raises(LockError, match="another writer holds") as err:
                 cls(blobs)

@@ -144,6 +144,19 @@ UNUSUAL: dict[str, Callable[[pa.Table], pa.Table]] = {
                                                                      pa.int32())),
     "twice": lambda t: _with_column(_with_column(t, "x_a", pa.array(["1"] * t.num_rows)),
                                     "X_A", pa.array(["2"] * t.num_rows)),
+    "30-deep struct": lambda t: _with_column(t, "x_deep", _nested(30, t.num_rows)),
+    "5000 columns": lambda t: pa.Table.from_arrays(
+        [*t.columns, *(pa.array(["v"] * t.num_rows) for _ in range(5000))],
+        names=[*t.column_names, *(f"x_c{i}" for i in range(5000))]),
+    "non-ASCII name": lambda t: _with_column(t, "maven_é", pa.array(["a"] * t.num_rows)),
+    "bad metadata": lambda t: t.replace_schema_metadata({b"znippy.block_size": b"\xff\xfe"}),
+    "block size 0": lambda t: t.replace_schema_metadata({b"znippy.block_size": b"0"}),
+}
+
+
+#: Columns of types this project's modules never write (another writer's, docs/format.md
+#: §11): once refused, now kept and shown by every read path.
+EXTRA: dict[str, Callable[[pa.Table], pa.Table]] = {
     "dictionary": lambda t: _with_column(t, "x_dict", pa.array(["a"] * t.num_rows)
                                          .dictionary_encode()),
     "string_view": lambda t: _with_column(t, "x_view", pa.array(["a"] * t.num_rows,
@@ -159,14 +172,19 @@ UNUSUAL: dict[str, Callable[[pa.Table], pa.Table]] = {
                                                                pa.timestamp("ns"))),
     "unknown time zone": lambda t: _with_column(t, "x_tz", pa.array(
         [0] * t.num_rows, pa.timestamp("s", tz="Mars/Phobos"))),
-    "30-deep struct": lambda t: _with_column(t, "x_deep", _nested(30, t.num_rows)),
-    "5000 columns": lambda t: pa.Table.from_arrays(
-        [*t.columns, *(pa.array(["v"] * t.num_rows) for _ in range(5000))],
-        names=[*t.column_names, *(f"x_c{i}" for i in range(5000))]),
-    "non-ASCII name": lambda t: _with_column(t, "maven_é", pa.array(["a"] * t.num_rows)),
-    "bad metadata": lambda t: t.replace_schema_metadata({b"znippy.block_size": b"\xff\xfe"}),
-    "block size 0": lambda t: t.replace_schema_metadata({b"znippy.block_size": b"0"}),
 }
+
+
+@pytest.mark.parametrize("case", list(EXTRA))
+def test_extra_columns_of_any_type_are_kept(base: bytes, tmp_path: Path, case: str) -> None:
+    """Valid Arrow, a column after the base ones of any type: every read path takes it."""
+    sub = EXTRA[case](_table(base, R1))
+    path = _put(tmp_path, rebuild(base, {R1: stream(sub)}))
+    out = _no_bad(path, tmp_path)
+    assert {o.kind for o in out} == {"ok"}, [o for o in out if o.kind != "ok"]
+    with open_archive(path) as a:
+        assert a.verify().ok
+        assert sub.schema.field(sub.num_columns - 1).name in a.index().column_names
 
 
 @pytest.mark.parametrize("case", list(UNUSUAL))

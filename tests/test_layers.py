@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parent.parent / "znippy_sql"
 LAYERS = [
     {"errors"},
     {"format", "modules", "remote"},
-    {"read"},
+    {"read", "views"},  # views: the view catalog (its capabilities' views register by name)
     {"provenance"},
     {"write"},
     {"git"},
@@ -116,3 +116,26 @@ def test_no_import_cycles_between_modules() -> None:
                     if not a.endswith("__init__") and not b.endswith("__init__")
                     and reaches(b, a))
     assert cycles == []
+
+
+def test_no_private_name_crosses_a_package() -> None:
+    """``from ..other import _name`` is private use across packages: make the name public."""
+    crossing = []
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(PKG).with_suffix("").parts)
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = parts[:-1][: len(parts) - 1 - (node.level - 1)]
+                mod = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.startswith("znippy_sql"):
+                mod = node.module.split(".")[1:]
+            else:
+                continue
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__") and \
+                        (mod[:1] or [""])[0] != (parts[0] if len(parts) > 1 else ""):
+                    crossing.append(f"{'.'.join(parts)} imports {'.'.join(mod)}.{alias.name}")
+    assert crossing == []

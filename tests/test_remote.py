@@ -158,7 +158,7 @@ def test_polars_filter_on_repo_reads_only_that_group(
 
     monkeypatch.setattr(rsource, "TAIL_GUESS", 4096)
     local = open_archive(archive)
-    from znippy_sql.query.lazy import HEAD
+    from znippy_sql.views.heads import HEAD
 
     with open_archive(_url(srv), cache=False) as arc:
         srv.reset()

@@ -18,6 +18,7 @@ from .errors import (
     SignatureError,
     StoreError,
     UnsafePathError,
+    UnsealedArchiveError,
     ZnippyError,
 )
 
@@ -82,6 +83,7 @@ __all__ = [
     "SignatureError",
     "StoreError",
     "UnsafePathError",
+    "UnsealedArchiveError",
     "VerifyReport",
     "WriteReport",
     "ZnippyError",

@@ -2,8 +2,8 @@
 
 Generates a deterministic corpus (two repos, two package types: a Maven 2 tree and a PyPI tree,
 with already-compressed ``.jar``/``.whl``/``.tar.gz`` files beside text files), writes one
-archive, lists it, reads one file, queries it (DuckDB and Polars when the query layer is
-installed, plain pyarrow otherwise), extracts one repo, verifies, and says what it did.
+archive, lists it, reads one file, queries it (DuckDB and Polars),
+extracts one repo, verifies, and says what it did.
 Only ``OUTDIR/corpus``, ``OUTDIR/extracted`` and ``OUTDIR/demo.znippy`` are (re)written.
 """
 
@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import importlib
-import importlib.util
 import io
 import os
 import random
@@ -25,7 +23,6 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import pyarrow.compute as pc
 
 from . import Entry, open_archive, write_archive
 
@@ -167,48 +164,28 @@ def _say(text: str = "") -> None:
 
 
 def _query(archive_path: str) -> list[str]:
-    """Sizes by repo and package type with DuckDB and Polars, or pyarrow when they are absent."""
-    done = []
-    if importlib.util.find_spec("znippy_sql.duckdb"):
-        import duckdb
+    """Sizes by repo and package type with DuckDB and Polars."""
+    import duckdb
+    import polars as pl
 
-        zduck = importlib.import_module("znippy_sql.duckdb")
-        con = duckdb.connect()
-        name = zduck.register(con, archive_path, name="demo")
-        sql = (f"SELECT repo, pkg_type_name, count(*) AS files, sum(size) AS bytes, "
-               f"sum(stored_size) AS stored FROM {name}_files GROUP BY ALL ORDER BY ALL")
-        _say(f"  DuckDB: {sql}")
-        for row in con.sql(sql).fetchall():
-            _say(f"    {row}")
-        con.close()
-        done.append("queried it with DuckDB")
-    if importlib.util.find_spec("znippy_sql.polars"):
-        import polars as pl
+    import znippy_sql.duckdb as zduck
+    import znippy_sql.polars as zpl
 
-        zpl = importlib.import_module("znippy_sql.polars")
-        frame = (zpl.scan(archive_path, section="files")
-                 .filter(pl.col("repo") == PYPI_REPO)
-                 .select(pl.len().alias("files"), pl.col("size").sum().alias("bytes"))
-                 .collect())
-        _say(f"  Polars: scan(..., 'files').filter(repo == {PYPI_REPO!r}) ->"
-             f" {frame.row(0, named=True)}")
-        done.append("queried it with Polars")
-    if not done:
-        _say("  (znippy_sql.duckdb / znippy_sql.polars are not installed in this build:"
-             " the same question asked of Archive.index() with pyarrow)")
-        with open_archive(archive_path) as archive:
-            idx = archive.index()
-        first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
-        sizes = idx.group_by(["repo", "pkg_type"]).aggregate(
-            [("uncompressed_size", "sum"), ("blob_size", "sum")])
-        files = first.group_by(["repo", "pkg_type"]).aggregate([("relative_path", "count")])
-        table = sizes.join(files, ["repo", "pkg_type"]).sort_by([("repo", "ascending")])
-        for row in table.to_pylist():
-            _say(f"    repo={row['repo']!r} pkg_type={row['pkg_type']} "
-                 f"files={row['relative_path_count']} bytes={row['uncompressed_size_sum']} "
-                 f"stored={row['blob_size_sum']}")
-        done.append("queried its index with pyarrow")
-    return done
+    con = duckdb.connect()
+    name = zduck.register(con, archive_path, name="demo")
+    sql = (f"SELECT repo, pkg_type_name, count(*) AS files, sum(size) AS bytes, "
+           f"sum(stored_size) AS stored FROM {name}_files GROUP BY ALL ORDER BY ALL")
+    _say(f"  DuckDB: {sql}")
+    for row in con.sql(sql).fetchall():
+        _say(f"    {row}")
+    con.close()
+    frame = (zpl.scan(archive_path, section="files")
+             .filter(pl.col("repo") == PYPI_REPO)
+             .select(pl.len().alias("files"), pl.col("size").sum().alias("bytes"))
+             .collect())
+    _say(f"  Polars: scan(..., 'files').filter(repo == {PYPI_REPO!r}) ->"
+         f" {frame.row(0, named=True)}")
+    return ["queried it with DuckDB", "queried it with Polars"]
 
 
 def run(outdir: str, *, seed: int = SEED) -> dict[str, object]:

@@ -21,6 +21,11 @@ class FormatError(ZnippyError):
     """The bytes are not a well-formed znippy archive (footer, manifest, index, ranges)."""
 
 
+class UnsealedArchiveError(FormatError):
+    """The file is an archive in its hot phase (blobs, its index in a journal beside it) or
+    that journal, with no footer yet: the tool that wrote it must seal it first."""
+
+
 class ChecksumError(ZnippyError):
     """A chunk's BLAKE3 does not match the checksum recorded in the index."""
 
@@ -83,6 +88,7 @@ class OptionError(ZnippyError, ValueError):
 __all__ = [
     "ZnippyError",
     "FormatError",
+    "UnsealedArchiveError",
     "ChecksumError",
     "CodecError",
     "UnsafePathError",

@@ -13,6 +13,6 @@
 
 from __future__ import annotations
 
-from .fleet import AddReport, Catalog, RemoveReport, open_catalog
+from .fleet import Catalog, CatalogAddReport, RemoveReport, open_catalog
 
-__all__ = ["AddReport", "Catalog", "RemoveReport", "open_catalog"]
+__all__ = ["Catalog", "CatalogAddReport", "RemoveReport", "open_catalog"]

@@ -32,7 +32,7 @@ DEFAULT_RETRIES = 20
 
 
 @dataclass
-class AddReport:
+class CatalogAddReport:
     added: int = 0          # archives new to the catalog
     replaced: int = 0       # archives whose rows were rewritten (changed since their add)
     unchanged: int = 0      # same size and ETag/mtime: nothing read, nothing written
@@ -132,11 +132,11 @@ class Catalog:
     def add(self, archives: Iterable[PathLike], *, batch_archives: int = DEFAULT_BATCH_ARCHIVES,
             batch_rows: int = DEFAULT_BATCH_ROWS, retries: int = DEFAULT_RETRIES,
             open_options: Mapping[str, Any] | None = None,
-            progress: Callable[[str, str], None] | None = None) -> AddReport:
+            progress: Callable[[str, str], None] | None = None) -> CatalogAddReport:
         """Add (or refresh) archives: local paths or URLs. ``progress(uri, what)`` is called
         with ``what`` in added/replaced/unchanged as each archive is decided."""
         t0 = time.perf_counter()
-        report = AddReport()
+        report = CatalogAddReport()
         known = self._known()
         batch: list[ArchiveRows] = []
         rows = 0
@@ -176,7 +176,8 @@ class Catalog:
         report.seconds = time.perf_counter() - t0
         return report
 
-    def _commit_batch(self, batch: list[ArchiveRows], report: AddReport, retries: int) -> None:
+    def _commit_batch(self, batch: list[ArchiveRows], report: CatalogAddReport,
+                      retries: int) -> None:
         uris = [b.uri for b in batch]
         try:
             files = pa.concat_tables([b.files for b in batch], promote_options="default")

@@ -1,7 +1,7 @@
 """One archive's tail → its ``archives`` row and its ``files`` rows, as Arrow.
 
 Only the tail is read: the manifest, each data sub-index and ``__meta__`` (blobs never). The
-``files`` rows are :func:`~znippy_sql.format.files.files_table` of each group plus each file's
+``files`` rows are the ``files`` view of each group (``views/files.py``) plus each file's
 chunks as a list, sorted by path; the root digest is FORMAT §4's over the same file digests.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CatalogError
-from ..format.files import files_table, module_fields
+from ..views.files import files_of_group, module_fields
 from ..format.schema import pkg_type_name
 from ..format.kernels import one_array
 from ..provenance.sign import archive_root
@@ -147,7 +147,7 @@ def _group_files(table: pa.Table, key: Any, uri: str) -> pa.Table:
         table = table.sort_by([("relative_path", "ascending"), ("chunk_seq", "ascending")])
         seq = one_array(table.column("chunk_seq")).to_numpy(zero_copy_only=False)
     extra = [f.name for f in module_fields(table.schema)]
-    files = files_table(table, key, columns=[*_FILE_COLUMNS, *extra])
+    files = files_of_group(table, key, columns=[*_FILE_COLUMNS, *extra])
     starts = np.flatnonzero(seq == 0)
     if len(starts) != files.num_rows:
         raise CatalogError(f"group {tuple(key)}: chunks are not in chunk_seq order", path=uri)

@@ -38,7 +38,7 @@ class Drift:
 
 
 @dataclass
-class VerifyReport:
+class CatalogVerifyReport:
     archives: int = 0
     rows: int = 0
     seconds: float = 0.0
@@ -50,9 +50,9 @@ class VerifyReport:
 
 
 def verify_catalog(cat: "Catalog", *, open_options: Mapping[str, Any] | None = None
-                   ) -> VerifyReport:
+                   ) -> CatalogVerifyReport:
     t0 = time.perf_counter()
-    report = VerifyReport()
+    report = CatalogVerifyReport()
     records = cat.archives()
     rows = cat.table(FILES).scan(selected_fields=(
         "archive_uri", "relative_path", "digest", "chunks")).to_arrow()
@@ -134,4 +134,4 @@ def _chunk_mismatches(rows: pa.Table) -> list[str]:
     return bad
 
 
-__all__ = ["Drift", "VerifyReport", "verify_catalog"]
+__all__ = ["CatalogVerifyReport", "Drift", "verify_catalog"]

@@ -39,14 +39,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"znippy-sql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{name}":
-                continue  # that area is not installed in this build
-            raise
-        module.register(sub)
-    if command and command not in sub.choices and "modules" in sub.choices:
+        importlib.import_module(f"{__name__}.{name}").register(sub)
+    if command and command not in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)
     for each in sub.choices.values():  # every command may name remote archives
         _remote_options(each)

@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
-import importlib.util
 import json
 import sys
 import time
-from types import ModuleType
 from typing import Any, TextIO
 
 from ..format.schema import resolve_pkg_type
@@ -78,13 +75,11 @@ def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
     parser.add_argument("--repo", help="only files of this repo")
     parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
-                        help=f"only files of this package type ({'|'.join(_TYPE_NAMES)}|N)")
+                        help="only files of this package type (a module's name: "
+                             "maven|cargo|npm|pypi|..., raw, or a number)")
     parser.add_argument("--glob", action="append", default=[], metavar="GLOB",
                         help="only paths matching this shell pattern ('*' spans '/'; "
                              "repeatable: any of them)")
-
-
-_TYPE_NAMES = ("maven", "cargo", "npm", "pypi", "raw")
 
 
 # -- failures ---------------------------------------------------------------------------------
@@ -190,12 +185,6 @@ def done(progress: Progress | None) -> None:
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def provenance_cli() -> ModuleType | None:
-    """The provenance CLI area (issue 5), when it is installed in this build."""
-    name = "znippy_sql.cli.provenance"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
 
 
 def open_archive_arg(path: str) -> Any:

@@ -3,8 +3,8 @@
 Exit codes (see ``znippy_sql.cli``): 0 ok; 1 problems found (verify findings, files that
 failed to extract, a corrupt chunk met by ``cat``); 2 usage or unreadable input.
 
-``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` when that
-module is installed (``--meta``, ``--sign-key``, ``--trust``, ``--signatures-only``, ...).
+``create`` and ``verify`` take extra options from ``znippy_sql.cli.provenance`` (``--meta``,
+``--sign-key``, ``--trust``, ``--signatures-only``, ...).
 ``create`` lives in :mod:`.create`, ``extract`` in :mod:`.extract`; the argument types and
 output helpers in :mod:`.common` (re-exported here for the other areas).
 """
@@ -23,9 +23,10 @@ from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
-from .common import (_TYPE_NAMES, Progress, add_filter_options, counted, create_pkg_type_arg,
+from ..read.foreign import own_writer, writer, writer_text
+from .common import (Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
-                     progress_for, provenance_cli, size_arg)
+                     progress_for, size_arg)
 from .create import register as register_create
 from .extract import add_selection
 from .extract import register as register_extract
@@ -38,31 +39,24 @@ __all__ = ["Progress", "add_filter_options", "counted", "create_pkg_type_arg", "
 def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = None,
                glob: str | list[str] | None = None) -> pa.Table:
     """One row per file in path (UTF-8 byte) order: path, group, size, stored size, chunks,
-    whether any chunk is compressed, then the package-type modules' columns (if any)."""
-    import pyarrow.compute as pc  # ~25 ms of import that create and extract do not need
+    whether any chunk is compressed, then the package-type modules' columns (if any): the
+    ``files`` view (``znippy_sql.views``) without its digest."""
+    from ..format.kernels import SortOptions, call_function, take
+    from ..views import Where, batches
+    from ..views import schema as view_schema
 
-    idx = archive.index(pkg_type=pkg_type, repo=repo)
-    grouped = idx.group_by(["relative_path", "repo", "pkg_type", "module_name"]).aggregate(
-        [("uncompressed_size", "sum"), ("blob_size", "sum"), ("chunk_seq", "count"),
-         ("compressed", "any")])
-    names = {"relative_path": "relative_path", "repo": "repo", "pkg_type": "pkg_type",
-             "module_name": "module_name", "uncompressed_size_sum": "size",
-             "blob_size_sum": "stored_size", "chunk_seq_count": "chunks",
-             "compressed_any": "compressed"}
-    grouped = grouped.select(list(names)).rename_columns(list(names.values()))
+    names = [n for n in view_schema(archive, "files").names
+             if n not in ("digest", "pkg_type_name")]
+    files = batches(archive, "files", names, Where(repo=repo, pkg_type=pkg_type)).read_all()
     globs = [glob] if isinstance(glob, str) else list(glob or ())
     if globs:
         rxs = [re.compile(fnmatch.translate(g)) for g in globs]
         keep = [any(rx.match(p) for rx in rxs)
-                for p in grouped.column("relative_path").to_pylist()]
-        grouped = grouped.filter(pa.array(keep, pa.bool_()))
-    extra = [n for n in idx.schema.names
-             if n not in BASE_NAMES and n not in names and n != "inner_offset"]
-    if extra:  # the modules' own columns, from each file's chunk_seq 0 row
-        first = idx.filter(pc.equal(idx.column("chunk_seq"), 0))
-        grouped = grouped.join(first.select(["relative_path", *extra]), "relative_path")
-    order = pc.sort_indices(grouped, [("relative_path", "ascending")])  # utf8 sorts by bytes
-    return grouped.take(order).combine_chunks()
+                for p in files.column("relative_path").to_pylist()]
+        files = files.filter(pa.array(keep, pa.bool_()))
+    order = call_function("sort_indices", [files],  # utf8 sorts by bytes
+                          SortOptions([("relative_path", "ascending")]))
+    return take(files, order).combine_chunks()
 
 
 _FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size", "chunks",
@@ -94,6 +88,9 @@ def cmd_ls(args: argparse.Namespace) -> int:
         files = file_table(archive, repo=args.repo, pkg_type=args.pkg_type, glob=args.glob)
         rows = files.to_pylist()
         facts = posix_facts(archive) if (args.long or args.json) else None
+        from ..format.schema import GIT_OID  # a git archive's packs: read-only, as git's
+
+        unset = 0o100444 if archive.has_section(GIT_OID) else None
         paths_filter = PathFilter(members=args.paths, excludes=args.exclude)
         if paths_filter:
             keep = set(paths_filter.apply([r["relative_path"] for r in rows],
@@ -108,7 +105,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         path = row["relative_path"]
-        mode = facts.modes.get(path) if facts else None
+        mode = facts.modes.get(path, unset) if facts else None
         mtime = facts.mtimes.get(path) if facts else None
         link = facts.links.get(path) if facts else None
         out.write(f"{_mode(mode)} {row['repo'] or '-':<12} {row['size']:>12} {_when(mtime)} "
@@ -143,7 +140,8 @@ CHECKED_SIGNATURES_ONLY = ("structure", "meta", "signatures")
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    prov = provenance_cli()
+    from . import provenance as prov
+
     signatures_only = bool(getattr(args, "signatures_only", False))
     with open_archive_arg(args.archive) as archive:
         try:
@@ -157,8 +155,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         finally:
             done(progress)
         problems = list(report.problems)
-        if prov is not None:
-            problems.extend(prov.verify_extra(args, archive))
+        problems.extend(prov.verify_extra(args, archive))
         files, chunks = report.files, report.chunks
         if signatures_only:  # nothing was decoded: count what the index holds
             try:
@@ -193,24 +190,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
 # -- info -------------------------------------------------------------------------------------
 def archive_info(archive: Any) -> dict[str, Any]:
     """Manifest, groups with their sizes, sections, totals and the writer's codec choices."""
-    import pyarrow.compute as pc
+    from ..views import batches
 
-    groups = []
     codec_meta: dict[str, str] = {}
     for key in archive.groups:
-        table = archive.group_table(key)
-        if not codec_meta and table.schema.metadata:
-            codec_meta = metadata_text(table.schema)
-        first = pc.equal(table.column("chunk_seq"), 0)
-        compressed = pc.sum(table.column("compressed").cast(pa.int64())).as_py() or 0
+        schema = archive.group_table(key).schema
+        if schema.metadata:
+            codec_meta = metadata_text(schema)
+            break
+    groups = []
+    for g in batches(archive, "groups").read_all().to_pylist():
         groups.append({
-            "pkg_type": key.pkg_type, "pkg_type_name": pkg_type_name(key.pkg_type),
-            "repo": key.repo, "module_name": key.module_name,
-            "files": pc.sum(first.cast(pa.int64())).as_py() or 0,
-            "chunks": table.num_rows, "compressed_chunks": compressed,
-            "raw_chunks": table.num_rows - compressed,
-            "bytes": pc.sum(table.column("uncompressed_size")).as_py() or 0,
-            "stored_bytes": pc.sum(table.column("blob_size")).as_py() or 0,
+            "pkg_type": g["pkg_type"], "pkg_type_name": g["pkg_type_name"],
+            "repo": g["repo"], "module_name": g["module_name"], "files": g["files"],
+            "chunks": g["row_count"], "compressed_chunks": g["compressed_chunks"],
+            "raw_chunks": g["row_count"] - g["compressed_chunks"],
+            "bytes": g["size"], "stored_bytes": g["stored_size"],
         })
     manifest = [{"pkg_type": r.key.pkg_type, "repo": r.key.repo,
                  "module_name": r.key.module_name, "index_offset": r.index_offset,
@@ -252,6 +247,9 @@ def archive_info(archive: Any) -> dict[str, Any]:
         "lookup": "in memory" if archive.lookup_in_memory else "section",
         "groups": groups,
         "sections": archive.sections,
+        # another writer's reserved sections this reader skips (docs/format.md §10)
+        "not_understood": archive.not_understood(),
+        "writer": None if own_writer(archive) else writer(archive),
         "manifest": manifest,
     }
 
@@ -305,9 +303,13 @@ def cmd_info(args: argparse.Namespace) -> int:
               f"{codec.get('znippy.openzl.graph', '?')} level={codec.get('znippy.openzl.level', '?')}"
               f" format_version={codec.get('znippy.openzl.format_version', '?')}"
               f" block_size={codec.get('znippy.block_size', '?')}")
+    if info["writer"] is not None:
+        print(f"writer    {writer_text(info['writer'])}")
     print(f"sections  {', '.join(info['sections']) or '(none)'}"
           + ("; lookup built in memory (the Rust tool's layout)"
              if info["lookup"] == "in memory" else ""))
+    for name, status in info["not_understood"].items():
+        print(f"  {name}: {status}: skipped")
     print("groups")
     print(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
           f"{'bytes':>14}{'stored':>14}")
@@ -325,7 +327,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # -- registration -----------------------------------------------------------------------------
 def register(subparsers: Any) -> None:
-    prov = provenance_cli()
+    from . import provenance as prov
 
     register_create(subparsers)
 
@@ -349,8 +351,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every finding on its own line (repeated ones are grouped otherwise)")
-    if prov is not None:
-        prov.add_verify_options(p)
+    prov.add_verify_options(p)
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("info", help="manifest, groups, sizes and ratio")

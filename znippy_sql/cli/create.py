@@ -16,8 +16,8 @@ from ..errors import ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.schema import DEFAULT_BLOCK_SIZE
 from ..write.compat import COMPAT_MODES
-from .common import (_TYPE_NAMES, Interrupted, counted, create_pkg_type_arg, done, human,
-                     level_arg, os_problem, positive_int, progress_for, provenance_cli, size_arg)
+from .common import (Interrupted, counted, create_pkg_type_arg, done, human,
+                     level_arg, os_problem, positive_int, progress_for, size_arg)
 
 
 def cmd_create(args: argparse.Namespace) -> int:
@@ -28,14 +28,15 @@ def cmd_create(args: argparse.Namespace) -> int:
         raise ZnippyError("source is not a directory", path=args.src)
     check_output(args.out)
     extra: dict[str, Any] = {}
-    prov = provenance_cli()
+    from . import provenance as prov
+
     if args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
         given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
         if given:
             raise ZnippyError(f"--compat {args.compat} writes no metadata or signatures (the "
                               f"Rust 0.8 reader reads every section as an index): "
                               f"{', '.join(given)} cannot be used with it")
-    elif prov is not None:
+    else:
         extra.update(prov.writer_kwargs(args))
     progress = progress_for("create")
     if progress is not None:  # a terminal: totals first, from a listing of the tree
@@ -104,7 +105,7 @@ def add_layout_options(p: Any) -> None:
                         "(--no-index-compression: stored as they are)")
 
 
-def layout_kwargs(args: argparse.Namespace) -> dict[str, bool]:
+def layout_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The layout options given on the command line (unset ones left to the API default)."""
     return {k: v for k, v in (("pack", args.pack),
                               ("index_compression", args.index_compression)) if v is not None}
@@ -116,7 +117,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
     p.add_argument("--repo", default="", help="repo of every file (default: '')")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help=f"package type: {'|'.join(_TYPE_NAMES)}|auto|N (default: raw)")
+                   help="package type: a module's name (maven|cargo|npm|pypi|...), raw, auto "
+                        "(modules claim files) or a number (default: raw)")
     p.add_argument("--level", type=level_arg, default=DEFAULT_LEVEL, metavar="L",
                    help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
@@ -134,9 +136,9 @@ def register(subparsers: Any) -> None:
                         "newline in a name; exit 1")
     add_dedup_option(p)
     add_layout_options(p)
-    prov = provenance_cli()
-    if prov is not None:
-        prov.add_create_options(p)
+    from .provenance import add_create_options
+
+    add_create_options(p)
     p.set_defaults(func=cmd_create)
 
 

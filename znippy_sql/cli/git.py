@@ -1,8 +1,12 @@
-"""Git subcommands: ``git import REPO_DIR -o OUT`` and ``git cat-file ARCHIVE OID``.
+"""Git subcommands: ``git import REPO_DIR -o OUT``, ``git cat-file ARCHIVE NAME`` and
+``git show-ref ARCHIVE``.
 
-``cat-file`` prints like git's: ``-t`` the type, ``-s`` the size, ``-p`` the content (a tree as
-``ls-tree`` lines), ``-e`` only the exit status (0 present, 1 absent). Exit codes as everywhere:
-0 ok, 1 not found (``-e``), 2 usage or unreadable input, 130 interrupted.
+``cat-file`` takes a name as ``git rev-parse`` does (git/revparse.py) and prints like git's:
+``-t`` the type, ``-s`` the size, ``-p`` the content (a tree as ``ls-tree`` lines), ``-e`` only
+the exit status (0 present, 1 absent). Exit codes as everywhere:
+0 ok, 1 not found (``-e``; ``show-ref``: no ref shown), 2 usage or unreadable input,
+130 interrupted. ``show-ref`` prints what ``git show-ref`` prints (``--head``, ``-d``,
+``--heads``, ``--tags``, ``-s``, patterns).
 """
 
 from __future__ import annotations
@@ -37,12 +41,13 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_cat_file(args: argparse.Namespace) -> int:
     from ..errors import NotFoundError
     from ..git.objects import GitObjects
+    from ..git.revparse import Names
     from ..read.reader import open_archive
 
     with open_archive(args.archive) as archive:
         objects = GitObjects(archive)
         try:
-            oid = objects.resolve(args.oid)
+            oid = Names(objects).resolve(args.oid)
         except NotFoundError:
             if args.e:
                 return 1
@@ -58,6 +63,22 @@ def cmd_cat_file(args: argparse.Namespace) -> int:
             out.write(objects.pretty(oid))
         out.flush()
     return 0
+
+
+def cmd_show_ref(args: argparse.Namespace) -> int:
+    from ..git.objects import GitObjects
+    from ..git.refs import load_refs, show_ref
+    from ..read.reader import open_archive
+
+    _show_ref_rest(args)
+    with open_archive(args.archive) as archive:
+        refs = load_refs(archive)
+        objects = GitObjects(archive) if args.dereference and not refs.stored else None
+        lines = show_ref(refs, objects, head=args.head, dereference=args.dereference,
+                         heads=args.heads, tags=args.tags, hash_only=args.hash,
+                         patterns=args.pattern)
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0 if lines else 1
 
 
 def register(subparsers: Any) -> None:
@@ -76,10 +97,39 @@ def register(subparsers: Any) -> None:
 
     cat = sub.add_parser("cat-file", help="one object of an archive, like git cat-file")
     cat.add_argument("archive")
-    cat.add_argument("oid", help="object id: 40 hex digits or a unique prefix of 4 or more")
+    cat.add_argument("oid", help="an object name as git rev-parse takes it: an id, a unique "
+                                 "prefix of 4+ hex digits, a branch or tag name, HEAD")
     how = cat.add_mutually_exclusive_group(required=True)
     how.add_argument("-t", action="store_true", help="print the object's type")
     how.add_argument("-s", action="store_true", help="print the object's size")
     how.add_argument("-p", action="store_true", help="print the object's content")
     how.add_argument("-e", action="store_true", help="exit 0 if the object exists, else 1")
     cat.set_defaults(func=cmd_cat_file)
+
+    show = sub.add_parser("show-ref", help="the archive's refs, like git show-ref")
+    show.add_argument("archive")
+    _show_ref_options(show)
+    show.add_argument("pattern", nargs=argparse.REMAINDER,
+                      help="only refs named PATTERN or ending in /PATTERN (options may follow)")
+    show.set_defaults(func=cmd_show_ref)
+
+
+def _show_ref_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--head", action="store_true", help="show HEAD too (first)")
+    p.add_argument("-d", "--dereference", action="store_true",
+                   help="after an annotated tag, the object it peels to (NAME^{})")
+    p.add_argument("--heads", "--branches", action="store_true", help="only refs/heads/")
+    p.add_argument("--tags", action="store_true", help="only refs/tags/")
+    p.add_argument("-s", "--hash", action="store_true", help="only the object ids")
+
+
+def _show_ref_rest(args: argparse.Namespace) -> None:
+    """Options and patterns after the archive, in any order (``ARCHIVE -d v1``, as git's
+    ``show-ref -d v1``): parsed here, since argparse takes positionals in one go."""
+    rest = argparse.ArgumentParser(prog="znippy-sql git show-ref ARCHIVE", add_help=False)
+    _show_ref_options(rest)
+    rest.add_argument("pattern", nargs="*")
+    more = rest.parse_intermixed_args(args.pattern)
+    for flag in ("head", "dereference", "heads", "tags", "hash"):
+        setattr(args, flag, getattr(args, flag) or getattr(more, flag))
+    args.pattern = more.pattern

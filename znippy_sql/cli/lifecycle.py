@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-import importlib.util
 import json
 import os
 import sys
-from types import ModuleType
 from typing import Any
 
 from ..errors import ZnippyError
@@ -24,18 +21,11 @@ from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 from .create import add_dedup_option, add_layout_options
 
 
-def _provenance() -> ModuleType | None:
-    """The provenance CLI area (``--meta``, ``--sign-key`` ...), when installed."""
-    name = "znippy_sql.cli.provenance"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
-
-
 def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str, Any]:
     """``meta=``/``signer=`` from the provenance options. ``only_if_asked`` (append): none
     unless an option was given, so the archive keeps its own ``__meta__``."""
-    prov = _provenance()
-    if prov is None:
-        return {}
+    from . import provenance as prov
+
     asked = any(getattr(args, n, None) for n in ("meta", "meta_file", "sign_key",
                                                   "no_provenance"))
     if only_if_asked and not asked:
@@ -44,9 +34,9 @@ def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str
 
 
 def _add_provenance_options(parser: argparse.ArgumentParser) -> None:
-    prov = _provenance()
-    if prov is not None:
-        prov.add_create_options(parser)
+    from .provenance import add_create_options
+
+    add_create_options(parser)
 
 
 def _emit(report: Any, args: argparse.Namespace, line: str) -> None:
@@ -176,28 +166,28 @@ def cmd_store_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_store_ls(args: argparse.Namespace) -> int:
-    import pyarrow.compute as pc
+    from ..views.files import files_of_group
 
     store = _open_store(args, writable=False)
     try:
-        files = store.files()
+        groups = store.group_rows()
     finally:
         store.close()
-    first = files.filter(pc.equal(files.column("chunk_seq"), 0))
-    if args.repo is not None:
-        first = first.filter(pc.equal(first.column("repo"), args.repo))
-    sizes = files.group_by("relative_path").aggregate([("uncompressed_size", "sum")])
-    size_of = dict(zip(sizes.column(0).to_pylist(), sizes.column(1).to_pylist()))
-    rows = sorted(zip(first.column("relative_path").to_pylist(),
-                      first.column("repo").to_pylist(), first.column("pkg_type").to_pylist()),
-                  key=lambda r: r[0].encode("utf-8"))
+    rows = []
+    for key, table in groups.items():
+        if args.repo is not None and key.repo != args.repo:
+            continue
+        files = files_of_group(table, key, columns=("relative_path", "size"))
+        rows += [(p, key.repo, key.pkg_type, size) for p, size in
+                 zip(files.column("relative_path").to_pylist(), files.column("size").to_pylist())]
+    rows.sort(key=lambda r: r[0].encode("utf-8"))
     if args.json:
-        json.dump([{"path": p, "repo": r, "pkg_type": t, "size": size_of[p]} for p, r, t in rows],
+        json.dump([{"path": p, "repo": r, "pkg_type": t, "size": n} for p, r, t, n in rows],
                   sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        for p, _r, _t in rows:
-            print(f"{size_of[p]:>12}  {p}" if args.long else p)
+        for p, _r, _t, n in rows:
+            print(f"{n:>12}  {p}" if args.long else p)
     return 0
 
 

@@ -9,9 +9,9 @@ Every reader of this package opens a stream through :func:`read_table` (or
 :func:`checked_reader`), so one rule holds for the core API, DuckDB and Polars (FORMAT §7):
 
 1. the messages are walked before pyarrow builds anything: a schema first, then record
-   batches only (no dictionary batches: no type this project accepts has a dictionary), every
-   buffer and every field node inside its message's body, and the end-of-stream marker
-   exactly at the end of the range; a compressed body (FORMAT §1, "Compressed index
+   batches and dictionary batches only (another writer's extra columns may be dictionaries,
+   docs/format.md §11), every buffer and every field node inside its message's body, and
+   the end-of-stream marker exactly at the end of the range; a compressed body (FORMAT §1, "Compressed index
    streams": ZSTD or LZ4_FRAME) is bounded before pyarrow allocates anything for it: each
    buffer's declared uncompressed length (its 8-byte prefix) must be at most what the
    field node's length and the column's type allow (:func:`_buffer_bounds`) and at most
@@ -288,6 +288,7 @@ def describe(schema: pa.Schema) -> str:
 # 2 buffers [Buffer{offset, length}], 3 compression. Every struct is two int64s.
 _MSG_HEADER, _MSG_BODY_LEN = 2, 3
 _RB_LENGTH, _RB_NODES, _RB_BUFFERS, _RB_COMPRESSION = 0, 1, 2, 3
+_DB_DATA = 1  # DictionaryBatch: 0 id, 1 data (a RecordBatch), 2 isDelta
 _U16, _U32, _I32, _I64 = (struct.Struct("<H"), struct.Struct("<I"), struct.Struct("<i"),
                           struct.Struct("<q"))
 _PAIR = struct.Struct("<qq")
@@ -310,10 +311,12 @@ def _message_problem(buf: pa.Buffer) -> str | None:
         if msg.type == "schema":
             schema = pa.ipc.read_schema(msg)
             continue
-        if msg.type != "record batch":
-            return f"holds a {msg.type} message (only record batches are allowed)"
+        if msg.type not in ("record batch", "dictionary"):
+            return f"holds a {msg.type} message (only record and dictionary batches are " \
+                   "allowed)"
         problem = _batch_problem(memoryview(msg.metadata).cast("B"),
-                                 0 if msg.body is None else msg.body.size, msg.body, schema)
+                                 0 if msg.body is None else msg.body.size, msg.body, schema,
+                                 dictionary=msg.type == "dictionary")
         if problem is not None:
             return problem
     if first:
@@ -324,9 +327,15 @@ def _message_problem(buf: pa.Buffer) -> str | None:
 
 
 def _batch_problem(meta: memoryview, body_len: int, body: pa.Buffer | None = None,
-                   schema: pa.Schema | None = None) -> str | None:
+                   schema: pa.Schema | None = None, *, dictionary: bool = False
+                   ) -> str | None:
+    """A record batch's (or a dictionary batch's record batch's) body and nodes; a
+    compressed one bounded against ``schema`` (a dictionary batch's buffers by the codec's
+    expansion and the batch ratio only: its value type is not looked up by id)."""
     root = _table_at(meta, _u32(meta, 0))
     header = _field_table(meta, root, _MSG_HEADER)
+    if header is not None and dictionary:
+        header = _field_table(meta, header, _DB_DATA)
     if header is None:
         return "has a record batch message without a header"
     declared = _field_i64(meta, root, _MSG_BODY_LEN)
@@ -352,7 +361,8 @@ def _batch_problem(meta: memoryview, body_len: int, body: pa.Buffer | None = Non
         return "has a record batch compressed with an unknown codec or method"
     if body is None or schema is None:
         return "has a compressed record batch this reader cannot bound"
-    bounds = _buffer_bounds(schema, nodes, length)
+    bounds: list[int | None] | None = [None] * len(buffers) if dictionary \
+        else _buffer_bounds(schema, nodes, length)
     if bounds is None or len(bounds) != len(buffers):
         return "has a compressed record batch whose buffers do not match its columns"
     data = memoryview(body).cast("B")
@@ -415,6 +425,8 @@ def _buffer_bounds(schema: pa.Schema, nodes: list[tuple[int, int]], length: int
         bits = up(-(-n // 8))
         if pa.types.is_null(t):
             return True
+        if pa.types.is_dictionary(t):  # a batch holds the indices (docs/format.md §11)
+            t = t.index_type
         out.append(bits)  # validity
         if pa.types.is_boolean(t):
             out.append(bits)
@@ -429,6 +441,9 @@ def _buffer_bounds(schema: pa.Schema, nodes: list[tuple[int, int]], length: int
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
             out.append(up((n + 1) * (4 if pa.types.is_list(t) else 8)))
             return walk(t.value_type)
+        elif pa.types.is_map(t):  # list<struct<key, item>>
+            out.append(up((n + 1) * 4))
+            return walk(pa.struct([t.key_field, t.item_field]))
         elif pa.types.is_fixed_size_list(t):
             return walk(t.value_type)
         elif pa.types.is_struct(t):

@@ -48,7 +48,9 @@ META_SCHEMA = pa.schema(
     ]
 )
 
-#: pkg_type registry (FORMAT §3).
+#: FORMAT §3's pkg_type numbers: the built-in defaults, which keep their names. Any other name
+#: or number resolves through the module registry (``znippy_sql.modules``: a module's name is
+#: its pkg_type's name), loaded only then (a plain archive loads no module).
 PKG_TYPES: dict[str, int] = {
     "raw": 0,
     "untyped": 0,
@@ -83,11 +85,12 @@ SIGN_ARCHIVE = "__sign_archive__"
 GIT_OID = "__gunnar_oid__"
 GIT_GRAPH = "__gunnar_graph__"
 GIT_REACH = "__gunnar_reach__"
+GIT_REFS = "__gunnar_refs__"
 
 #: Where each reserved section goes in the tail (FORMAT §4). Unknown reserved names sit with
 #: the git sections, in name order.
-_SECTION_RANK = {LOOKUP: 0, TRIE: 1, GIT_OID: 2, GIT_GRAPH: 3, GIT_REACH: 4, META: 6,
-                 SIGN_ARTIFACTS: 7, SIGN_ARCHIVE: 8}
+_SECTION_RANK = {LOOKUP: 0, TRIE: 1, GIT_OID: 2, GIT_GRAPH: 3, GIT_REACH: 4, GIT_REFS: 5,
+                 META: 6, SIGN_ARTIFACTS: 7, SIGN_ARCHIVE: 8}
 
 
 def section_rank(name: str) -> tuple[int, str]:
@@ -125,14 +128,40 @@ def resolve_pkg_type(value: int | str | None) -> int:
         return resolve_pkg_type(int(text))
     if text in PKG_TYPES:
         return PKG_TYPES[text]
-    raise OptionError(f"unknown pkg_type {value!r}; known: {', '.join(sorted(PKG_TYPES))}")
+    from .. import modules  # the same layer: the registry names the other package types
+
+    module = modules.by_name(text)
+    if module is not None:
+        return module.pkg_type
+    known = {*PKG_TYPES, *(m.name for m in modules.all_modules())}
+    raise OptionError(f"unknown pkg_type {value!r}; known: {', '.join(sorted(known))}")
 
 
 def pkg_type_name(value: int) -> str:
-    return PKG_TYPE_NAMES.get(value, str(value))
+    """The name of a pkg_type: FORMAT §3's, else its module's (the registry), else the
+    number."""
+    name = PKG_TYPE_NAMES.get(value)
+    if name is not None:
+        return name
+    if 1 <= value <= 127:
+        from .. import modules
+
+        module = modules.for_pkg_type(value)
+        if module is not None:
+            return module.name
+    return str(value)
+
+
+def pkg_type_names() -> list[str]:
+    """Every name a pkg_type can be given by: FORMAT §3's, then the registered modules'."""
+    from .. import modules
+
+    names = list(PKG_TYPE_NAMES.values())
+    return names + [m.name for m in modules.all_modules() if m.name not in names]
+
 
 #: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
 #: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future
 #: extension: readers tell its kind from its bytes (an Arrow stream starts with FF FF FF FF).
-ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, META})
+ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, GIT_REFS, META})

@@ -4,12 +4,13 @@ docs/format.md, "What a reader accepts", states these rules; this module is thei
 implementation, called by every read path (``read/reader.py``, the DuckDB and Polars layers,
 ``verify``, ``append``), so each refuses the same things with the same words.
 
-- :func:`subindex_schema_problem`: the closed set of sub-index schemas — the base columns
-  exactly once, in order, with their types; then optionally ``pkg_type`` (Int8); then at
-  most ``MAX_MODULE_COLUMNS`` module columns named ``<prefix>_<rest>`` (ASCII), none named
-  like a column of a view (case-insensitively, as DuckDB compares names), each of a type in
-  ``MODULE_TYPES``; schema metadata valid UTF-8, with sound values for the keys this
-  project reads.
+- :func:`subindex_schema_problem`: the set of sub-index schemas — the base columns exactly
+  once, in order, with their types (then the ``OPTIONAL_BASE_FIELDS`` present); then
+  optionally ``pkg_type`` (Int8); then at most ``MAX_MODULE_COLUMNS`` module columns named
+  in ASCII, none named like a column of a view (case-insensitively, as DuckDB compares
+  names), of any Arrow type nested at most ``MAX_NESTING`` deep (another writer's lists,
+  structs, dictionaries, maps: kept and shown, read through :func:`portable`); schema
+  metadata valid UTF-8, with sound values for the keys this project reads.
 - :func:`union_problem`: module columns of the same name have one type in every group.
 - :func:`rows_problem`: the unsigned values views and readers do arithmetic on are in range.
 - :func:`lookup_problem`: the lookup is sorted, each path once, its chunks ``0..n-1`` with
@@ -74,18 +75,38 @@ def schema_metadata(schema: pa.Schema) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
-def subindex_schema_problem(schema: pa.Schema) -> str | None:
-    """What keeps ``schema`` out of the closed set of sub-index schemas, or None."""
+#: Columns that may follow the base columns, each optional, in this order, with their exact
+#: types (a column of the base part added by a later format revision goes here):
+#: ``inner_offset`` of packed blobs (FORMAT §3).
+OPTIONAL_BASE_FIELDS: tuple[pa.Field, ...] = (INNER_FIELD,)
+#: Nesting of an extra column's type (list of struct of ...) beyond which it is refused.
+MAX_NESTING = 8
+
+
+def _leading_problem(schema: pa.Schema) -> tuple[str | None, int]:
+    """The base columns, then the optional base columns present: what is wrong with them,
+    and how many leading columns they are."""
     n = len(BASE_FIELDS)
     if len(schema) < n or not pa.schema(list(schema)[:n]).equals(LOOKUP_SCHEMA):
         from .ipc import describe
 
-        return f"does not start with the base columns (has {describe(schema)})"
+        return f"does not start with the base columns (has {describe(schema)})", n
+    for want in OPTIONAL_BASE_FIELDS:
+        if n < len(schema) and schema.field(n).name == want.name:
+            if not schema.field(n).equals(want):
+                nullable = "" if want.nullable else "non-nullable "
+                return f"has {want.name} of type {schema.field(n).type}, expected " \
+                       f"{nullable}{want.type}", n
+            n += 1
+    return None, n
+
+
+def subindex_schema_problem(schema: pa.Schema) -> str | None:
+    """What keeps ``schema`` out of the closed set of sub-index schemas, or None."""
+    problem, n = _leading_problem(schema)
+    if problem is not None:
+        return problem
     rest = list(schema)[n:]
-    if rest and rest[0].name == INNER:  # FORMAT §3, packed blobs
-        if not rest[0].equals(INNER_FIELD):
-            return f"has {INNER} of type {rest[0].type}, expected non-nullable uint64"
-        rest = rest[1:]
     if rest and rest[0].name == "pkg_type":
         if rest[0].type != pa.int8():
             return f"has pkg_type of type {rest[0].type}, expected int8"
@@ -101,8 +122,8 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
         if len(f.name) > MAX_NAME or not _MODULE_NAME.match(f.name):
             return (f"has a module column named {f.name[:MAX_NAME]!r} (expected ASCII "
                     f"letters, digits and '_', at most {MAX_NAME})")
-        if f.type not in MODULE_TYPES:
-            return f"has module column {f.name!r} of type {f.type}, which is not accepted"
+        if f.type not in MODULE_TYPES and _nesting(f.type) > MAX_NESTING:
+            return f"has column {f.name!r} of a type nested more than {MAX_NESTING} deep"
     return schema_metadata(schema)[1]
 
 
@@ -114,6 +135,15 @@ def lookup_schema_problem(schema: pa.Schema) -> str | None:
     from .ipc import describe
 
     return f"has columns {describe(schema)}, expected {describe(PACKED_LOOKUP_SCHEMA)}"
+
+
+def _nesting(t: pa.DataType) -> int:
+    """How deep ``t`` nests (a list of int: 2); dictionaries count their value type."""
+    if pa.types.is_dictionary(t):
+        return 1 + _nesting(t.value_type)
+    if t.num_fields == 0:
+        return 1
+    return 1 + max(_nesting(t.field(i).type) for i in range(t.num_fields))
 
 
 def union_problem(schemas: Iterable[tuple[str, pa.Schema]]) -> str | None:
@@ -249,3 +279,45 @@ def duplicate_paths(groups: Iterable[tuple[GroupKey, pa.Table]]) -> list[str]:
     counts = call_function("value_counts", [allp])
     many = counts.field("counts").to_numpy() > 1
     return sorted(counts.field("values").filter(pa.array(many)).to_pylist())
+
+
+def _portable_type(t: pa.DataType) -> pa.DataType | None:
+    """What an extra column of type ``t`` is read as so that pyarrow's kernels, DuckDB and
+    Polars all take it (None: as it is): a string or binary view as its plain kind, a decimal
+    wider than 38 digits as its text, a timestamp in a time zone no tz database knows in UTC
+    (the instants are the same; only the label goes)."""
+    if t == pa.string_view():
+        return pa.utf8()
+    if t == pa.binary_view():
+        return pa.binary()
+    if pa.types.is_decimal(t) and t.precision > 38:
+        return pa.utf8()
+    if pa.types.is_timestamp(t) and t.tz not in (None, "UTC") and not _known_zone(t.tz):
+        return pa.timestamp(t.unit, "UTC")
+    return None
+
+
+def _known_zone(name: str) -> bool:
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return re.fullmatch(r"[+-][0-9]{2}:[0-9]{2}", name) is not None  # a fixed offset
+    return True
+
+
+def portable_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each extra column's type as :func:`portable` reads it."""
+    fields = [f.with_type(_portable_type(f.type) or f.type) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def portable(table: pa.Table) -> pa.Table:
+    """A checked sub-index with its extra columns in types every engine takes (a no-op, and
+    no copy, for every schema this project or the Rust tool 0.8 writes)."""
+    for i, f in enumerate(table.schema):
+        new = _portable_type(f.type)
+        if new is not None:
+            table = table.set_column(i, f.with_type(new), table.column(i).cast(new))
+    return table

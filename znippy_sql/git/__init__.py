@@ -2,8 +2,10 @@
 the git sections (object index, commit graph, reachability bitmaps). See docs/git-sections.md."""
 
 from .journal import TOMBSTONE, JournalState, read_journal, retire_packs
-from .seal import SealReport, seal_generation_zero
+from .refs import Ref, refs_table
+from .seal import GitSealReport, seal_generation_zero
 from .writers import Faults, FastWriter, InjectedCrash, SafeWriter
 
 __all__ = ["FastWriter", "SafeWriter", "Faults", "InjectedCrash", "read_journal", "retire_packs",
-           "JournalState", "TOMBSTONE", "seal_generation_zero", "SealReport"]
+           "JournalState", "TOMBSTONE", "seal_generation_zero", "GitSealReport", "Ref",
+           "refs_table"]

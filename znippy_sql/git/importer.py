@@ -4,9 +4,10 @@
 then one pack of its loose objects made by ``git pack-objects``; ``mode="one-pack"`` pushes
 one pack of every object (``git pack-objects`` over ``--batch-all-objects``), a mirror. Either
 way the archive holds exactly the objects ``git cat-file --batch-all-objects`` lists. The refs
-go into ``__meta__`` (archive-level facts: key = ref name, value = object id; ``HEAD`` =
-the id it resolves to). The blob file and journal live in a staging directory beside the
-output, removed when the seal is in place (or on failure).
+go into ``__gunnar_refs__`` (git/refs.py: HEAD's branch, every ref's target and peeled id, the
+shallow boundary) and, as before, into ``__meta__`` (archive-level facts: key = ref name,
+value = object id; ``HEAD`` = the id it resolves to). The blob file and journal live in a
+staging directory beside the output, removed when the seal is in place (or on failure).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Literal
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from ..format.schema import META, META_SCHEMA
+from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
 from .push import Receiver
+from .refs import repo_refs
 from .sections import BITMAP_EVERY
 
 Mode = Literal["packs", "one-pack"]
@@ -99,8 +101,10 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
+    out = _local_output(out)
     objects = _objects_dir(repo)
     refs = _refs(repo)
+    named = repo_refs(repo, _git)
     stage = f"{out}.import-{os.getpid()}"
     try:
         os.mkdir(stage)
@@ -120,12 +124,26 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
                 if loose:
                     pushed += _push_made(rx, repo, "\n".join(loose).encode() + b"\n",
                                          "loose objects")
-            report = rx.seal(out, [ReservedSection(META, refs)], bitmap_every=bitmap_every)
+            stored = [ReservedSection(META, refs), ReservedSection(GIT_REFS, named.table(_git))]
+            report = rx.seal(out, stored, bitmap_every=bitmap_every)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
                         time.perf_counter() - start)
+
+
+def _local_output(out: str) -> str:
+    """``out`` as a local path (a ``file://`` URL is one); any other URL is refused."""
+    from ..remote import is_url, local_path
+
+    if not is_url(out):
+        return out
+    path = local_path(out)
+    if path is None:
+        raise ZnippyError("git import writes local files only; write a local archive and copy "
+                          "it", path=out)
+    return path
 
 
 def _push_file(rx: Receiver, path: str) -> int:

@@ -90,8 +90,7 @@ class GitObjects:
             if kind not in (OFS_DELTA, REF_DELTA):
                 return size
             pos = ofs_distance(view, pos, len(view))[1] if kind == OFS_DELTA else pos + 20
-            head = zlib.decompressobj().decompress(view[pos:pos + 64], 20)
-            return _varints(head)[1]
+            return delta_sizes(view, pos, len(view) - 20)[1]
         except (IndexError, zlib.error):
             raise PackError(f"pack {name}: object at offset {at} is damaged",
                             path=self.archive.path) from None
@@ -215,12 +214,46 @@ class _TreeReader:
         return tree_links(content) if kind == TREE else None
 
 
-def _varints(data: bytes) -> tuple[int, int]:
-    """The two size varints that open a delta: source size, target size."""
+#: the two size varints that open a delta take at most this many bytes (64-bit sizes)
+_DELTA_HEAD_MAX = 20
+
+
+def delta_sizes(data: memoryview, pos: int, end: int) -> tuple[int, int]:
+    """``(source size, target size)`` of the delta whose zlib stream starts at ``pos``.
+
+    Inflated incrementally, as much as the two varints need: a dynamic-Huffman block can
+    spend a hundred bytes or more on its code tables before the first output byte, so no
+    fixed input window is enough. IndexError: the stream ends (or the pack does) before the
+    varints are complete."""
+    d = zlib.decompressobj()
+    head = b""
+    at, window = pos, 64
+    while True:
+        sizes = _varints(head)
+        if sizes is not None:
+            return sizes
+        if d.unconsumed_tail:
+            chunk = d.unconsumed_tail
+        elif d.eof or at >= end:
+            raise IndexError
+        else:
+            chunk = data[at:min(end, at + window)]
+            at += len(chunk)
+            window *= 2
+        head += d.decompress(chunk, _DELTA_HEAD_MAX + 1 - len(head))
+
+
+def _varints(data: bytes) -> tuple[int, int] | None:
+    """The two size varints that open a delta (source size, target size), or None while
+    ``data`` ends before both are complete."""
     out, pos = [], 0
     for _ in range(2):
         value = shift = 0
         while True:
+            if pos >= len(data):
+                if len(data) > _DELTA_HEAD_MAX:
+                    raise IndexError  # a varint longer than any 64-bit size: damaged
+                return None
             c = data[pos]
             pos += 1
             value |= (c & 0x7F) << shift

@@ -104,11 +104,11 @@ def inflate(data: memoryview, pos: int, end: int, size: int) -> tuple[bytes, int
     got, at, window = 0, pos, max(512, size // 2 + 64)
     while True:
         if at >= end:
-            raise PackError_("zlib stream is truncated")
+            raise PackEntryError("zlib stream is truncated")
         chunk = data[at:min(end, at + window)]
         out = d.decompress(chunk, size + 1 - got)
         if d.unconsumed_tail:
-            raise PackError_(f"inflates to more than the {size} bytes its header says")
+            raise PackEntryError(f"inflates to more than the {size} bytes its header says")
         got += len(out)
         parts.append(out)
         at += len(chunk)
@@ -116,11 +116,11 @@ def inflate(data: memoryview, pos: int, end: int, size: int) -> tuple[bytes, int
             break
         window *= 2
     if got != size:
-        raise PackError_(f"inflates to {got} bytes, its header says {size}")
+        raise PackEntryError(f"inflates to {got} bytes, its header says {size}")
     return (parts[0] if len(parts) == 1 else b"".join(parts)), at - len(d.unused_data)
 
 
-class PackError_(Exception):
+class PackEntryError(Exception):
     """A problem found at one entry; :func:`parse_pack` adds the pack and entry to it."""
 
 
@@ -180,11 +180,11 @@ def parse_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | 
                 base = bytes(view[pos:pos + 20])
                 pos += 20
             elif kind not in TYPE_NAMES:
-                raise PackError_(f"unknown object type {kind}")
+                raise PackEntryError(f"unknown object type {kind}")
             content, pos = inflate(view, pos, end, size)
         except IndexError:
             raise fail(i, at, "entry header runs past the end of the pack (truncated)") from None
-        except PackError_ as exc:
+        except PackEntryError as exc:
             raise fail(i, at, str(exc)) from None
         except zlib.error as exc:
             raise fail(i, at, f"bad zlib stream ({exc})") from None
@@ -282,7 +282,7 @@ def read_object(data: memoryview, offset: int, *, name: str,
                 dist, pos = ofs_distance(data, pos, end)
                 chain.append(inflate(data, pos, end, size)[0])
                 if dist <= 0 or at - dist < HEADER_LEN:
-                    raise PackError_(f"delta base offset {at - dist} is outside the pack")
+                    raise PackEntryError(f"delta base offset {at - dist} is outside the pack")
                 at -= dist
                 continue
             if kind == REF_DELTA:
@@ -290,11 +290,11 @@ def read_object(data: memoryview, offset: int, *, name: str,
                 chain.append(inflate(data, pos + 20, end, size)[0])
                 found = external(base_oid) if external is not None else None
                 if found is None:
-                    raise PackError_(f"delta base {base_oid.hex()} is not in the archive")
+                    raise PackEntryError(f"delta base {base_oid.hex()} is not in the archive")
                 kind, content = found
                 break
             if kind not in TYPE_NAMES:
-                raise PackError_(f"unknown object type {kind}")
+                raise PackEntryError(f"unknown object type {kind}")
             content = inflate(data, pos, end, size)[0]
             break
         for delta in reversed(chain):
@@ -302,7 +302,7 @@ def read_object(data: memoryview, offset: int, *, name: str,
             content = out[0] if len(out) == 1 else b"".join(out)
     except IndexError:
         raise PackError(f"pack {name}: object at offset {at}: entry runs past the end") from None
-    except PackError_ as exc:
+    except PackEntryError as exc:
         raise PackError(f"pack {name}: object at offset {at}: {exc}") from None
     except zlib.error as exc:
         raise PackError(f"pack {name}: object at offset {at}: bad zlib stream ({exc})") from None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ..format.sections import ReservedSection
 from .journal import Extent, JournalState, read_journal
 from .pack import ParsedPack, index_pack
-from .seal import PackSet, SealReport, pack_path, seal_generation_zero
+from .seal import GitSealReport, PackSet, pack_path, seal_generation_zero
 from .sections import BITMAP_EVERY
 from .writers import Faults, SafeWriter
 
@@ -52,7 +52,7 @@ class Receiver:
         return extent
 
     def seal(self, archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (),
-             *, bitmap_every: int = BITMAP_EVERY) -> SealReport:
+             *, bitmap_every: int = BITMAP_EVERY) -> GitSealReport:
         return seal_generation_zero(self.blobs, self.writer.journal, archive, reserved,
                                     parsed=self.parsed, bitmap_every=bitmap_every)
 

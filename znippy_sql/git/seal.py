@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ import blake3
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from ..format.fsio import fsync_dir
+from ..format.fsio import copy_range, fsync_dir
 from ..format.schema import BASE_SCHEMA, GroupKey
 from ..format.sections import ReservedSection
 from ..write.tail import write_tail
@@ -34,7 +33,7 @@ PACK_PREFIX = "objects.pack."
 
 
 @dataclass(frozen=True)
-class SealReport:
+class GitSealReport:
     """What one seal put on disk (counts taken from the journal and the sealed file)."""
 
     archive: str
@@ -74,16 +73,18 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
                          archive: str | os.PathLike[str],
                          reserved: Sequence[ReservedSection] = (), *, git: bool = True,
                          parsed: Mapping[int, ParsedPack] | None = None,
-                         bitmap_every: int = BITMAP_EVERY) -> SealReport:
+                         bitmap_every: int = BITMAP_EVERY) -> GitSealReport:
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
     archive = os.fspath(archive)
     staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
     try:
         try:
-            shutil.copyfile(blobs, staged)
-        except OSError as exc:
-            raise ZnippyError(f"cannot copy the blob file into {staged}: {exc.strerror or exc}",
+            with open(blobs, "rb") as src, open(staged, "wb") as dst:
+                copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)
+        except (OSError, EOFError) as exc:
+            raise ZnippyError(f"cannot copy the blob file into {staged}: "
+                              f"{getattr(exc, 'strerror', None) or exc}",
                               path=os.fspath(blobs)) from None
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
@@ -100,7 +101,7 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
 
 def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                reserved: Sequence[ReservedSection], *, git: bool,
-               parsed: Mapping[int, ParsedPack], every: int) -> SealReport:
+               parsed: Mapping[int, ParsedPack], every: int) -> GitSealReport:
     live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
     retired = sum(1 for e in state.packs if e[0] in state.retired)
     after = len(state.live()) - len(live)
@@ -136,7 +137,7 @@ def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                               section_builders=builders)
         finally:
             del view
-    return SealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
+    return GitSealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
                       counts[0], counts[1])
 
 

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -30,12 +33,46 @@ from .journal import Extent, encode_row, journal_path
 from .writers import _BlobFile, open_log
 
 
+#: what the probe child runs: the calls every UringWriter makes first
+_PROBE = ("import liburing as L; r = L.Ring(); L.io_uring_queue_init(8, r); "
+          "L.io_uring_queue_exit(r)")
+_usable: dict[str, str | None] = {}
+
+
+def probe(code: str = _PROBE) -> str | None:
+    """``None`` when ``code`` runs in a child process; else why not, in a few words.
+
+    liburing's wheels are built for one CPU baseline: on another CPU the first call into the
+    extension dies with SIGILL instead of raising, which would take the caller's process with
+    it. So it is tried once per process in a child, and a crash there is an error here.
+    """
+    if code not in _usable:
+        try:
+            run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            _usable[code] = f"the probe could not run ({exc})"
+        else:
+            if run.returncode < 0:
+                name = signal.Signals(-run.returncode).name
+                _usable[code] = f"liburing crashed in a probe process ({name})"
+            elif run.returncode:
+                last = (run.stderr.strip().splitlines() or ["exit %d" % run.returncode])[-1]
+                _usable[code] = f"liburing failed in a probe process: {last}"
+            else:
+                _usable[code] = None
+    return _usable[code]
+
+
 def _liburing() -> Any:
     try:
         import liburing
     except ImportError:
         raise ZnippyError("UringWriter needs the liburing package (pip install liburing)"
                           ) from None
+    why = probe()
+    if why is not None:
+        raise ZnippyError(f"io_uring is not usable here: {why}")
     return liburing
 
 

@@ -63,12 +63,8 @@ def _load() -> None:
     global _LOADED
     if _LOADED:
         return
-    try:
-        from .builtin import BUILTIN
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.builtin":
-            raise
-        BUILTIN = ()
+    from .builtin import BUILTIN
+
     for module in BUILTIN:
         register(module)
     from importlib.metadata import entry_points

@@ -119,7 +119,7 @@ def meta_section(meta: Any, *, source: str | None = None) -> ReservedSection:
 
 def read_meta(archive: "Archive") -> pa.Table | None:
     """The ``__meta__`` rows, or ``None`` when the archive records no metadata at all."""
-    if not archive.has_section(META):
+    if not archive.understands(META):  # absent, or another writer's (reported by info)
         return None
     table = archive.section(META)
     problem = meta_problem(table)

@@ -1,4 +1,5 @@
--- One data sub-index as rows of <name>_chunks: its columns plus the group's constants.
+-- One data sub-index as rows of <name>_chunks: its base columns, the group's constants, then
+-- its module columns (the columns of views/files.py CHUNKS, in its order).
 SELECT * {exclude}, {repo} AS repo, {pkg_type}::TINYINT AS pkg_type,
-       {pkg_type_name} AS pkg_type_name, {module} AS module_name
+       {pkg_type_name} AS pkg_type_name, {module_name} AS module_name {extra}
 FROM {table}

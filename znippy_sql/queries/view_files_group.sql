@@ -1,6 +1,6 @@
 -- One group's files: the chunk_seq = 0 row (module columns) joined to the per-file sums.
 SELECT f.relative_path, {repo} AS repo, {pkg_type}::TINYINT AS pkg_type,
-       {pkg_type_name} AS pkg_type_name, {module} AS module,
+       {pkg_type_name} AS pkg_type_name, {module_name} AS module_name,
        s.size, s.stored_size, s.chunks, s.compressed,
        znippy_file_digest(f.relative_path, s.checksums) AS digest {extra}
 FROM {table} AS f

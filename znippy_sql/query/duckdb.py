@@ -25,15 +25,16 @@ from typing import TYPE_CHECKING, Any, Union
 
 import pyarrow as pa
 
+from .. import views
 from ..errors import FormatError, ZnippyError
 from .plan import plan_many, plan_views, union_views
 
 if TYPE_CHECKING:
     import duckdb
 
-#: Every view ``register`` may create, by suffix (``<name>_<suffix>``).
-VIEW_SUFFIXES = ("files", "chunks", "manifest", "groups", "lookup", "meta", "signatures",
-                 "git_objects", "git_commits", "git_reach", "_archive")
+#: Every view ``register`` may create, by suffix (``<name>_<suffix>``): the view catalog's
+#: (``znippy_sql.views.names()``) and ``_archive`` (the archive's path, for the macros).
+VIEW_SUFFIXES = (*views.names(), "_archive")
 
 
 def sanitize_name(text: str) -> str:
@@ -57,6 +58,7 @@ class _State:
 
     def __init__(self) -> None:
         self.installed = False
+        self.capabilities: set[str] = set()
         self.objects: dict[str, list[str]] = {}
 
 
@@ -70,32 +72,71 @@ def _state(con: "duckdb.DuckDBPyConnection") -> _State:
     return state
 
 
-def install(con: "duckdb.DuckDBPyConnection") -> None:
-    """Load the UDFs (``udfs/``) and the macros (``queries/macros.sql``) into ``con``.
+#: what a capability adds to a connection: its UDFs (``module:ATTRIBUTE``) and macros
+#: (``queries/``), installed by ``register`` for the first archive that has the capability
+#: (git sections; a group of the module's pkg_type), so a plain archive imports none of them
+CAPABILITIES: dict[str, tuple[str, str]] = {
+    "git": ("znippy_sql.udfs.git_udfs:UDFS", "git_macros.sql"),
+    "maven": ("znippy_sql.udfs.module_udfs:MAVEN_UDFS", "maven_macros.sql"),
+    "pypi": ("znippy_sql.udfs.module_udfs:PYPI_UDFS", "pypi_macros.sql"),
+}
+_GIT_VIEWS = ("git_objects", "git_commits", "git_reach")
+
+
+def install(con: "duckdb.DuckDBPyConnection", capabilities: Sequence[str] = ()) -> None:
+    """Load the core UDFs (``udfs/archive_udfs.py``) and macros (``queries/macros.sql``)
+    into ``con``, and those of ``capabilities`` (names of :data:`CAPABILITIES`; ``register``
+    adds the ones its archives have).
 
     Both are connection-local (Python UDFs, ``TEMP`` macros), like the views ``register``
     makes; installing twice is a no-op.
     """
-    state = _state(con)
-    if state.installed:
-        return
-    import duckdb
-
     from znippy_sql.udfs.archive_udfs import UDFS
-    from znippy_sql.udfs.git_udfs import UDFS as GIT_UDFS
+
+    state = _state(con)
+    if not state.installed:
+        _install(con, UDFS, "macros.sql")
+        state.installed = True
+    for cap in capabilities:
+        if cap in state.capabilities:
+            continue
+        if cap not in CAPABILITIES:
+            raise ValueError(f"unknown capability {cap!r}; one of {', '.join(CAPABILITIES)}")
+        import importlib
+
+        where, script = CAPABILITIES[cap]
+        module, _, attr = where.partition(":")
+        _install(con, getattr(importlib.import_module(module), attr), script)
+        state.capabilities.add(cap)
+
+
+def _install(con: "duckdb.DuckDBPyConnection", udfs: Sequence[Any], script: str) -> None:
+    import duckdb
 
     from .sql import load_sql
 
-    for name, fn, params, returns, side_effects in UDFS + GIT_UDFS:
+    for name, fn, params, returns, side_effects in udfs:
         try:
             con.remove_function(name)
         except duckdb.Error:
             pass
-        con.create_function(name, fn, [duckdb.sqltype(p) for p in params],
-                            duckdb.sqltype(returns), type="arrow", side_effects=side_effects)
-    for script in ("macros.sql", "git_macros.sql"):
-        _run(con, ";\n".join(_statements(load_sql(script))))
-    state.installed = True
+        con.create_function(  # type: ignore[call-overload]  # stubs want an enum for "arrow"
+            name, fn, [duckdb.sqltype(p) for p in params], duckdb.sqltype(returns),
+            type="arrow", side_effects=side_effects)
+    _run(con, ";\n".join(_statements(load_sql(script))))
+
+
+def capabilities_of(archive: Any) -> list[str]:
+    """The capabilities of :data:`CAPABILITIES` an open archive has (from its manifest)."""
+    caps = []
+    if any(views.present(archive, n) for n in _GIT_VIEWS):
+        caps.append("git")
+    from ..format.schema import pkg_type_name  # a module's name is its pkg_type's name
+
+    for pkg_type in sorted({k.pkg_type for k in archive.groups}):
+        if pkg_type_name(pkg_type) in CAPABILITIES:
+            caps.append(pkg_type_name(pkg_type))
+    return caps
 
 
 def _statements(script: str) -> list[str]:
@@ -169,7 +210,7 @@ def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
     plans = plan_many(paths, name, trust=trust) if many else [plan_views(paths[0], name,
                                                                         trust=trust)]
     views = union_views(plans) if many else plans[0].views
-    install(con)
+    install(con, list(dict.fromkeys(c for p in plans for c in capabilities_of(p.archive))))
     if name in _state(con).objects:  # replacing: drop views the new archive may not have
         unregister(con, name)
     objects = {k: v for plan in plans for k, v in plan.objects.items()}

@@ -16,20 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
-from ..format.files import module_fields
-from ..format.validate import lookup_schema_problem
-from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, LOOKUP_SCHEMA, META,
-                             RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey,
-                             pkg_type_name)
-from ..format.validate import union_problem
+from .. import views
+from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
+from ..format.validate import lookup_schema_problem, union_problem
 from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template
-from .tables import (CHANGED, ArrowPart, Stamp, group_schema, group_table, peek_schema,
-                     section_table)
+from ..views.files import GROUPS_SCHEMA, module_fields
+from ..views.heads import fetch_heads, group_schema, peek_schema
+from .tables import CHANGED, ArrowPart, Stamp, group_table, section_table
+
+#: the views planned as SQL over the zero-copy sub-indexes (the rest: ``_sections``)
+_DATA_VIEWS = ("files", "chunks", "groups", "manifest", "lookup")
 
 
 @dataclass
@@ -138,22 +138,25 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
                             else (lambda k=key: archive.group_table(k)), group_what(key))
         consts = dict(repo=literal(key.repo), pkg_type=str(key.pkg_type),
                       pkg_type_name=literal(pkg_type_name(key.pkg_type)),
-                      module=literal(key.module_name), table=obj)
-        has_pt = "pkg_type" in schema.names
-        chunk_parts.append(template("view_chunks_group.sql", **consts,
-                                    exclude="EXCLUDE (pkg_type)" if has_pt else ""))
+                      module_name=literal(key.module_name), table=obj)
         extra = "".join(f", {'' if single else 'f.'}{ident(f.name)}"
                         for f in module_fields(schema))
+        mods = [ident(f.name) for f in module_fields(schema)]
+        drop = (["pkg_type"] if "pkg_type" in schema.names else []) + mods
+        chunk_parts.append(template("view_chunks_group.sql", **consts,
+                                    exclude=f"EXCLUDE ({', '.join(drop)})" if drop else "",
+                                    extra="".join(f", {m}" for m in mods)))
         file_parts.append(template("view_files_group_single.sql" if single
                                    else "view_files_group.sql", **consts, extra=extra))
     union = "\nUNION ALL BY NAME\n"
     chunks = union.join(f"({p})" for p in chunk_parts)
     plan.add_view("files", union.join(f"({p})" for p in file_parts))
     plan.add_view("chunks", chunks)
-    manifest = plan.add_object("manifest", archive.manifest)
+    manifest = plan.add_object("manifest", views.table(archive, "manifest"))
     plan.add_view("manifest", f"SELECT * FROM {manifest}")
     plan.add_view("groups", template("view_groups.sql", groups=plan.add_object(
-        "group_rows", _group_rows(archive)), chunks=f"({chunks})"))
+        "group_rows", _group_rows(archive)), chunks=f"({chunks})",
+        columns=", ".join(f"g.{c}" for c in _MANIFEST_COLUMNS)))
     plan.add_view("lookup", "SELECT * FROM " + plan.add_part(
         "lookup", lookup_schema, lambda: archive.lookup, LOOKUP))
     plan.add_view("_archive", f"SELECT {literal(archive.path)} AS archive")
@@ -163,8 +166,6 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
 
 def _remote_schemas(archive: Archive) -> tuple[pa.Schema, list[tuple[GroupKey, pa.Schema]]]:
     """A remote archive's lookup and sub-index schemas, from their streams' first bytes."""
-    from .lazy import fetch_heads
-
     lk = archive.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
     fetch_heads(archive, [lk, *(archive.manifest_row(k) for k in archive.groups)])
     lookup = peek_schema(archive, lk.key, LOOKUP)
@@ -182,55 +183,31 @@ def _file_count(archive: Archive) -> int:
         raise ZnippyError(f"__trie__ cannot be read: {exc}", path=archive.path) from None
 
 
+_MANIFEST_COLUMNS = tuple(GROUPS_SCHEMA.names[:7])  # the groups view's manifest columns
+
+
 def _group_rows(archive: Archive) -> pa.Table:
-    """One row per data group. A few rows: allocated with malloc, not from the Arrow pool,
-    whose first allocation in a process reserves ~4 MB (mimalloc) — register otherwise
-    allocates nothing from it."""
-    pool = pa.system_memory_pool()
-    data = [r for r in archive.manifest_rows if r.key.pkg_type != RESERVED_PKG_TYPE]
-    schema = archive.manifest.schema
-    cols = {f.name: pa.array([getattr(r.key, f.name, None) if f.name in r.key._fields
-                              else getattr(r, f.name) for r in data], f.type, memory_pool=pool)
-            for f in schema}
-    cols["pkg_type_name"] = pa.array([pkg_type_name(r.key.pkg_type) for r in data], pa.utf8(),
-                                     memory_pool=pool)
-    return pa.table(cols)
+    """The groups view's manifest columns (its few rows allocated with malloc, not from the
+    Arrow pool, whose first allocation in a process reserves ~4 MB: register otherwise
+    allocates nothing from it)."""
+    return views.table(archive, "groups", list(_MANIFEST_COLUMNS))
 
 
 def _sections(plan: ArchiveViews, trust: Any) -> None:
+    """The views that are one table per archive, as the view catalog defines them: a view
+    whose sections the archive lacks is left out (its capability's code is not imported)."""
     archive = plan.archive
-    if archive.has_section(META):
-        from ..provenance.meta import read_meta
-
-        meta = plan.add_part("meta", _schema(archive, META), lambda: read_meta(archive), META)
-        plan.add_view("meta", f"SELECT * FROM {meta}")
-    if archive.has_section(SIGN_ARTIFACTS) or archive.has_section(SIGN_ARCHIVE):
-        from ..provenance.sign import signatures_table
-
-        sigs = plan.add_object("signatures", signatures_table(archive, trust=trust))
-        plan.add_view("signatures", f"SELECT * FROM {sigs}")
-    if archive.has_section(GIT_OID):
-        from ..format.gitindex import decode_oid_index
-
-        lookup = archive.lookup
-        objects = decode_oid_index(archive.section(GIT_OID), lookup_rows=lookup.num_rows,
-                                   path=archive.path)
-        rows = np.unique(objects.column("pack_row").to_numpy())
-        paths = lookup.column("relative_path").take(pa.array(rows))
-        packs = pa.table({"pack_row": pa.array(rows, pa.uint32()), "relative_path": paths})
-        plan.add_view("git_objects", template(
-            "view_git_objects.sql", objects=plan.add_object("git_objects", objects),
-            packs=plan.add_object("git_packs", packs)))
-    for section, suffix in ((GIT_GRAPH, "git_commits"), (GIT_REACH, "git_reach")):
-        if archive.has_section(section):
-            obj = plan.add_part(suffix, _schema(archive, section),
-                                lambda s=section: archive.section(s), section)
-            plan.add_view(suffix, f"SELECT * FROM {obj}")
-
-
-def _schema(archive: Archive, name: str) -> pa.Schema:
-    """An Arrow section's schema: checked cheaply at once for a local archive, from its
-    header for a remote one."""
-    if archive.source.fetches:
-        return peek_schema(archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
-    return section_table(archive, name).schema
+    for name in views.names():
+        if name in _DATA_VIEWS or not views.present(archive, name):
+            continue
+        view = views.get(name)
+        if view.eager:  # computed (signatures checked, objects decoded): made now, as before
+            obj = plan.add_object(name, views.table(archive, name, trust=trust))
+        else:
+            if not archive.source.fetches:  # a local archive's streams: checked cheaply now
+                for section in view.sections:
+                    if section in ARROW_SECTIONS and archive.has_section(section):
+                        section_table(archive, section)
+            obj = plan.add_part(name, views.schema(archive, name),
+                                lambda n=name: views.table(archive, n), name)
+        plan.add_view(name, f"SELECT * FROM {obj}")

@@ -9,9 +9,10 @@
 [('a.txt', 2)]
 
 ``scan`` goes through ``polars.io.plugins.register_io_source``: the callback gets the projected
-columns, the predicate, ``n_rows`` and a batch size, and applies all of them itself. For
-``files`` and ``chunks`` a predicate on the group columns (``repo``, ``pkg_type``,
-``pkg_type_name``, ``module``/``module_name``, and ``archive`` for several archives) is
+columns, the predicate, ``n_rows`` and a batch size, and applies all of them itself. The rows
+come from the view catalog (:mod:`znippy_sql.views`, one definition per view). For the grouped
+views (``files``, ``chunks``, ``groups``) a predicate on the group columns (``repo``,
+``pkg_type``, ``pkg_type_name``, ``module_name``, and ``archive`` for several archives) is
 decided once per group, so only the matching sub-indexes' byte ranges are read
 (``Archive.source.bytes_read`` counts them).
 
@@ -23,6 +24,7 @@ Polars raises on a table is turned into a :class:`FormatError` naming the archiv
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -32,23 +34,16 @@ from typing import Any, Literal, TypeVar
 import polars as pl
 import pyarrow as pa
 
+from .. import views
 from ..errors import FormatError, ZnippyError
-from ..format.files import files_schema, files_table, module_fields
-from ..format.schema import (INNER, INNER_FIELD, BASE_FIELDS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META,
-                             SIGN_ARCHIVE, SIGN_ARTIFACTS, GroupKey, pkg_type_name)
-from ..format.validate import union_problem
+from ..format.schema import GroupKey
 from ..read.reader import Archive, group_what, open_archive
-from .tables import Stamp, group_schema
+from ..views.files import GROUP_COLUMNS
+from .tables import Stamp
 
-Section = Literal["files", "chunks", "manifest", "lookup", "meta", "signatures", "git_objects",
-                  "git_commits", "git_reach"]
-_SECTION_NAMES = {"meta": META, "git_commits": GIT_GRAPH, "git_reach": GIT_REACH,
-                  "lookup": LOOKUP, "git_objects": GIT_OID}
-_CHUNK_GROUP_FIELDS = (pa.field("repo", pa.utf8(), nullable=False),
-                       pa.field("pkg_type", pa.int8(), nullable=False),
-                       pa.field("pkg_type_name", pa.utf8(), nullable=False),
-                       pa.field("module_name", pa.utf8(), nullable=False))
-_ARCHIVE = pa.field("archive", pa.utf8(), nullable=False)
+Section = Literal["files", "chunks", "groups", "manifest", "lookup", "meta", "signatures",
+                  "git_objects", "git_commits", "git_reach", "git_refs"]
+_ARCHIVE = views.ARCHIVE_FIELD
 ArchiveLike = str | os.PathLike[str] | Archive
 _T = TypeVar("_T")
 
@@ -93,19 +88,13 @@ def _sources(archives: ArchiveLike | Sequence[ArchiveLike]) -> tuple[list[_Sourc
 
 def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "files", *,
          trust: Any = None) -> pl.LazyFrame:
-    """A lazy scan of one section (``files`` by default) of an archive, or of several (a glob,
-    or a list of paths, globs or :class:`Archive` objects) with an ``archive`` column (path)."""
-    if section not in ("files", "chunks", "manifest", "signatures", *_SECTION_NAMES):
-        raise ValueError(f"unknown section {section!r}; one of files, chunks, manifest, "
-                         "lookup, meta, signatures, git_objects, git_commits, git_reach")
+    """A lazy scan of one view (``files`` by default; any of ``views.names()``) of an
+    archive, or of several (a glob, or a list of paths, globs or :class:`Archive` objects)
+    with an ``archive`` column (path)."""
+    if section not in views.names():
+        raise ValueError(f"unknown section {section!r}; one of {', '.join(views.names())}")
     sources, many = _sources(archives)
-    if section in ("files", "chunks"):
-        return _GroupScan(sources, section, many).lazy()
-    return _TableScan(sources, section, many, trust).lazy()
-
-
-def _absent(archive: Archive, section: str) -> ZnippyError:
-    return ZnippyError(f"the archive has no {section} section", path=archive.path)
+    return _Scan(sources, section, many, trust).lazy()
 
 
 def _refused(archive: Archive, what: str, exc: BaseException) -> FormatError:
@@ -155,23 +144,83 @@ def _finish(frames: Iterator[pl.DataFrame], with_columns: list[str] | None,
             yield df.slice(start, step)
 
 
-class _Pruned:
-    """What ``files``/``chunks`` and the table scans share: parts labelled by constant
-    columns, and a predicate's conjuncts on those columns decided once per part."""
+class _Scan:
+    """One view over the sources: parts are (source, data groups) for a grouped view (one
+    part per group), (source, None) otherwise. A predicate's conjuncts on a part's constant
+    columns (the group's ``repo``, ``pkg_type``, ``pkg_type_name``, ``module_name``, and
+    ``archive`` for several archives) are decided once per part; the rest, projection and
+    reading go through :func:`znippy_sql.views.batches`."""
 
-    group_names: set[str] = set()
+    def __init__(self, sources: list[_Source], section: str, many: bool, trust: Any) -> None:
+        self.section = section
+        self.many = many
+        self.trust = trust
+        have = [s for s in sources if views.present(s.archive, section)]
+        if not have:
+            raise ZnippyError(f"the archive has no {section} section",
+                              path=sources[0].archive.path if sources else None)
+        self.view = views.get(section)
+        self.sources = have
+        schemas: dict[int, pa.Schema] = {}
+        for s in have:
+            schemas[id(s)] = _engine(s.archive, section,
+                                     functools.partial(views.schema, s.archive, section))
+        if many:
+            from ..views import merge_schemas
 
-    def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:
-        raise NotImplementedError
+            merged = merge_schemas({s.archive.path: schemas[id(s)] for s in have}, section)
+            self.schema = merged  # the archive column first
+        else:
+            self.schema = schemas[id(have[0])]
+        self.schemas = schemas
+        self._eager: dict[int, pa.Table] = {}
+        if self.view.eager:  # computed (signatures checked, objects decoded): made now
+            for s in have:
+                self._eager[id(s)] = self._read(s, None, None)
+        names = set(GROUP_COLUMNS) if self.view.grouped else set()
+        self.group_names = (names | {"archive"}) if many else names
+        self.parts: list[tuple[_Source, GroupKey | None]] = [
+            (s, k) for s in have for k in (s.archive.groups if self.view.grouped else [None])]
+        self.pl_schema = _engine(have[0].archive, section, lambda: _polars_schema(self.schema))
 
-    def matching(self, parts: list[Any], predicate: pl.Expr | None) -> list[Any]:
+    def _read(self, src: _Source, groups: list[GroupKey] | None,
+              needed: list[str] | None) -> pa.Table:
+        own = self.schemas[id(src)]
+        cols = None if needed is None else [c for c in own.names if c in needed]
+        return views.batches(src.archive, self.section, cols, groups=groups,
+                             trust=self.trust).read_all()
+
+    def lazy(self) -> pl.LazyFrame:
+        from polars.io.plugins import register_io_source
+
+        if self.view.grouped:
+            return register_io_source(self.source, schema=self.pl_schema,
+                                      explain_name=f"znippy {self.section}",
+                                      explain_detail=f"{len(self.parts)} groups")
+        return register_io_source(self.source, schema=self.pl_schema,
+                                  explain_name=f"znippy {self.section}")
+
+    def constants(self, part: tuple[_Source, GroupKey | None]) -> dict[str, tuple[Any, Any]]:
+        src, key = part
+        out: dict[str, tuple[Any, Any]] = {}
+        if key is not None:
+            from ..format.schema import pkg_type_name
+
+            out = {"repo": (key.repo, pl.String), "pkg_type": (key.pkg_type, pl.Int8),
+                   "pkg_type_name": (pkg_type_name(key.pkg_type), pl.String),
+                   "module_name": (key.module_name, pl.String)}
+        if self.many:
+            out["archive"] = (src.archive.path, pl.String)
+        return out
+
+    def matching(self, predicate: pl.Expr | None) -> list[tuple[_Source, GroupKey | None]]:
         conj = [p for p in _conjuncts(predicate)
                 if set(p.meta.root_names()) <= self.group_names] if predicate is not None else []
         if not conj:
-            return list(parts)
+            return list(self.parts)
         test = pl.all_horizontal(conj) if len(conj) > 1 else conj[0]
         keep = []
-        for part in parts:
+        for part in self.parts:
             consts = self.constants(part)
             row = pl.DataFrame({k: [v] for k, (v, _) in consts.items()},
                                schema={k: t for k, (_, t) in consts.items()})
@@ -179,63 +228,7 @@ class _Pruned:
                 keep.append(part)
         return keep
 
-
-class _GroupScan(_Pruned):
-    """``files`` or ``chunks``: one part per data group of each archive."""
-
-    def __init__(self, sources: list[_Source], section: str, many: bool) -> None:
-        self.section = section
-        self.many = many
-        self.parts = [(s, key) for s in sources for key in s.archive.groups]
-        for s in sources:
-            if s.archive.source.fetches:  # remote: every group's schema message in one go
-                from .lazy import fetch_heads
-
-                fetch_heads(s.archive, [s.archive.manifest_row(k) for k in s.archive.groups])
-        schemas = {(id(s), key): group_schema(s.archive, key) for s, key in self.parts}
-        where = {(id(s), key): f"{group_what(key)} of {s.archive.path}" for s, key in self.parts}
-        problem = union_problem((where[k], v) for k, v in schemas.items())
-        if problem is not None:
-            raise FormatError(problem, path=", ".join(s.archive.path for s in sources))
-        self.schemas = schemas
-        extra: dict[str, pa.Field] = {}
-        for schema in schemas.values():
-            for f in module_fields(schema):
-                extra.setdefault(f.name, f.with_nullable(True))
-        head = [_ARCHIVE] if many else []
-        if section == "files":
-            self.schema = pa.schema([*head, *files_schema(list(extra.values()))])
-            self.group_names = {"repo", "pkg_type", "pkg_type_name", "module"}
-        else:
-            # packed blobs (FORMAT §3): inner_offset after the base columns, as DuckDB has it
-            inner = [INNER_FIELD] if any(INNER in s.names for s in schemas.values()) else []
-            self.schema = pa.schema([*head, *BASE_FIELDS, *inner, *extra.values(),
-                                     *_CHUNK_GROUP_FIELDS])
-            self.group_names = {"repo", "pkg_type", "pkg_type_name", "module_name"}
-        if many:
-            self.group_names.add("archive")
-        self.pl_schema = _engine(sources[0].archive if sources else None,  # type: ignore[arg-type]
-                                 section, lambda: _polars_schema(self.schema))
-        self.sources = sources
-
-    def lazy(self) -> pl.LazyFrame:
-        from polars.io.plugins import register_io_source
-
-        return register_io_source(self.source, schema=self.pl_schema,
-                                  explain_name=f"znippy {self.section}",
-                                  explain_detail=f"{len(self.parts)} groups")
-
-    def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:
-        src, key = part
-        module_col = "module" if self.section == "files" else "module_name"
-        out = {"repo": (key.repo, pl.String), "pkg_type": (key.pkg_type, pl.Int8),
-               "pkg_type_name": (pkg_type_name(key.pkg_type), pl.String),
-               module_col: (key.module_name, pl.String)}
-        if self.many:
-            out["archive"] = (src.archive.path, pl.String)
-        return out
-
-    def frames(self, parts: list[tuple[_Source, GroupKey]], needed: list[str] | None
+    def frames(self, parts: list[tuple[_Source, GroupKey | None]], needed: list[str] | None
                ) -> Iterator[pl.DataFrame]:
         checked: set[int] = set()
         for src, key in parts:
@@ -243,28 +236,24 @@ class _GroupScan(_Pruned):
                 src.check()
                 checked.add(id(src))
             archive = src.archive
-            table = archive.group_table(key)
-            if self.section == "files":
-                part = files_table(table, key, columns=needed)
-            else:
-                part = _chunks_part(table, key)
+            what = group_what(key) if key is not None else self.section
+            table = self._eager.get(id(src))
+            if table is None:
+                table = self._read(src, None if key is None else [key], needed)
+            elif needed is not None:
+                table = table.select([c for c in table.schema.names if c in needed])
             if self.many and (needed is None or "archive" in needed):
-                part = part.add_column(0, _ARCHIVE, pa.repeat(pa.scalar(archive.path),
-                                                              part.num_rows))
-            missing = [f for f in self.schema if f.name not in part.schema.names
-                       and (needed is None or f.name in needed)]
-            for f in missing:
-                part = part.append_column(f, pa.nulls(part.num_rows, f.type))
-            names = [n for n in self.schema.names if n in part.schema.names
-                     and (needed is None or n in needed)]
-            what = group_what(key)
-            df = _frame(archive, what, part.select(names))
+                table = table.add_column(0, _ARCHIVE, pa.repeat(pa.scalar(archive.path),
+                                                                table.num_rows))
+            names = [n for n in self.schema.names if needed is None or n in needed]
+            out = views.conform(table, pa.schema([self.schema.field(n) for n in names]))
+            df = _frame(archive, what, out)
             yield _engine(archive, what, lambda: df.cast(
                 {n: self.pl_schema[n] for n in names}))  # type: ignore[arg-type]
 
     def source(self, with_columns: list[str] | None, predicate: pl.Expr | None,
                n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
-        parts = self.matching(self.parts, predicate)
+        parts = self.matching(predicate)
         needed = None
         if with_columns is not None:
             needed = list(with_columns)
@@ -272,117 +261,6 @@ class _GroupScan(_Pruned):
                 needed += [n for n in predicate.meta.root_names() if n not in needed]
         yield from _finish(self.frames(parts, needed), with_columns, predicate, n_rows,
                            batch_size)
-
-
-class _TableScan(_Pruned):
-    """A section that is one table per archive (``manifest``, ``lookup``, ``meta``, ...)."""
-
-    def __init__(self, sources: list[_Source], section: str, many: bool, trust: Any) -> None:
-        self.section = section
-        self.many = many
-        self.trust = trust
-        have = [s for s in sources if self._has(s.archive)]
-        if not have:
-            raise _absent(sources[0].archive, section)
-        self.sources = have
-        self.group_names = {"archive"} if many else set()
-        self._eager: dict[int, pa.Table] = {}
-        if section in ("signatures", "git_objects"):  # computed: made now, as before
-            for s in have:
-                self._eager[id(s)] = self._load(s.archive)
-        first = self._eager.get(id(have[0])) if have else None
-        schema = first.schema if first is not None else self._schema(have[0].archive)
-        self.schema = pa.schema([_ARCHIVE, *schema]) if many else schema
-
-    def _has(self, archive: Archive) -> bool:
-        if self.section == "manifest" or (self.section == "lookup" and archive.lookup_in_memory):
-            return True  # (the Rust tool's layout: the lookup the reader builds in memory)
-        if self.section == "signatures":
-            return archive.has_section(SIGN_ARTIFACTS) or archive.has_section(SIGN_ARCHIVE)
-        return archive.has_section(_SECTION_NAMES[self.section])
-
-    def _schema(self, archive: Archive) -> pa.Schema:
-        if self.section == "manifest":
-            return archive.manifest.schema
-        from ..format.schema import LOOKUP_SCHEMA, META_SCHEMA, RESERVED_PKG_TYPE
-        from .tables import peek_schema
-
-        name = _SECTION_NAMES[self.section]
-        if name == LOOKUP:  # packed archives add inner_offset (FORMAT §3): read its head
-            return LOOKUP_SCHEMA if archive.lookup_in_memory else peek_schema(
-                archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
-        if name == META:
-            return META_SCHEMA
-        return peek_schema(archive, GroupKey(RESERVED_PKG_TYPE, "", name), name)
-
-    def _load(self, archive: Archive) -> pa.Table:
-        if self.section == "manifest":
-            return archive.manifest
-        if self.section == "signatures":
-            from ..provenance.sign import signatures_table
-
-            return signatures_table(archive, trust=self.trust)
-        if self.section == "git_objects":
-            from ..format.gitindex import decode_oid_index
-
-            return decode_oid_index(archive.section(GIT_OID), path=archive.path,
-                                    lookup_rows=archive.lookup.num_rows)
-        if self.section == "lookup":
-            return archive.lookup
-        if self.section == "meta":
-            from ..provenance.meta import read_meta
-
-            table = read_meta(archive)
-            assert table is not None
-            return table
-        table = archive.section(_SECTION_NAMES[self.section])
-        if not isinstance(table, pa.Table):
-            raise FormatError(f"{_SECTION_NAMES[self.section]} is not an Arrow stream",
-                              path=archive.path)
-        return table
-
-    def lazy(self) -> pl.LazyFrame:
-        from polars.io.plugins import register_io_source
-
-        schema = _engine(self.sources[0].archive, self.section,
-                         lambda: _polars_schema(self.schema))
-        return register_io_source(self.source, schema=schema,
-                                  explain_name=f"znippy {self.section}")
-
-    def constants(self, part: Any) -> dict[str, tuple[Any, Any]]:
-        return {"archive": (part.archive.path, pl.String)}
-
-    def frames(self, sources: list[_Source]) -> Iterator[pl.DataFrame]:
-        want = pa.schema(list(self.schema)[1:]) if self.many else self.schema
-        for src in sources:
-            src.check()
-            archive = src.archive
-            table = self._eager.get(id(src))
-            table = self._load(archive) if table is None else table
-            if not table.schema.equals(want):
-                raise FormatError(f"{self.section}: columns differ from the scan's",
-                                  path=archive.path)
-            if self.many:
-                table = table.add_column(0, _ARCHIVE, pa.repeat(pa.scalar(archive.path),
-                                                                table.num_rows))
-            yield _frame(archive, self.section, table)
-
-    def source(self, with_columns: list[str] | None, predicate: pl.Expr | None,
-               n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:
-        yield from _finish(self.frames(self.matching(self.sources, predicate)), with_columns,
-                           predicate, n_rows, batch_size)
-
-
-def _chunks_part(table: pa.Table, key: GroupKey) -> pa.Table:
-    n = table.num_rows
-    if "pkg_type" in table.schema.names:
-        table = table.drop_columns(["pkg_type"])
-    consts = [pa.scalar(key.repo, pa.utf8()), pa.scalar(key.pkg_type, pa.int8()),
-              pa.scalar(pkg_type_name(key.pkg_type), pa.utf8()),
-              pa.scalar(key.module_name, pa.utf8())]
-    for f, value in zip(_CHUNK_GROUP_FIELDS, consts):
-        table = table.append_column(f, pa.repeat(value, n))
-    return table
 
 
 def _conjuncts(expr: pl.Expr) -> list[pl.Expr]:
@@ -424,11 +302,16 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
             raise ValueError("read_files needs an archive, or a frame with an archive column")
         opened: dict[str, Archive] = {}
         names = frame.get_column("archive").to_list()
-        contents = [_open(opened, a).read(p) for a, p in zip(names, paths)]
+        got: dict[tuple[str, str], bytes] = {}
+        for name in dict.fromkeys(names):
+            wanted = dict.fromkeys(p for a, p in zip(names, paths) if a == name)
+            got.update(((name, p), data) for p, data in _open(opened, name).read_many(wanted))
+        contents = [got[(a, p)] for a, p in zip(names, paths)]
     else:
         archive = archive_path if isinstance(archive_path, Archive) else \
             open_archive(archive_path)
-        contents = [archive.read(p) for p in paths]
+        one = dict(archive.read_many(dict.fromkeys(paths)))  # blob order, decoded in threads
+        contents = [one[p] for p in paths]
     return frame.with_columns(pl.Series("content", contents, dtype=pl.Binary))
 
 

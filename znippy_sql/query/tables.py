@@ -33,9 +33,10 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from ..format.footer import FOOTER_LEN
 from ..format.ipc import ARROW_ERRORS, checked_reader
-from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, GroupKey
-from ..format.validate import lookup_schema_problem
-from ..format.validate import subindex_schema_problem
+from ..format.schema import LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..format.validate import (lookup_schema_problem, portable, portable_schema,
+                               subindex_schema_problem)
+from ..read.foreign import noted
 from ..read.reader import Archive, group_what
 
 _STRINGS = (pa.utf8(), pa.binary())
@@ -107,23 +108,6 @@ class ArrowPart:
         return self.table().__arrow_c_stream__(requested_schema)
 
 
-def peek_schema(archive: Archive, key: GroupKey, what: str) -> pa.Schema:
-    """The schema message at the start of a stream, reading only its own bytes."""
-    from .lazy import stream_schema
-
-    return stream_schema(archive, archive.manifest_row(key), what)
-
-
-def group_schema(archive: Archive, key: GroupKey) -> pa.Schema:
-    """A sub-index's schema from its header, refused unless in the closed set."""
-    what = group_what(key)
-    schema = peek_schema(archive, key, what)
-    problem = subindex_schema_problem(schema)
-    if problem is not None:
-        raise FormatError(f"{what} {problem}", path=archive.path)
-    return schema
-
-
 def stream_table(archive: Archive, key: GroupKey, what: str,
                  check: Callable[[pa.Schema], str | None] | None = None) -> pa.Table:
     """The IPC stream of a manifest row, zero-copy, with bounds-relevant checks only."""
@@ -148,7 +132,10 @@ def stream_table(archive: Archive, key: GroupKey, what: str,
 
 def group_table(archive: Archive, key: GroupKey) -> pa.Table:
     """A sub-index checked cheaply (see the module docstring)."""
-    return stream_table(archive, key, group_what(key), subindex_schema_problem)
+    try:
+        return portable(stream_table(archive, key, group_what(key), subindex_schema_problem))
+    except ZnippyError as exc:  # on a newer writer's archive, the error names its version
+        raise noted(archive, exc) from None
 
 
 def section_table(archive: Archive, name: str) -> pa.Table:

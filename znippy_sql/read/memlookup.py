@@ -5,7 +5,9 @@ An archive written by the Rust tool v0.7/v0.8 holds data sub-indexes and a manif
 data sub-indexes (:func:`memory_lookup`: every group's base columns, concatenated, sorted by
 ``relative_path`` as UTF-8 bytes then ``chunk_seq``; the rows may come in any order and in
 any number of record batches), and answers point lookups with :class:`SortedPaths`, a binary
-search over the sorted paths that stands where the fst trie would (``get``, ``len``).
+search over the sorted paths that stands where the fst trie would (``get``, ``len``). The same
+stands in for the ``__lookup__`` and ``__trie__`` of a later Rust release that this reader does
+not understand (:mod:`.foreign`).
 
 Cost: building is one read of every sub-index, one concatenation and one sort of the lookup's
 rows (O(n log n), ~100 bytes a row besides the paths), done once, on the first call that needs
@@ -22,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..format.kernels import call_function, one_array, take
-from ..format.lookup import build_lookup
-from ..format.schema import BASE_NAMES, GroupKey
+from ..format.lookup import build_lookup, with_inner
+from ..format.schema import BASE_NAMES, INNER, GroupKey
 
 if TYPE_CHECKING:
     from .reader import _Columns
@@ -31,9 +33,11 @@ if TYPE_CHECKING:
 
 def memory_lookup(keys: Iterable[GroupKey], table: Callable[[GroupKey], pa.Table]) -> pa.Table:
     """The sorted lookup of the groups ``keys``, each read with ``table(key)`` (a checked
-    data sub-index), as one contiguous table."""
-    groups = {key: table(key).select(list(BASE_NAMES)) for key in keys}
-    return build_lookup(groups)
+    data sub-index), as one contiguous table; with ``inner_offset`` when a group has packed
+    blobs (FORMAT §3)."""
+    groups = {key: t.select([*BASE_NAMES, *([INNER] if INNER in t.schema.names else [])])
+              for key, t in ((key, table(key)) for key in keys)}
+    return build_lookup(with_inner(groups)[0])
 
 
 class SortedPaths:

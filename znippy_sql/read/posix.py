@@ -44,7 +44,7 @@ class Facts:
 
 
 def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
-    if not archive.has_section(META):
+    if not archive.understands(META):  # absent, or another writer's (reported by info)
         return None
     table = archive.section(META)
     problem = meta_problem(table)

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import blake3
 import ducer
@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..format import codec
-from ..errors import ChecksumError, CodecError, FormatError, NotFoundError
+from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
+                      UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import batch_index, read_batch, read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts
@@ -44,7 +45,14 @@ from ..format.schema import (
     resolve_pkg_type,
 )
 from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, lookup_schema_problem,
-                               rows_problem, subindex_schema_problem)
+                               portable, rows_problem, subindex_schema_problem)
+from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
+                      unsealed_problem, with_writer)
+
+if TYPE_CHECKING:
+    from .extract import ExtractReport
+    from .fileobj import ArchiveFile
+    from .verify import VerifyReport
 
 _T = TypeVar("_T")
 @dataclass(frozen=True)
@@ -180,12 +188,16 @@ class Archive:
 
     def _open_tail(self) -> None:
         src = self.source
-        if src.size < FOOTER_LEN:
-            raise FormatError(f"file is {src.size} bytes, too short for a footer", path=self.path)
         # bytes [-16..-8]: magic; [-8..]: manifest offset (u64 LE)
-        manifest_offset = decode_footer(src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer")
-                                        .to_pybytes())
+        manifest_offset = None if src.size < FOOTER_LEN else decode_footer(
+            src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
         if manifest_offset is None:
+            unsealed = unsealed_problem(src, self.path)  # a Rust hot archive, its journal
+            if unsealed is not None:
+                raise UnsealedArchiveError(unsealed, path=self.path)
+            if src.size < FOOTER_LEN:
+                raise FormatError(f"file is {src.size} bytes, too short for a footer",
+                                  path=self.path)
             raise FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=self.path)
         self.manifest_offset = manifest_offset
         self.manifest, self.manifest_rows = decode_manifest(src, manifest_offset)
@@ -193,12 +205,31 @@ class Archive:
         self.tail_offset = min((r.index_offset for r in self.manifest_rows),
                                default=manifest_offset)
         present = [self.has_section(name) for name in (LOOKUP, TRIE)]
-        #: no __lookup__ and no __trie__ (the Rust tool's v0.7/v0.8 layout): both are built
-        #: in memory from the data sub-indexes when first needed (:mod:`.memlookup`)
-        self.lookup_in_memory = not any(present)
-        for name, there in zip((LOOKUP, TRIE), present):
-            if not there and not self.lookup_in_memory:
-                raise FormatError(f"manifest has no {name} section", path=self.path)
+        if not any(present):  # the Rust tool's v0.7/v0.8 layout
+            self.__dict__["lookup_in_memory"] = True
+        elif not rust_writer(self):  # this project's, or an anonymous writer's: strict
+            self.__dict__["lookup_in_memory"] = False
+            for name, there in zip((LOOKUP, TRIE), present):
+                if not there:
+                    raise FormatError(f"manifest has no {name} section", path=self.path)
+
+    @cached_property
+    def lookup_in_memory(self) -> bool:
+        """No usable ``__lookup__`` and ``__trie__``: both are built in memory from the data
+        sub-indexes when first needed (:mod:`.memlookup`). True for the Rust tool's v0.7/v0.8
+        layout (neither section) and for another writer's archive whose sections this reader
+        does not understand (:mod:`.foreign`); decided without I/O for every other archive."""
+        return not lookup_usable(self)
+
+    def not_understood(self) -> dict[str, str]:
+        """Reserved sections of another writer's archive this reader does not understand
+        (name → ``"not understood (schema …)"``): skipped for reading files."""
+        return not_understood(self)
+
+    def understands(self, name: str) -> bool:
+        """Whether the reserved section ``name`` is read (present and understood)."""
+        return self.has_section(name) and (not rust_writer(self)
+                                           or section_status(self, name) is None)
 
     # -- structure --------------------------------------------------------------------------
     @property
@@ -240,6 +271,7 @@ class Archive:
         self._sound.add(key)
         return None
 
+    @with_writer
     def group_table(self, key: GroupKey) -> pa.Table:
         """One data sub-index, zero-copy from the memory map, checked in full once."""
         table = self._groups.get(key)
@@ -255,6 +287,7 @@ class Archive:
         problem = rows_problem(table, self.tail_offset)
         if problem is not None:
             raise FormatError(f"{what} {problem}", path=self.path)
+        table = portable(table)
         self._groups[key] = table
         return table
 
@@ -268,6 +301,7 @@ class Archive:
     def has_section(self, name: str) -> bool:
         return GroupKey(RESERVED_PKG_TYPE, "", name) in self._by_key
 
+    @with_writer
     def section(self, name: str) -> pa.Table | memoryview:
         """A reserved section: a ``pa.Table`` for Arrow sections, a ``memoryview`` for raw ones."""
         buf = self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", name), name)
@@ -287,6 +321,7 @@ class Archive:
                                  keep=True)
 
     @cached_property
+    @with_writer
     def lookup(self) -> pa.Table:
         """``__lookup__``, or, in an archive without one, the same table built in memory;
         checked in full (values, order, each file's chunks) either way."""
@@ -322,6 +357,7 @@ class Archive:
         return (paths if len(first) == len(paths) else take(paths, first)).to_pylist()
 
     @cached_property
+    @with_writer
     def trie(self) -> Any:
         """``__trie__`` as a ``ducer.Map``, or, in an archive without one, a
         :class:`~.memlookup.SortedPaths` over the in-memory lookup (the same ``get``/``len``)."""
@@ -348,6 +384,7 @@ class Archive:
         return int(ends.max())
 
     # -- files ------------------------------------------------------------------------------
+    @with_writer
     def find(self, path: str) -> FileInfo | None:
         """The file's chunks, found through the fst trie (or the in-memory binary search of an
         archive without one; no scan either way)."""
@@ -571,6 +608,7 @@ class Archive:
         data = self.chunk_view(path, chunk, verify=verify)
         return data if isinstance(data, bytes) else data.tobytes()
 
+    @with_writer
     def chunk_view(self, path: str, chunk: Chunk, *, verify: bool | None = None
                    ) -> bytes | memoryview:
         """Like :meth:`read_chunk`, but a raw chunk comes as a view of the map (no copy)."""
@@ -610,6 +648,7 @@ class Archive:
                 raise ChecksumError(f"{where()}BLAKE3 mismatch", path=self.path)
         return data
 
+    @with_writer
     def chunk_views(self, path: str, chunks: Sequence[Chunk], *, verify: bool | None = None
                     ) -> list[bytes | memoryview]:
         """:meth:`chunk_view` of many chunks of one file at once: the same checks, the
@@ -660,7 +699,26 @@ class Archive:
         """The whole file; only its own blobs are touched."""
         return b"".join(self.iter_chunks(path, verify=verify))
 
-    def open(self, path: str) -> Any:
+    def read_many(self, paths: Iterable[str], *, verify: bool | None = None,
+                  workers: int | None = None, ordered: bool = False
+                  ) -> Iterator[tuple[str, bytes]]:
+        """``(path, bytes)`` of many files: found first, read in blob order (``ordered=True``:
+        the given order), decoded in worker threads, remote ranges coalesced, memory bounded
+        (:mod:`.many`)."""
+        from .many import read_many
+
+        return read_many(self, paths, verify=verify, workers=workers, ordered=ordered)
+
+    def iter_files(self, rows: Any, *, verify: bool | None = None, workers: int | None = None,
+                   ordered: bool = False) -> Iterator[tuple[str, bytes]]:
+        """:meth:`read_many` of the ``relative_path`` of ``rows`` (an Arrow table, batch or
+        reader: the rows of the ``files`` view; or mappings)."""
+        from .many import read_many, rows_paths
+
+        return read_many(self, rows_paths(rows), verify=verify, workers=workers,
+                         ordered=ordered)
+
+    def open(self, path: str) -> "ArchiveFile":
         """A streaming, seekable binary file object over one file."""
         from .fileobj import ArchiveFile
 
@@ -687,7 +745,7 @@ class Archive:
                 pkg_type: int | str | None = None, glob: str | None = None,
                 paths: list[str] | None = None, workers: int | None = None,
                 progress: Any = None, strip_components: int = 0, preserve: bool = False,
-                symlinks: bool = False) -> Any:
+                symlinks: bool = False) -> "ExtractReport":
         """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`)."""
         from .extract import extract
 
@@ -695,7 +753,7 @@ class Archive:
                        paths=paths, workers=workers, progress=progress,
                        strip_components=strip_components, preserve=preserve, symlinks=symlinks)
 
-    def verify(self, *, progress: Any = None, content: bool = True) -> Any:
+    def verify(self, *, progress: Any = None, content: bool = True) -> "VerifyReport":
         """Structure and (unless ``content=False``) every blob's content: all findings."""
         from .verify import verify
 

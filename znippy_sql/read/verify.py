@@ -9,7 +9,9 @@ mapping each path to its first lookup row (checked by point lookups, which alway
 never by walking a possibly cyclic fst). Content: every blob decoded, every BLAKE3 checked.
 When the lookup itself cannot be read, the content check runs over the sub-index rows instead.
 An archive without ``__lookup__`` and ``__trie__`` (the Rust tool's layout) is checked the same
-way over the lookup built from its sub-indexes; their absence is a note, not a problem.
+way over the lookup built from its sub-indexes; their absence is a note, not a problem. So are
+another writer's reserved sections this reader does not understand (each a note, "not
+understood (schema …)": skipped) and a writer newer than this reader knows (a note naming it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, UnsafePathError, ZnippyError
 from ..format.paths import check_relative_path
+from .foreign import newer_writer_note
 from .reader import Chunk, fst_call, group_what
 from ..format.schema import (BASE_NAMES, INNER, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              TRIE, GroupKey)
@@ -57,9 +60,19 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
     started = time.perf_counter()
     report = VerifyReport(path=archive.path)
     say = report.problems.append
+    foreign = archive.not_understood()
+    for name, status in foreign.items():  # another writer's sections: skipped, not damage
+        report.notes.append(f"{name}: {status}; skipped, files are read through the data "
+                            "sub-indexes")
     if archive.lookup_in_memory:
-        report.notes.append(f"no {LOOKUP} or {TRIE} section (the Rust tool's layout): the "
-                            "lookup was built in memory from the data sub-indexes")
+        what = (f"no {LOOKUP} or {TRIE} section (the Rust tool's layout)"
+                if not (archive.has_section(LOOKUP) or archive.has_section(TRIE))
+                else f"no {LOOKUP} and {TRIE} this reader understands")
+        report.notes.append(f"{what}: the lookup was built in memory from the data "
+                            "sub-indexes")
+    newer = newer_writer_note(archive)
+    if newer is not None:
+        report.notes.append(newer)
     rows = _structure(archive, say)
     if rows is not None and content:
         _content(archive, rows, report, progress)
@@ -198,7 +211,14 @@ def _structure(archive: "Archive", say: Say) -> pa.Table | None:
 def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None:
     """Raise unless what an append rebuilds from is sound: the lookup (sorted, each file's
     chunks in order), the trie (its checksum) and every path in one group only (``groups``:
-    the sub-indexes, read already)."""
+    the sub-indexes, read already); and no reserved section of another writer that this
+    reader does not understand (a rewritten tail would drop or replace it without a word)."""
+    foreign = archive.not_understood()
+    if foreign:
+        listed = "; ".join(f"{name}: {status}" for name, status in foreign.items())
+        raise FormatError(f"holds sections this reader does not understand ({listed}): an "
+                          "append would drop or replace them; append with the tool that wrote "
+                          "the archive", path=archive.path)
     archive.lookup  # noqa: B018  (its checks run on first use)
     if archive.has_section(TRIE):
         archive.trie  # noqa: B018

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,36 +27,9 @@ import pyarrow.compute as pc
 from ..errors import StoreError
 from ..write.dedup import distinct_blob_bytes
 from ..write.tail import write_tail
-from ..format.fsio import fsync_dir
+from ..format.fsio import copy_range, fsync_dir
 from ..write.writer import check_output, optional_sections
 from .dynamic import Store
-
-_COPY_STEP = 32 << 20
-_SYNC_FILE_RANGE_WRITE = 2  # start writeback of dirty pages, do not wait
-
-
-def _writeback_starter() -> Callable[[int, int, int], None]:
-    """``sync_file_range(fd, off, n, SYNC_FILE_RANGE_WRITE)`` where libc has it, else a no-op.
-
-    Starting writeback behind the copy lets the disk work while the next step is copied, so
-    the final fsync waits for the last step only, not for the whole blob region. Only a hint:
-    durability still comes from the fsync in ``write_tail``.
-    """
-    try:
-        import ctypes
-
-        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
-        fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
-    except (OSError, AttributeError):
-        return lambda fd, offset, length: None
-
-    def start(fd: int, offset: int, length: int) -> None:
-        fn(fd, offset, length, _SYNC_FILE_RANGE_WRITE)  # a failure only loses the overlap
-
-    return start
-
-
-_start_writeback = _writeback_starter()
 
 
 @dataclass(frozen=True)
@@ -75,31 +48,6 @@ class SealReport:
     blob_end: int
     bytes_written: int
     seconds: float
-
-
-def copy_range(src_fd: int, dst_fd: int, length: int, *, writeback: bool = True) -> None:
-    """``[0, length)`` of ``src_fd`` to ``[0, length)`` of ``dst_fd``, in the kernel if it can;
-    ``writeback``: start writing each step to disk behind the copy."""
-    done = 0
-    while done < length:
-        start, step = done, min(_COPY_STEP, length - done)
-        try:
-            n = os.copy_file_range(src_fd, dst_fd, step, done, done)
-        except OSError:
-            n = 0
-        if n <= 0:  # no in-kernel copy here: plain positioned read and write
-            data = os.pread(src_fd, step, done)
-            if not data:
-                raise StoreError(f"sidecar ended at {done}, expected {length} bytes")
-            view = memoryview(data)
-            while view:
-                w = os.pwrite(dst_fd, view, done)
-                done += w
-                view = view[w:]
-        else:
-            done += n
-        if writeback:
-            _start_writeback(dst_fd, start, done - start)
 
 
 def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], namespace: str,
@@ -138,7 +86,11 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
                            f".{os.path.basename(out)}.znippy-staging-{os.getpid()}")
     try:
         with open(sidecar, "rb") as src, open(staging, "w+b") as fh:
-            copy_range(src.fileno(), fh.fileno(), blob_end, writeback=fsync)
+            try:
+                copy_range(src.fileno(), fh.fileno(), blob_end, writeback=fsync)
+            except EOFError:
+                raise StoreError(f"sidecar is shorter than its rows' blob end {blob_end}",
+                                 path=os.fspath(sidecar)) from None
             tail = write_tail(fh, blob_end, groups, sections=sections, section_builders=builders,
                               schema_metadata=options.schema_metadata(), fsync=fsync,
                               index_compression=options.index_compression)

@@ -22,7 +22,6 @@ from znippy_sql.format.files import file_digest
 from znippy_sql.read.reader import Archive, open_archive
 from znippy_sql.remote import is_url, local_path
 from znippy_sql.format.schema import resolve_pkg_type
-from znippy_sql.udfs.module_udfs import module_udfs
 
 _LOCK = threading.Lock()
 _OPEN: dict[str, tuple[tuple[int, int, int], Archive]] = {}
@@ -153,4 +152,4 @@ UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
      f"{EXTRACT_ROW}[]", True),
     ("znippy_glob", glob_udf, ["VARCHAR", "VARCHAR"], "BOOLEAN", False),
     ("znippy_pkg_type", pkg_type_udf, ["VARCHAR"], "TINYINT", False),
-) + module_udfs(archive_at)
+)

@@ -1,8 +1,10 @@
 """Python UDFs behind the git macros (queries/git_macros.sql): log order, reachability and
 one object's bytes, read through :class:`znippy_sql.git.objects.GitObjects`.
 
-Ids come as git prints them (40 hex digits). An id that is not in the archive gives an empty
-list (``git_log``, ``git_reachable``) or NULL fields (``git_cat``); text that is not an id is an error.
+An object is named as ``git rev-parse`` takes it (:mod:`znippy_sql.git.revparse`): a full id,
+an unambiguous abbreviation, a branch or tag name, ``HEAD``, git's suffixes. A name that names
+nothing in the archive, an ambiguous abbreviation, and (``git_log``) a name that does not lead
+to a commit are errors that say so.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from znippy_sql.errors import NotFoundError, ZnippyError
 from znippy_sql.git.objects import GitObjects
+from znippy_sql.git.revparse import Names
 from znippy_sql.read.reader import Archive
 from znippy_sql.udfs.archive_udfs import _plain, archive_at
 
 _LOCK = threading.Lock()
 _OBJECTS: "weakref.WeakKeyDictionary[Archive, GitObjects]" = weakref.WeakKeyDictionary()
+_NAMES: "weakref.WeakKeyDictionary[GitObjects, Names]" = weakref.WeakKeyDictionary()
 
 LOG_ROW = "STRUCT(seq UINTEGER, oid BLOB)"
 CAT_ROW = "STRUCT(type VARCHAR, size UBIGINT, content BLOB)"
@@ -35,14 +38,17 @@ def _objects(path: str) -> GitObjects:
         return hit
 
 
+def _names(objects: GitObjects) -> Names:
+    with _LOCK:
+        hit = _NAMES.get(objects)
+        if hit is None:
+            hit = _NAMES[objects] = Names(objects)
+        return hit
+
+
 def _oid(objects: GitObjects, text: str) -> bytes | None:
-    if len(text) != 2 * objects.index.oid_len:
-        raise ZnippyError(f"{text!r} is not an object id ({2 * objects.index.oid_len} hex "
-                          "digits)", path=objects.archive.path)
-    try:
-        return objects.resolve(text)
-    except NotFoundError:
-        return None
+    """The id ``text`` names, as git rev-parse resolves it (an error if it names nothing)."""
+    return _names(objects).resolve(text)
 
 
 def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | None]:
@@ -64,7 +70,7 @@ def log_udf(archives: Any, oids: Any) -> pa.Array:
             out.append(None)
             continue
         objects, oid = row
-        ids = [] if oid is None or objects.type_of(oid) != "commit" else objects.log(oid)
+        ids = [] if oid is None else _names(objects).log_of(oid)
         out.append([{"seq": i, "oid": c} for i, c in enumerate(ids)])
     return pa.array(out, pa.list_(pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])))
 
@@ -77,16 +83,19 @@ def reachable_udf(archives: Any, oids: Any) -> pa.Array:
             out.append(None)
             continue
         objects, oid = row
-        if oid is None or objects.type_of(oid) != "commit":
-            out.append([])
-        else:
-            out.append(list(objects.reachable(oid)))
+        out.append([] if oid is None else list(_names(objects).reachable_of(oid)))
     return pa.array(out, pa.list_(pa.uint32()))
 
 
+def shallow_udf(archives: Any) -> pa.Array:
+    """``znippy_git_shallow(archive) -> BLOB[]``: the shallow boundary's commits (git shows
+    them without parents)."""
+    return pa.array([None if a is None else sorted(_names(_objects(a)).refs.shallow)
+                     for a in _plain(archives).to_pylist()], pa.list_(pa.binary()))
+
+
 def cat_udf(archives: Any, oids: Any) -> pa.Array:
-    """``znippy_git_cat(archive, oid) -> STRUCT(type, size, content)`` (NULL fields if
-    absent)."""
+    """``znippy_git_cat(archive, name) -> STRUCT(type, size, content)``."""
     out: list[dict[str, Any] | None] = []
     for row in _rows(archives, oids):
         if row is None or row[1] is None:  # a struct of NULLs: DuckDB wants no NULL result
@@ -103,4 +112,5 @@ UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_git_log", log_udf, ["VARCHAR", "VARCHAR"], f"{LOG_ROW}[]", False),
     ("znippy_git_reachable", reachable_udf, ["VARCHAR", "VARCHAR"], "UINTEGER[]", False),
     ("znippy_git_cat", cat_udf, ["VARCHAR", "VARCHAR"], CAT_ROW, False),
+    ("znippy_git_shallow", shallow_udf, ["VARCHAR"], "BLOB[]", False),
 )

@@ -3,8 +3,8 @@
 ``maven_sort_versions`` / ``pypi_sort_versions`` order a list of versions as Maven
 (``ComparableVersion``) and PEP 440 do; ``maven_closure`` is ``znippy-sql maven ARCHIVE deps``
 as rows. They call the modules' own functions, so SQL and the CLI give the same answers.
-:func:`module_udfs` is given the function that opens an archive by path (``archive_at``), so
-this file does not import the one that defines it.
+Installed per module by ``register`` for an archive that has a group of that module
+(``query/duckdb.py`` ``CAPABILITIES``): ``MAVEN_UDFS``, ``PYPI_UDFS``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from znippy_sql import modules
-from znippy_sql.modules.maven import version as maven_version
-from znippy_sql.modules.maven.commands import closure, closure_data, coordinates
+from znippy_sql.udfs.archive_udfs import archive_at
 
 CLOSURE_FIELDS = [
     ("coordinates", pa.utf8()), ("group_id", pa.utf8()), ("artifact_id", pa.utf8()),
@@ -47,8 +46,16 @@ def _pep440(versions: list[str]) -> list[str]:
     return sorted(set(versions), key=lambda v: (version_key(v), v))
 
 
+def _maven_order(versions: list[str]) -> list[str]:
+    from znippy_sql.modules.maven import version as maven_version
+
+    return maven_version.sort_versions(versions)
+
+
 def closure_rows(archive: Any, gav: str, scope: str | None) -> list[dict[str, Any]]:
     """The closure of ``gav`` as rows: one per artifact, then what is missing besides."""
+    from znippy_sql.modules.maven.commands import closure, closure_data, coordinates
+
     module = modules.by_name("maven")
     coords = coordinates(gav, least=3, most=3, usage="G:A:V")
     data = closure_data(closure(archive, module, coords, scope=scope))  # type: ignore[arg-type]
@@ -65,20 +72,20 @@ def closure_rows(archive: Any, gav: str, scope: str | None) -> list[dict[str, An
     return rows
 
 
-def module_udfs(archive_at: Callable[[str], Any]
-                ) -> tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...]:
-    """(name, function, parameter types, return type, side effects) of each UDF."""
+def _closure_udf(archives: Any, gavs: Any, scopes: Any) -> pa.Array:
+    out = []
+    for a, g, s in zip(*(_plain(x).to_pylist() for x in (archives, gavs, scopes))):
+        out.append(None if a is None or g is None else closure_rows(archive_at(a), g, s))
+    return pa.array(out, pa.list_(pa.struct(CLOSURE_FIELDS)))
 
-    def closure_udf(archives: Any, gavs: Any, scopes: Any) -> pa.Array:
-        out = []
-        for a, g, s in zip(*(_plain(x).to_pylist() for x in (archives, gavs, scopes))):
-            out.append(None if a is None or g is None else closure_rows(archive_at(a), g, s))
-        return pa.array(out, pa.list_(pa.struct(CLOSURE_FIELDS)))
 
-    return (
-        ("maven_sort_versions", _sorting(maven_version.sort_versions), ["VARCHAR[]"],
-         "VARCHAR[]", False),
-        ("pypi_sort_versions", _sorting(_pep440), ["VARCHAR[]"], "VARCHAR[]", False),
-        ("maven_closure", closure_udf, ["VARCHAR", "VARCHAR", "VARCHAR"],
-         f"{CLOSURE_ROW}[]", False),
-    )
+#: (name, function, parameter types, return type, side effects) of each module's UDFs
+MAVEN_UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
+    ("maven_sort_versions", _sorting(_maven_order), ["VARCHAR[]"],
+     "VARCHAR[]", False),
+    ("maven_closure", _closure_udf, ["VARCHAR", "VARCHAR", "VARCHAR"], f"{CLOSURE_ROW}[]",
+     False),
+)
+PYPI_UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
+    ("pypi_sort_versions", _sorting(_pep440), ["VARCHAR[]"], "VARCHAR[]", False),
+)

@@ -6,7 +6,6 @@ gets a row pointing at that blob and writes nothing (FORMAT §3, shared blobs).
 
 from __future__ import annotations
 
-import os
 import sys
 from array import array
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ import pyarrow as pa
 from ..modules import Module
 from .dedup import DedupIndex
 from .pipeline import BatchResult, Job
+from ..format.fsio import write_all
 from ..format.schema import BASE_FIELDS, INNER_FIELD, PKG_TYPE_FIELD, GroupKey
 
 
@@ -138,10 +138,8 @@ class BlobSink:
 
     def _pwrite(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
-        while view:
-            n = os.pwrite(self.fd, view, self.cursor)
-            self.cursor += n
-            view = view[n:]
+        write_all(self.fd, view, self.cursor)
+        self.cursor += view.nbytes
 
     def put_batch(self, tags: Sequence[ChunkTag], jobs: Sequence[Job],
                   result: BatchResult) -> None:

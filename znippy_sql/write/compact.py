@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..format.fsio import fsync_dir
+from ..format.fsio import copy_range, fsync_dir
 from ..format.rollback import lock, recover_locked
 from ..format.schema import GroupKey
 from .append import _load
@@ -47,28 +47,10 @@ class CompactReport:
 
 
 def _copy(src: int, dst: int, src_off: int, dst_off: int, length: int) -> None:
-    """``length`` bytes from ``src_off`` of ``src`` to ``dst_off`` of ``dst`` (in the kernel
-    when it can)."""
-    done = 0
-    while done < length:
-        step = min(32 << 20, length - done)
-        try:
-            n = os.copy_file_range(src, dst, step, src_off + done, dst_off + done)
-        except OSError as exc:
-            if exc.errno not in (18, 22, 38, 95):  # EXDEV, EINVAL, ENOSYS, EOPNOTSUPP
-                raise
-            n = 0
-        if n <= 0:
-            data = os.pread(src, step, src_off + done)
-            if not data:
-                raise OSError(f"archive ended at {src_off + done}")
-            view = memoryview(data)
-            while view:
-                w = os.pwrite(dst, view, dst_off + done)
-                done += w
-                view = view[w:]
-        else:
-            done += n
+    try:
+        copy_range(src, dst, length, src_off, dst_off)
+    except EOFError as exc:
+        raise OSError(f"archive {exc}") from None
 
 
 def _placement(groups: dict[GroupKey, pa.Table]) -> tuple[list[GroupKey], np.ndarray,

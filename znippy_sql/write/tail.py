@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format.fsio import write_all
 from ..format.footer import align_up, encode_footer
 from ..format.ipc import LOOKUP_BATCH_ROWS, stream_bytes
 from ..format.kernels import one_array, utf8_parts
@@ -124,10 +125,8 @@ class _TailOut:
 
     def write(self, data: bytes) -> None:
         view = memoryview(data)
-        while view:
-            n = os.pwrite(self.fd, view, self.cursor)
-            self.cursor += n
-            view = view[n:]
+        write_all(self.fd, view, self.cursor)
+        self.cursor += view.nbytes
 
     def pad(self) -> int:
         aligned = align_up(self.cursor)

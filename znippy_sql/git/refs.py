@@ -1,0 +1,249 @@
+"""The refs of a git archive: ``__gunnar_refs__`` (docs/git-sections.md).
+
+One row per ref, as the repository had them when it was sealed: ``HEAD`` (its ``symbolic``
+target when it names a branch, its ``target`` id when the branch has a commit), every branch,
+tag, remote-tracking and other ref under ``refs/`` (``target`` = the id it names; a symbolic
+ref such as ``refs/remotes/origin/HEAD`` also has ``symbolic``), ``peeled`` = the first non-tag
+object an annotated tag leads to (what ``git show-ref -d`` prints as ``^{}``), and one row named
+``shallow`` per boundary commit of a shallow repository (its ``target``; git treats it as
+having no parents, whatever the archive holds). Rows in name order (bytes).
+
+An archive sealed before this section existed has its refs only in ``__meta__`` (archive-level
+facts ``refs/…`` and ``HEAD`` = id, no symbolic target, no shallow boundary): :func:`load_refs`
+reads those instead, with ``peeled`` left to the caller (:func:`peel`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from ..errors import FormatError, NotFoundError, ZnippyError
+from ..format.schema import GIT_REFS, META
+from ..read.reader import Archive
+
+if TYPE_CHECKING:
+    from .objects import GitObjects
+
+SHALLOW = "shallow"
+OID = pa.binary(20)
+REFS_SCHEMA = pa.schema([
+    pa.field("name", pa.utf8(), nullable=False),
+    pa.field("target", OID, nullable=True),
+    pa.field("peeled", OID, nullable=True),
+    pa.field("symbolic", pa.utf8(), nullable=True),
+])
+
+
+@dataclass(frozen=True)
+class Ref:
+    name: str
+    target: bytes | None
+    peeled: bytes | None = None
+    symbolic: str | None = None
+
+
+@dataclass
+class Refs:
+    """The refs of one archive by name, and its shallow boundary. ``stored``: read from
+    ``__gunnar_refs__`` (False: from ``__meta__``, an older archive, or none at all)."""
+
+    by_name: dict[str, Ref] = field(default_factory=dict)
+    shallow: frozenset[bytes] = frozenset()
+    stored: bool = False
+
+    def sorted(self) -> list[Ref]:
+        return [self.by_name[n] for n in sorted(self.by_name, key=lambda n: n.encode())]
+
+
+# -- writing: the refs of a repository, from git ------------------------------------------------
+@dataclass(frozen=True)
+class RepoRefs:
+    """A repository's refs as read before its objects are pushed (names and ids only, no
+    object read, so a damaged pack is reported by the push, not here); :meth:`table` peels
+    the tags once the objects are known good."""
+
+    repo: str
+    refs: tuple[Ref, ...]
+    shallow: tuple[bytes, ...]
+
+    def table(self, git: Callable[..., bytes]) -> pa.Table:
+        """The ``__gunnar_refs__`` table, annotated tags peeled (one ``git cat-file``)."""
+        rows = list(self.refs)
+        ask = "".join(f"{r.target.hex()}^{{}}\n" for r in rows if r.target is not None)
+        if ask:
+            out = iter(git(self.repo, "cat-file", "--batch-check=%(objectname)",
+                           stdin=ask.encode()).decode().split("\n"))
+            for i, r in enumerate(rows):
+                if r.target is None:
+                    continue
+                peeled = next(out, "")
+                if len(peeled) == 40 and bytes.fromhex(peeled) != r.target:  # a tag
+                    rows[i] = Ref(r.name, r.target, bytes.fromhex(peeled), r.symbolic)
+        return refs_table(rows, self.shallow)
+
+
+def repo_refs(repo: str, git: Callable[..., bytes]) -> RepoRefs:
+    """The refs of the repository at ``repo``; ``git(repo, *args, stdin=...)`` runs git there
+    (the importer's runner, errors as ``ZnippyError``)."""
+    rows: dict[str, Ref] = {}
+    listing = git(repo, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)")
+    for line in listing.decode().split("\n"):
+        if line:
+            name, oid, symref = line.split("\0")
+            rows[name] = Ref(name, bytes.fromhex(oid), None, symref or None)
+    head = _quiet(repo, "rev-parse", "-q", "--verify", "HEAD")
+    branch = _quiet(repo, "symbolic-ref", "-q", "HEAD")
+    if head or branch:
+        rows["HEAD"] = Ref("HEAD", bytes.fromhex(head) if head else None, None, branch or None)
+    shallow = git(repo, "rev-parse", "--git-path", "shallow").decode().strip()
+    shallow = shallow if os.path.isabs(shallow) else os.path.join(repo, shallow)
+    return RepoRefs(repo, tuple(rows.values()), tuple(_shallow_file(shallow)))
+
+
+def _quiet(repo: str, *args: str) -> str:
+    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, check=False)
+    return done.stdout.decode().strip() if done.returncode == 0 else ""
+
+
+def _shallow_file(path: str) -> list[bytes]:
+    try:
+        with open(path, encoding="ascii") as fh:
+            return sorted(bytes.fromhex(ln.strip()) for ln in fh if ln.strip())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise ZnippyError(f"cannot read the shallow file: {exc}", path=path) from None
+
+
+def refs_table(refs: Sequence[Ref], shallow: Iterable[bytes] = ()) -> pa.Table:
+    """``refs`` (and the shallow boundary) as the ``__gunnar_refs__`` table, in name order.
+    A writer that knows its refs (an import, a push server at seal time) passes this as a
+    :class:`~znippy_sql.format.sections.ReservedSection` named ``GIT_REFS``."""
+    rows = sorted(refs, key=lambda r: r.name.encode())
+    if any(r.name == SHALLOW for r in rows):
+        raise ZnippyError(f"a ref may not be named {SHALLOW!r} (the shallow boundary's rows)")
+    rows += [Ref(SHALLOW, oid) for oid in sorted(set(shallow))]
+    return pa.table([
+        pa.array([r.name for r in rows], pa.utf8()),
+        pa.array([r.target for r in rows], OID),
+        pa.array([r.peeled for r in rows], OID),
+        pa.array([r.symbolic for r in rows], pa.utf8()),
+    ], schema=REFS_SCHEMA)
+
+
+# -- reading ------------------------------------------------------------------------------------
+def load_refs(archive: Archive) -> Refs:
+    """The archive's refs: ``__gunnar_refs__``, else the ``refs/…``/``HEAD`` facts of
+    ``__meta__`` (older archives), else none."""
+    if archive.has_section(GIT_REFS):
+        table = archive.section(GIT_REFS)
+        if not isinstance(table, pa.Table) or not _schema_ok(table.schema):
+            got = table.schema if isinstance(table, pa.Table) else "raw bytes"
+            raise FormatError(f"{GIT_REFS} does not have the refs schema (name, target, "
+                              f"peeled, symbolic): {got}".replace("\n", ", "), path=archive.path)
+        by_name: dict[str, Ref] = {}
+        shallow = set()
+        for row in table.to_pylist():
+            if row["name"] == SHALLOW:
+                if row["target"] is None:
+                    raise FormatError(f"{GIT_REFS}: a shallow row without a commit id",
+                                      path=archive.path)
+                shallow.add(row["target"])
+            else:
+                by_name[row["name"]] = Ref(row["name"], row["target"], row["peeled"],
+                                           row["symbolic"])
+        return Refs(by_name, frozenset(shallow), stored=True)
+    return Refs(_meta_refs(archive))
+
+
+def _schema_ok(schema: pa.Schema) -> bool:
+    return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in REFS_SCHEMA]
+
+
+def _meta_refs(archive: Archive) -> dict[str, Ref]:
+    if not archive.has_section(META):
+        return {}
+    from ..provenance.meta import read_meta
+
+    table = read_meta(archive)
+    out: dict[str, Ref] = {}
+    if table is None:
+        return out
+    for row in table.to_pylist():
+        key, value = row["key"], row["value"]
+        if row["relative_path"] is not None or not (key == "HEAD" or key.startswith("refs/")):
+            continue
+        try:
+            oid = bytes.fromhex(value)
+        except ValueError:
+            continue
+        if len(oid) == 20:
+            out[key] = Ref(key, oid)
+    return out
+
+
+def peel(objects: "GitObjects", oid: bytes) -> tuple[list[bytes], bytes, str]:
+    """Follow tags from ``oid``: ``(the tag ids passed, the first non-tag id, its type)``.
+    A tag whose object is not in the archive is a NotFoundError naming both."""
+    path = objects.archive.path
+    tags: list[bytes] = []
+    kind = objects.type_of(oid)
+    while kind == "tag":
+        if len(tags) >= 1000 or oid in tags:
+            raise FormatError(f"tag {oid.hex()} leads to a cycle of tags", path=path)
+        tags.append(oid)
+        line = objects.read(oid)[1].split(b"\n", 1)[0]
+        try:
+            if not line.startswith(b"object ") or len(line) != 47:
+                raise ValueError
+            target = bytes.fromhex(line[7:].decode("ascii"))
+        except ValueError:
+            raise FormatError(f"tag {oid.hex()} has no object line", path=path) from None
+        if objects.index.find(target) is None:
+            raise NotFoundError(f"tag {oid.hex()} points at {target.hex()}, which is not in "
+                                "the archive", path=path)
+        oid, kind = target, objects.type_of(target)
+    return tags, oid, kind
+
+
+def show_ref(refs: Refs, objects: "GitObjects | None" = None, *, head: bool = False,
+             dereference: bool = False, heads: bool = False, tags: bool = False,
+             hash_only: bool = False, patterns: Sequence[str] = ()) -> list[str]:
+    """The lines ``git show-ref`` prints for these refs: ``<id> <name>`` of every ref under
+    ``refs/`` in name order (only ``refs/heads/``, ``refs/tags/`` with ``heads``/``tags``;
+    only names equal to a pattern or ending in ``/<pattern>`` when patterns are given),
+    ``HEAD`` first with ``head``, and ``<peeled> <name>^{}`` after an annotated tag with
+    ``dereference`` (peeled from ``objects`` when the archive did not store it)."""
+    lines = []
+    for ref in refs.sorted():
+        if ref.target is None:
+            continue
+        if ref.name == "HEAD":
+            if not head:
+                continue
+        elif not ref.name.startswith("refs/"):
+            continue
+        else:
+            spaces = ("refs/heads/",) * heads + ("refs/tags/",) * tags
+            if spaces and not ref.name.startswith(spaces):
+                continue
+            if patterns and not any(ref.name == p or ref.name.endswith("/" + p)
+                                    for p in patterns):
+                continue
+        lines.append(ref.target.hex() if hash_only else f"{ref.target.hex()} {ref.name}")
+        if dereference:
+            peeled = ref.peeled
+            if peeled is None and not refs.stored and objects is not None \
+                    and objects.index.find(ref.target) is not None \
+                    and objects.type_of(ref.target) == "tag":
+                peeled = peel(objects, ref.target)[1]
+            if peeled is not None:
+                # git prints the name here even with --hash
+                lines.append(f"{peeled.hex()} {ref.name}^{{}}")
+    return lines

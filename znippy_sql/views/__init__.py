@@ -1,0 +1,263 @@
+"""The view catalog: every table an archive offers, defined once, read as Arrow record batches.
+
+>>> import tempfile, os
+>>> from znippy_sql import write_archive, Entry, views
+>>> p = os.path.join(tempfile.mkdtemp(), "demo.znippy")
+>>> _ = write_archive(p, [Entry("a.txt", data=b"hi", repo="r")], fsync=False)
+>>> views.batches(p, "files", ["relative_path", "size"]).read_all().to_pylist()
+[{'relative_path': 'a.txt', 'size': 2}]
+
+A view (:class:`View`) is a schema for one archive plus a function yielding its rows; each is
+defined in one file, in its capability's package (:mod:`.registry` lists where). Every engine
+(DuckDB, Polars, ``ls``, ``info``, the catalog, Spark/Daft/Ray sources) reads through
+:func:`batches`, which applies projection, group pruning and the :class:`Where` predicates
+once, here. This package imports no engine.
+
+Order of rows: a view's own order (``files``/``chunks``: group by group in tail order, rows in
+their canonical order inside a group; ``lookup``: path order), archive by archive in the order
+given for :func:`batches_many`.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import ZnippyError
+from ..format.schema import GroupKey
+from .base import Request, View, Where
+from .parts import Part, plan, read_part
+from .registry import get, names, present, register
+
+ArchiveLike = Any  # a path or URL (str / os.PathLike), or an open Archive
+ARCHIVE_FIELD = pa.field("archive", pa.utf8(), nullable=False)
+
+__all__ = ["ARCHIVE_FIELD", "Part", "Request", "View", "Where", "batches", "batches_many",
+           "conform", "get", "merge_schemas", "names", "plan", "present", "read_part",
+           "register", "schema", "schema_many"]
+
+
+def _open(archive: ArchiveLike, storage_options: Mapping[str, Any] | None) -> tuple[Any, bool]:
+    """(the Archive, whether this call opened it and must close it)."""
+    from ..read.reader import Archive, open_archive
+
+    if isinstance(archive, Archive):
+        return archive, False
+    if not isinstance(archive, (str, os.PathLike)):
+        raise TypeError(f"an archive is a path, a URL or an Archive, not {archive!r}")
+    return open_archive(archive, storage_options=storage_options), True
+
+
+def archive_name(archive: ArchiveLike) -> str:
+    """What the ``archive`` column says: the path/URL as given (an Archive's ``path``)."""
+    return archive if isinstance(archive, str) else getattr(archive, "path", None) or \
+        os.fspath(archive)
+
+
+#: each open archive's view schemas, made once (an archive's bytes do not change while open)
+_SCHEMAS: "weakref.WeakKeyDictionary[Any, dict[str, pa.Schema]]" = weakref.WeakKeyDictionary()
+
+
+def _schema_of(arc: Any, view: View) -> pa.Schema:
+    known = _SCHEMAS.setdefault(arc, {})
+    if view.name not in known:
+        known[view.name] = view.schema(arc)
+    return known[view.name]
+
+
+def _view(archive: Any, name: str) -> View:
+    if name not in names():
+        raise ValueError(f"unknown view {name!r}; one of {', '.join(names())}")
+    if not present(archive, name):
+        raise ZnippyError(f"the archive has no {name} section", path=archive.path)
+    return get(name)
+
+
+def schema(archive: ArchiveLike, name: str, *,
+           storage_options: Mapping[str, Any] | None = None) -> pa.Schema:
+    """The schema of view ``name`` of one archive (read from the manifest and the streams'
+    headers; no row is read)."""
+    arc, owned = _open(archive, storage_options)
+    try:
+        return _schema_of(arc, _view(arc, name))
+    finally:
+        if owned:
+            arc.close()
+
+
+def _project(full: pa.Schema, columns: Sequence[str] | None, name: str) -> pa.Schema:
+    if columns is None:
+        return full
+    if isinstance(columns, str):
+        raise TypeError("columns is a list of names, not one string")
+    unknown = [c for c in columns if c not in full.names]
+    if unknown:
+        raise ValueError(f"view {name} has no column {', '.join(map(repr, unknown))}; "
+                         f"its columns: {', '.join(full.names)}")
+    return pa.schema([full.field(c) for c in dict.fromkeys(columns)])
+
+
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with exactly ``schema``'s columns: absent ones null, others cast if needed."""
+    if table.schema.equals(schema):
+        return table
+    cols = []
+    for f in schema:
+        if f.name in table.schema.names:
+            col = table.column(f.name)
+            cols.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _tables(arc: Any, view: View, out: pa.Schema, full: pa.Schema, where: Where,
+            groups: Iterable[GroupKey] | None, trust: Any) -> Iterator[pa.Table]:
+    """The view's rows of one open archive, projected to ``out`` and filtered."""
+    keys = None
+    if view.grouped:
+        keys = tuple(k for k in (arc.groups if groups is None else groups)
+                     if where.keeps_group(k))
+    if where.path is not None and not any(arc.find(p) is not None for p in where.path):
+        return  # not one of the paths is in the trie: nothing to read
+    need = None if out is full else tuple(dict.fromkeys([*out.names, *where.columns()]))
+    request = Request(need, where, keys, trust)
+    for part in view.read(arc, request):
+        table = pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part
+        mask = where.mask(table)
+        if mask is not None and not mask.all():
+            table = table.filter(pa.array(mask))
+        if table.num_rows or mask is None:
+            yield conform(table, out)
+
+
+def _batches(tables: Iterator[pa.Table], close: Any = None) -> Iterator[pa.RecordBatch]:
+    try:
+        for table in tables:
+            yield from table.to_batches()
+    finally:
+        if close is not None:
+            close()
+
+
+def batches(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
+            where: Where | None = None, *, storage_options: Mapping[str, Any] | None = None,
+            groups: Iterable[GroupKey] | None = None,
+            trust: Any = None) -> pa.RecordBatchReader:
+    """The rows of view ``name`` of one archive: only ``columns`` (in that order; all by
+    default), only the rows ``where`` keeps, only ``groups`` of a grouped view (all by
+    default). The schema is known at once; rows are read as the reader is consumed. An
+    archive given by path is opened here and closed when the reader is exhausted."""
+    arc, owned = _open(archive, storage_options)
+    try:
+        view = _view(arc, name)
+        full = _schema_of(arc, view)
+        out = _project(full, columns, name)
+        where = where or Where()
+        for column in where.columns():
+            if column not in full.names:
+                raise ValueError(f"view {name} has no column {column!r} to filter on")
+        tables = _tables(arc, view, out, full, where, groups, trust)
+    except BaseException:
+        if owned:
+            arc.close()
+        raise
+    return pa.RecordBatchReader.from_batches(out, _batches(tables, arc.close if owned else None))
+
+
+def table(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
+          where: Where | None = None, *, storage_options: Mapping[str, Any] | None = None,
+          groups: Iterable[GroupKey] | None = None, trust: Any = None) -> pa.Table:
+    """:func:`batches` read whole into one ``pa.Table``, without a stream in between (the
+    view's own tables, zero-copy; nothing is allocated from the Arrow memory pool for a
+    view that allocates nothing itself)."""
+    arc, owned = _open(archive, storage_options)
+    try:
+        view = _view(arc, name)
+        full = _schema_of(arc, view)
+        out = _project(full, columns, name)
+        where = where or Where()
+        for column in where.columns():
+            if column not in full.names:
+                raise ValueError(f"view {name} has no column {column!r} to filter on")
+        parts = list(_tables(arc, view, out, full, where, groups, trust))
+    finally:
+        if owned:
+            arc.close()
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables(parts) if parts else out.empty_table()
+
+
+def schema_many(archives: Sequence[ArchiveLike], name: str, *,
+                storage_options: Mapping[str, Any] | None = None) -> pa.Schema:
+    """The schema of view ``name`` over several archives: ``archive`` first, then the union
+    of their columns (a column one archive lacks is null there)."""
+    return merge_schemas({archive_name(a): schema(a, name, storage_options=storage_options)
+                    for a in archives}, name)
+
+
+def merge_schemas(schemas: Mapping[str, pa.Schema], name: str) -> pa.Schema:
+    """``archive`` first, then the union of the schemas of one view over several archives
+    (by archive name); a column of two types is an error."""
+    merged: dict[str, pa.Field] = {}
+    for archive, one in schemas.items():
+        for f in one:
+            have = merged.get(f.name)
+            if have is None:
+                merged[f.name] = f
+            elif have.type != f.type:
+                raise ZnippyError(f"view {name}: column {f.name!r} is {have.type} in one "
+                                  f"archive and {f.type} in {archive}")
+            elif f.nullable and not have.nullable:
+                merged[f.name] = have.with_nullable(True)
+    return pa.schema([ARCHIVE_FIELD, *merged.values()])
+
+
+def _with_archive(reader: pa.RecordBatchReader, label: str, out: pa.Schema
+                  ) -> Iterator[pa.RecordBatch]:
+    for batch in reader:
+        table = pa.Table.from_batches([batch])
+        if "archive" in out.names:
+            table = table.add_column(0, ARCHIVE_FIELD, pa.repeat(pa.scalar(label),
+                                                                  table.num_rows))
+        yield from conform(table, out).to_batches()
+
+
+def batches_many(archives: Sequence[ArchiveLike], name: str,
+                 columns: Sequence[str] | None = None, where: Where | None = None, *,
+                 storage_options: Mapping[str, Any] | None = None,
+                 trust: Any = None) -> pa.RecordBatchReader:
+    """:func:`batches` over several archives, one after the other, with an ``archive`` column
+    (each archive's path/URL as given) first unless ``columns`` leaves it out. An archive
+    without the view adds no rows (it is an error only when none has it)."""
+    items = list(archives)
+    have = []
+    for a in items:
+        arc, owned = _open(a, storage_options)
+        try:
+            if name in names() and present(arc, name):
+                have.append(a)
+        finally:
+            if owned:
+                arc.close()
+    if not have:
+        if not items:
+            raise ValueError("no archives given")
+        return batches(items[0], name, columns, where, storage_options=storage_options)
+    each = [schema(a, name, storage_options=storage_options) for a in have]
+    full = merge_schemas({archive_name(a): s for a, s in zip(have, each)}, name)
+    out = _project(full, columns, name)
+
+    def gen() -> Iterator[pa.RecordBatch]:
+        for a, own in zip(have, each):
+            inner = None if columns is None else [c for c in out.names if c in own.names]
+            reader = batches(a, name, inner, where, storage_options=storage_options,
+                             trust=trust)
+            yield from _with_archive(reader, archive_name(a), out)
+
+    return pa.RecordBatchReader.from_batches(out, gen())

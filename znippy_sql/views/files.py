@@ -1,0 +1,281 @@
+"""The views read from the data sub-indexes, one group at a time: ``files``, ``chunks``,
+``groups``.
+
+``files``: one row per file. Columns, in order: ``relative_path``, ``repo``, ``pkg_type``
+(Int8), ``pkg_type_name``, ``module_name``, ``size`` (sum of ``uncompressed_size``),
+``stored_size`` (sum of ``blob_size``: a packed or dedup-shared blob counts in full for every
+file in it), ``chunks`` (UInt32), ``compressed`` (true when any
+chunk is stored compressed), ``digest`` (the file digest of FORMAT §4), then the package-type
+modules' own columns taken from the ``chunk_seq = 0`` row (nullable; the union over the
+archive's groups).
+
+``chunks``: a sub-index's rows: its base columns, ``inner_offset`` in an archive with packed
+blobs (FORMAT §3), the group's ``repo``, ``pkg_type``, ``pkg_type_name``, ``module_name``, then
+its module columns (as ``files``).
+
+``groups``: one row per data group: its manifest row (``pkg_type``, ``pkg_type_name``,
+``repo``, ``module_name``, ``index_offset``, ``index_len``, ``row_count``) and what it holds
+(``files``, ``size``, ``stored_size``, ``compressed_chunks``); the sub-index is read only when
+one of those is asked for.
+
+A group's rows are in canonical order, so each file's chunks are contiguous and in
+``chunk_seq`` order; the per-file sums are ``reduceat`` over the positions of the
+``chunk_seq = 0`` rows. A sub-index whose rows are not in that shape is sorted first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import FormatError
+from ..format.files import file_digest
+from ..format.kernels import call_function, one_array, take
+from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
+from ..format.validate import union_problem
+from ..read.reader import Archive, group_what
+from .base import Request, View
+from .heads import group_schemas
+
+#: the columns every row of a data group shares (a predicate on them prunes groups)
+GROUP_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("repo", pa.utf8(), nullable=False),
+    pa.field("pkg_type", pa.int8(), nullable=False),
+    pa.field("pkg_type_name", pa.utf8(), nullable=False),
+    pa.field("module_name", pa.utf8(), nullable=False),
+)
+GROUP_COLUMNS: tuple[str, ...] = tuple(f.name for f in GROUP_FIELDS)
+FILES_FIELDS: tuple[pa.Field, ...] = (
+    pa.field("relative_path", pa.utf8(), nullable=False),
+    *GROUP_FIELDS,
+    pa.field("size", pa.uint64(), nullable=False),
+    pa.field("stored_size", pa.uint64(), nullable=False),
+    pa.field("chunks", pa.uint32(), nullable=False),
+    pa.field("compressed", pa.bool_(), nullable=False),
+    pa.field("digest", pa.binary(32), nullable=False),
+)
+FILES_NAMES: tuple[str, ...] = tuple(f.name for f in FILES_FIELDS)
+GROUPS_SCHEMA = pa.schema([
+    pa.field("pkg_type", pa.int8(), nullable=False),
+    pa.field("pkg_type_name", pa.utf8(), nullable=False),
+    pa.field("repo", pa.utf8(), nullable=False),
+    pa.field("module_name", pa.utf8(), nullable=False),
+    pa.field("index_offset", pa.uint64(), nullable=False),
+    pa.field("index_len", pa.uint64(), nullable=False),
+    pa.field("row_count", pa.uint64(), nullable=False),
+    pa.field("files", pa.uint64(), nullable=False),
+    pa.field("size", pa.uint64(), nullable=False),
+    pa.field("stored_size", pa.uint64(), nullable=False),
+    pa.field("compressed_chunks", pa.uint64(), nullable=False),
+])
+_GROUP_STATS = ("files", "size", "stored_size", "compressed_chunks")
+
+
+def module_fields(schema: pa.Schema) -> list[pa.Field]:
+    """A sub-index's module columns: everything after the base columns, ``inner_offset``
+    (packed blobs) and ``pkg_type``."""
+    return [f for f in schema if f.name not in BASE_NAMES and f.name not in (INNER, "pkg_type")]
+
+
+def files_schema(extra: Sequence[pa.Field] = ()) -> pa.Schema:
+    return pa.schema([*FILES_FIELDS, *extra])
+
+
+def archive_module_fields(archive: Archive) -> list[pa.Field]:
+    """The module columns of an archive's groups (nullable, first appearance order),
+    refused when two groups disagree on a column's type."""
+    keys = archive.groups
+    schemas = group_schemas(archive, keys)
+    problem = union_problem((group_what(k), s) for k, s in zip(keys, schemas))
+    if problem is not None:
+        raise FormatError(problem, path=archive.path)
+    extra: dict[str, pa.Field] = {}
+    for schema in schemas:
+        for f in module_fields(schema):
+            extra.setdefault(f.name, f.with_nullable(True))
+    return list(extra.values())
+
+
+def constant(value: Any, typ: pa.DataType, n: int) -> pa.Array:
+    return pa.repeat(pa.scalar(value, typ), n)
+
+
+def group_constants(key: GroupKey, n: int, want: Request | None = None) -> dict[str, pa.Array]:
+    values = {"repo": key.repo, "pkg_type": key.pkg_type,
+              "pkg_type_name": pkg_type_name(key.pkg_type), "module_name": key.module_name}
+    return {f.name: constant(values[f.name], f.type, n) for f in GROUP_FIELDS
+            if want is None or want.wants(f.name)}
+
+
+# -- files ------------------------------------------------------------------------------------
+def _numpy(col: Any) -> np.ndarray:
+    return one_array(col).to_numpy(zero_copy_only=False)
+
+
+def _contiguous(table: pa.Table) -> pa.Table:
+    """``table`` with each file's chunks contiguous and in order (sorted only if needed)."""
+    seq = _numpy(table.column("chunk_seq"))
+    n = len(seq)
+    if n == 0:
+        return table
+    starts = np.flatnonzero(seq == 0)
+    if len(starts) == n:
+        return table
+    counts = np.diff(np.append(starts, n))
+    expected = np.arange(n) - np.repeat(starts, counts) if len(starts) and starts[0] == 0 else None
+    if expected is not None and np.array_equal(seq, expected):
+        paths = one_array(table.column("relative_path"))
+        first = take(paths, pa.array(np.repeat(starts, counts)))
+        if bool(call_function("all", [call_function("equal", [paths, first])]).as_py()):
+            return table
+    return table.sort_by([("relative_path", "ascending"), ("chunk_seq", "ascending")])
+
+
+def files_of_group(table: pa.Table, key: GroupKey, *,
+                   columns: Sequence[str] | None = None) -> pa.Table:
+    """The ``files`` rows of one group (``table`` = its sub-index rows), only ``columns``
+    (in the view's order) if given; the one place a file row is computed."""
+    schema = files_schema(module_fields(table.schema))
+    want = list(schema.names) if columns is None else [c for c in schema.names if c in columns]
+    table = _contiguous(table)
+    n = table.num_rows
+    seq = _numpy(table.column("chunk_seq"))
+    starts = np.flatnonzero(seq == 0)
+    single = len(starts) == n
+    nfiles = len(starts)
+    first = table if single else table.take(pa.array(starts))
+    consts = group_constants(key, nfiles)
+
+    def summed(name: str) -> pa.Array:
+        if single:
+            return table.column(name)
+        values = _numpy(table.column(name)).astype(np.uint64)
+        return pa.array(np.add.reduceat(values, starts) if nfiles else values[:0], pa.uint64())
+
+    out: dict[str, pa.Array | pa.ChunkedArray] = {}
+    for name in want:
+        if name in consts:
+            out[name] = consts[name]
+        elif name == "relative_path":
+            out[name] = first.column(name)
+        elif name == "size":
+            out[name] = summed("uncompressed_size")
+        elif name == "stored_size":
+            out[name] = summed("blob_size")
+        elif name == "chunks":
+            counts = np.diff(np.append(starts, n)) if nfiles else np.zeros(0)
+            out[name] = pa.array(counts.astype(np.uint32), pa.uint32())
+        elif name == "compressed":
+            if single:
+                out[name] = table.column("compressed")
+            else:
+                flags = _numpy(table.column("compressed")).astype(np.uint8)
+                any_ = np.maximum.reduceat(flags, starts) if nfiles else flags[:0]
+                out[name] = pa.array(any_.astype(bool), pa.bool_())
+        elif name == "digest":
+            out[name] = pa.array(_digests(first.column("relative_path"),
+                                          table.column("checksum"), starts, n), pa.binary(32))
+        else:
+            out[name] = first.column(name)
+    return pa.table(out, schema=pa.schema([schema.field(c) for c in want]))
+
+
+def _digests(paths: pa.ChunkedArray, checksums: pa.ChunkedArray, starts: np.ndarray,
+             n: int) -> list[bytes]:
+    """The file digest of every file: ``starts`` are the rows where each file begins."""
+    names = paths.to_pylist()
+    sums = checksums.combine_chunks()
+    raw = sums.buffers()[1]
+    blob = b"" if raw is None else raw.to_pybytes()[sums.offset * 32 : (sums.offset + n) * 32]
+    ends = np.append(starts[1:], n)
+    return [
+        file_digest(name, [blob[r * 32 : r * 32 + 32] for r in range(int(s), int(e))])
+        for name, s, e in zip(names, starts, ends)
+    ]
+
+
+def _groups(archive: Archive, request: Request) -> tuple[GroupKey, ...]:
+    return tuple(archive.groups) if request.groups is None else request.groups
+
+
+def _read_files(archive: Archive, request: Request) -> Iterator[pa.Table]:
+    for key in _groups(archive, request):
+        yield files_of_group(archive.group_table(key), key, columns=request.columns)
+
+
+def _group_cost(archive: Archive, groups: tuple[GroupKey, ...] | None) -> int:
+    keys = archive.groups if groups is None else groups
+    return sum(archive.manifest_row(k).index_len for k in keys)
+
+
+FILES = View("files", lambda a: files_schema(archive_module_fields(a)), _read_files,
+             grouped=True, cost=_group_cost, doc="one row per file")
+
+
+# -- chunks -----------------------------------------------------------------------------------
+def chunks_of_group(table: pa.Table, key: GroupKey, request: Request | None = None) -> pa.Table:
+    """A sub-index's rows: base columns, ``inner_offset`` (packed blobs), the group's
+    constant columns, module columns."""
+    want = (lambda c: True) if request is None else request.wants
+    n = table.num_rows
+    consts = group_constants(key, n, request)
+    cols: dict[str, Any] = {}
+    fields = []
+    inner = [INNER_FIELD] if INNER in table.schema.names else []
+    for f in [*BASE_FIELDS, *inner, *GROUP_FIELDS, *module_fields(table.schema)]:
+        if want(f.name):
+            cols[f.name] = consts[f.name] if f.name in consts else table.column(f.name)
+            fields.append(table.schema.field(f.name) if f.name in table.schema.names else f)
+    return pa.table(cols, schema=pa.schema(fields))
+
+
+def _read_chunks(archive: Archive, request: Request) -> Iterator[pa.Table]:
+    for key in _groups(archive, request):
+        yield chunks_of_group(archive.group_table(key), key, request)
+
+
+def _chunks_schema(archive: Archive) -> pa.Schema:
+    """Packed blobs (FORMAT §3): ``inner_offset`` after the base columns, when any group has it."""
+    extra = archive_module_fields(archive)
+    packed = any(INNER in s.names for s in group_schemas(archive, archive.groups))
+    return pa.schema([*BASE_FIELDS, *([INNER_FIELD] if packed else []), *GROUP_FIELDS, *extra])
+
+
+CHUNKS = View("chunks", _chunks_schema,
+              _read_chunks, grouped=True, cost=_group_cost, doc="one row per chunk")
+
+
+# -- groups -----------------------------------------------------------------------------------
+def group_stats(table: pa.Table) -> dict[str, int]:
+    """What a data group holds: files, bytes, stored bytes, compressed chunks."""
+    seq = _numpy(table.column("chunk_seq"))
+    return {"files": int(np.count_nonzero(seq == 0)),
+            "size": int(_numpy(table.column("uncompressed_size")).sum(dtype=np.uint64)),
+            "stored_size": int(_numpy(table.column("blob_size")).sum(dtype=np.uint64)),
+            "compressed_chunks": int(np.count_nonzero(_numpy(table.column("compressed"))))}
+
+
+def _read_groups(archive: Archive, request: Request) -> Iterator[pa.Table]:
+    keys = _groups(archive, request)
+    stats = any(request.wants(c) for c in _GROUP_STATS)
+    rows: dict[str, list[Any]] = {f.name: [] for f in GROUPS_SCHEMA}
+    for key in keys:
+        row = archive.manifest_row(key)
+        values: dict[str, Any] = {
+            "pkg_type": key.pkg_type, "pkg_type_name": pkg_type_name(key.pkg_type),
+            "repo": key.repo, "module_name": key.module_name, "index_offset": row.index_offset,
+            "index_len": row.index_len, "row_count": row.row_count}
+        values.update(group_stats(archive.group_table(key)) if stats
+                      else dict.fromkeys(_GROUP_STATS, 0))
+        for name, value in values.items():
+            rows[name].append(value)
+    pool = pa.system_memory_pool()  # a few rows: not worth the Arrow pool's first reservation
+    yield pa.table({f.name: pa.array(rows[f.name], f.type, memory_pool=pool)
+                    for f in GROUPS_SCHEMA}, schema=GROUPS_SCHEMA)
+
+
+GROUPS = View("groups", lambda a: GROUPS_SCHEMA, _read_groups, grouped=True,
+              cost=_group_cost, doc="one row per data group")
