@@ -417,3 +417,27 @@ def test_pack_without_dedup_stores_duplicates_in_the_pack(tmp_path: Path) -> Non
     orig, copy = rows["src/a/f000.py"], rows["src/b/copy0.py"]
     assert (orig["blob_offset"], orig["inner_offset"]) != (copy["blob_offset"],
                                                            copy["inner_offset"])
+
+
+def test_views_carry_inner_offset(tmp_path: Path) -> None:
+    """The view catalog is where DuckDB, Polars, ``ls`` and ``info`` read from: its
+    ``chunks`` and ``lookup`` have ``inner_offset`` right after the base columns in a packed
+    archive (and not otherwise), ``files`` has no such module column, and the lookup built
+    in memory (an archive without ``__lookup__``) keeps it."""
+    from znippy_sql import views
+    from znippy_sql.format.schema import PACKED_LOOKUP_SCHEMA
+    from znippy_sql.read.memlookup import memory_lookup
+
+    arc = write(tmp_path / "p.znippy", corpus())
+    plain = write(tmp_path / "u.znippy", corpus(), pack=False)
+    assert views.schema(str(arc), "chunks").names[8] == "inner_offset"
+    assert views.schema(str(arc), "lookup").equals(PACKED_LOOKUP_SCHEMA)
+    assert "inner_offset" not in views.schema(str(arc), "files").names
+    assert "inner_offset" not in views.schema(str(plain), "chunks").names
+    with open_archive(arc) as a:
+        lookup = a.lookup
+        assert memory_lookup(a.groups, a.group_table).equals(lookup)
+    got = views.batches(str(arc), "chunks", ["relative_path", "inner_offset"]).read_all()
+    want = {r["relative_path"]: r["inner_offset"] for r in lookup.to_pylist()}
+    assert dict(zip(got["relative_path"].to_pylist(), got["inner_offset"].to_pylist())) == want
+    assert views.batches(str(arc), "lookup").read_all().equals(lookup)

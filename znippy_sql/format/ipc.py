@@ -11,13 +11,14 @@ Every reader of this package opens a stream through :func:`read_table` (or
 1. the messages are walked before pyarrow builds anything: a schema first, then record
    batches and dictionary batches only (another writer's extra columns may be dictionaries,
    docs/format.md §11), every buffer and every field node inside its message's body, and
-   the end-of-stream marker exactly at the end of the range; a compressed body (FORMAT §1, "Compressed index
-   streams": ZSTD or LZ4_FRAME) is bounded before pyarrow allocates anything for it: each
-   buffer's declared uncompressed length (its 8-byte prefix) must be at most what the
-   field node's length and the column's type allow (:func:`_buffer_bounds`) and at most
-   ``MAX_EXPANSION`` times the buffer's stored bytes (the codec's own limit: a ZSTD block
-   of 128 KiB takes at least 4 bytes, an LZ4 sequence at most 255 bytes per input byte),
-   and the batch's declared bytes in all at most ``MAX_BATCH_RATIO`` times its body;
+   the end-of-stream marker exactly at the end of the range; a compressed body (FORMAT §1,
+   "Compressed index streams": ZSTD or LZ4_FRAME) is bounded before pyarrow allocates
+   anything for it: each buffer's declared uncompressed length (its 8-byte prefix) must be
+   at most what the field node's length and the column's type allow (:func:`_buffer_bounds`;
+   a dictionary batch: not bounded by type) and at most ``MAX_EXPANSION`` times the buffer's
+   stored bytes (the codec's own limit: a ZSTD block of 128 KiB takes at least 4 bytes, an
+   LZ4 sequence at most 255 bytes per input byte), and the batch's declared bytes in all at
+   most ``MAX_BATCH_RATIO`` times its body;
 2. the schema is compared before any batch is read;
 3. every array is validated in full (offsets inside their buffers, valid UTF-8) and a column
    declared non-nullable must hold no nulls.

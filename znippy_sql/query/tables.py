@@ -33,7 +33,7 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from ..format.footer import FOOTER_LEN
 from ..format.ipc import ARROW_ERRORS, checked_reader
-from ..format.schema import LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, GroupKey
 from ..format.validate import (lookup_schema_problem, portable, portable_schema,
                                subindex_schema_problem)
 from ..read.foreign import noted
