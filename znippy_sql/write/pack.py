@@ -24,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import blake3
-
+from ..format import b3 as blake3
 from .blobs import ChunkTag, GroupRows
 
 #: files up to this size are packed [fixed in docs/format.md]
