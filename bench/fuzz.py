@@ -39,11 +39,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 ORDER = ("crash", "hang", "wrong", "bad", "refused", "ok", "harness")
 
 
-def worker(work: Path, paths: tuple[str, ...]) -> None:
+def worker(work: Path, paths: tuple[str, ...], packed: bool = False) -> None:
     """Read case numbers on stdin, answer one JSON line per case on stdout."""
     from _fuzz import base_archives, case_bytes
     from _readpaths import every_read_path
 
+    if packed:  # --packed: packed blobs and compressed index streams (issue 26)
+        from _fuzz import packed_base_archives as base_archives  # type: ignore[assignment]
+        from _fuzz import packed_case_bytes as case_bytes  # type: ignore[assignment]
     bases = base_archives(work / "bases")
     out = sys.stdout
     sys.stdout = sys.stderr  # whatever a read path prints must not reach the protocol
@@ -83,7 +86,7 @@ def _rmtree(path: Path) -> None:
 class _Worker:
     def __init__(self, args: argparse.Namespace, n: int) -> None:
         cmd = [sys.executable, __file__, "--worker", "--out", str(args.out / f"w{n}"),
-               "--paths", args.paths]
+               "--paths", args.paths, *(["--packed"] if args.packed else [])]
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", POLARS_MAX_THREADS="1")
         args.out.mkdir(parents=True, exist_ok=True)
         self.log = open(args.out / f"worker-{n}.log", "a")  # noqa: SIM115
@@ -263,11 +266,14 @@ def main() -> None:
     p.add_argument("--family", choices=("archive", "git", "journal", "catalog"),
                    default="archive", help="what is mutated: archive tails (default), git "
                    "archives and packs, the push journal, a catalog's Iceberg metadata")
+    p.add_argument("--packed", action="store_true",
+                   help="archive family: the packed/compressed-index mutations of "
+                   "tests/_fuzz.py instead")
     args = p.parse_args()
     if args.family != "archive":
         family_campaign(args)
     elif args.worker:
-        worker(args.out, tuple(args.paths.split(",")))
+        worker(args.out, tuple(args.paths.split(",")), args.packed)
     elif args.replay:
         replay(args)
     else:

@@ -228,3 +228,83 @@ def case_bytes(bases: list[Base], seed: int, kind: str | None = None
 
 
 __all__ = ["MUTATIONS", "Base", "base_archives", "case_bytes", "key_name", "mutate"]
+
+
+# -- packed blobs and compressed index streams (issue 26) ------------------------------------
+#: mutations of an archive written with ``pack=True, index_compression=True``: a compressed
+#: buffer's 8-byte uncompressed length made to lie; ``inner_offset``/sizes of packed rows lie
+PACKED_MUTATIONS = ("length-lie", "inner-lie")
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def packed_base_archives(work: Path) -> list[Base]:
+    """An archive with packed blobs and every index stream compressed (two groups, a big
+    file, ``__meta__``), the bases of :data:`PACKED_MUTATIONS`."""
+    from znippy_sql import Entry, write_archive
+
+    work.mkdir(parents=True, exist_ok=True)
+    files = {f"src/f{i:03d}.txt": _text(200 + 37 * i, i) for i in range(300)}
+    files["big.txt"] = _text(300_000, 7)
+    files["other/b.bin"] = bytes(range(256)) * 3
+    files["empty"] = b""
+    path = work / "packed.znippy"
+    entries = [Entry(p, data=d, repo="r2" if p.startswith("other") else "r1")
+               for p, d in files.items()]
+    write_archive(path, entries, workers=1, fsync=False, pack=True, index_compression=True,
+                  meta={"k": "v"})
+    return [Base("packed", path.read_bytes(), files)]
+
+
+def _prefixes(stream_bytes: bytes) -> list[int]:
+    """Where a compressed buffer's 8-byte length seems to start: 8 bytes before a zstd
+    frame's magic, holding a plausible length (found without parsing the stream)."""
+    out = []
+    at = stream_bytes.find(_ZSTD_MAGIC)
+    while at >= 0:
+        if at >= 8 and 0 <= int.from_bytes(stream_bytes[at - 8 : at], "little") < 1 << 32:
+            out.append(at - 8)
+        at = stream_bytes.find(_ZSTD_MAGIC, at + 1)
+    return out
+
+
+def mutate_packed(data: bytes, kind: str, rng: random.Random) -> tuple[bytes, str]:
+    secs = sections(data)
+    if kind == "length-lie":
+        names = [n for n, b in secs.items() if _prefixes(b)]
+        if not names:
+            return data, "length-lie: no compressed stream"
+        name = rng.choice(names)
+        part = bytearray(secs[name])
+        at = rng.choice(_prefixes(bytes(part)))
+        true = int.from_bytes(part[at : at + 8], "little")
+        lie = rng.choice((true + 1, true * 2 + 64, 1 << 40, (1 << 63) - 1, 0, true - 1,
+                          (1 << 64) - 5, 1 << 31))
+        part[at : at + 8] = (lie % (1 << 64)).to_bytes(8, "little")
+        return rebuild(data, {name: bytes(part)}), f"length-lie {name}@{at} {true}->{lie}"
+    if kind == "inner-lie":
+        victims = [n for n in secs if n == "__lookup__" or not n.startswith("__")]
+        where = rng.choice(victims + ["both"])
+        field = rng.choice(("inner_offset", "uncompressed_size", "blob_size"))
+        value = rng.choice(_VALUES)
+        replace = {}
+        for name in (victims if where == "both" else [where]):
+            table = pa.ipc.open_stream(pa.py_buffer(secs[name])).read_all()
+            rows = table.to_pylist()
+            packed = [i for i, r in enumerate(rows) if r.get("inner_offset")]
+            if not packed:
+                continue
+            i = rng.choice(packed) if where != "both" else packed[len(packed) // 2]
+            rows[i][field] = value
+            replace[name] = stream(pa.Table.from_pylist(rows, schema=table.schema),
+                                   compression="zstd")
+        return rebuild(data, replace), f"inner-lie {where} {field}={value}"
+    raise ValueError(kind)
+
+
+def packed_case_bytes(bases: list[Base], seed: int) -> tuple[Base, str, bytes, str]:
+    """Case ``seed`` of the packed mutations: its base, class, bytes and description."""
+    rng = random.Random(seed)
+    base = rng.choice(bases)
+    kind = rng.choice(PACKED_MUTATIONS)
+    data, text = mutate_packed(base.data, kind, rng)
+    return base, kind, data, text

@@ -377,7 +377,7 @@ def test_dedup_index_table_grows_and_probes_past_collisions() -> None:
     assert len(index) == 5000
     assert all(index.known(d, 7) for d in digests)
     assert not index.known(bytes(32), 7) and not index.known(digests[0], 8)
-    offsets, sizes, _, pieces, end = index.place([7, 7], digests[10] + blake3.blake3(b"new")
+    offsets, sizes, _, pieces, end, _ = index.place([7, 7], digests[10] + blake3.blake3(b"new")
                                                  .digest(), [False, True], [1, 3], b"abcd", 100)
     assert offsets == [10, 100] and sizes == [1, 3] and end == 103
     assert [bytes(p) for p in pieces] == [b"bcd"]

@@ -13,6 +13,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden-v3.znippy"
 GOLDEN_DEDUP = HERE / "golden-v3-dedup.znippy"
+GOLDEN_PACKED = HERE / "golden-v4-packed.znippy"
 BLOCK_SIZE = 4096
 WORDS = b"alpha beta gamma delta import class def return index chunk archive footer".split()
 
@@ -104,9 +105,31 @@ def write_golden(out: Path, *, dedup: bool = False) -> None:
                   dedup=dedup)
 
 
+def golden_packed_files() -> dict[tuple[str, int, str], bytes]:
+    """The v3 inputs and 60 small text files: packed blobs and compressed index streams."""
+    files = golden_files()
+    files.update({("", 0, f"src/m{i:02d}.txt"): words(300 + 13 * i, f"m{i}") for i in range(60)})
+    files[("", 0, "src/copy.txt")] = files[("", 0, "src/m07.txt")]
+    return files
+
+
+def write_golden_packed(out: Path) -> None:
+    """golden-v4-packed: pack=True, index_compression=True (docs/format.md §2, §6)."""
+    from znippy_sql import Entry, ReservedSection, write_archive
+
+    entries = [Entry(p, data=d, repo=r, pkg_type=t)
+               for (r, t, p), d in sorted(golden_packed_files().items(), key=lambda kv: kv[0][2])]
+    write_archive(out, entries, block_size=BLOCK_SIZE, workers=1, pack=True,
+                  index_compression=True,
+                  reserved_sections=[ReservedSection("__meta__", golden_meta())])
+
+
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["v3", "v3-dedup"]
+    which = sys.argv[1:] or ["v3", "v3-dedup", "v4-packed"]
     for name, path, dedup in (("v3", GOLDEN, False), ("v3-dedup", GOLDEN_DEDUP, True)):
         if name in which:
             write_golden(path, dedup=dedup)
             print(f"wrote {path} ({path.stat().st_size} bytes)", file=sys.stderr)
+    if "v4-packed" in which:
+        write_golden_packed(GOLDEN_PACKED)
+        print(f"wrote {GOLDEN_PACKED} ({GOLDEN_PACKED.stat().st_size} bytes)", file=sys.stderr)

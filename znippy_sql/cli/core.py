@@ -217,6 +217,11 @@ def archive_info(archive: Any) -> dict[str, Any]:
 
     referenced = sum(g["stored_bytes"] for g in groups)
     stored = distinct_blob_bytes(archive.group_table(k) for k in archive.groups)
+    packs = pack_info(archive)
+    rows = sum(g["chunks"] for g in groups)
+    # a packed blob is referenced once, whatever the number of its slices
+    referenced += packs.pop("_member_stored") + packs["pack_stored_bytes"] \
+        if packs.get("_member_stored") is not None else 0
     return {
         "path": archive.path,
         "archive_bytes": size,
@@ -233,6 +238,11 @@ def archive_info(archive: Any) -> dict[str, Any]:
         "stored_blob_bytes": stored,
         "dedup_saved_bytes": referenced - stored,
         "codec": codec_meta,
+        # packed blobs (docs/format.md §6): how many, the files in them, their stored bytes
+        # and the bytes of the files they hold
+        **packs,
+        # everything after the blob region, per chunk row (docs/format.md §2)
+        "index_bytes_per_row": round((size - archive.tail_offset) / rows, 1) if rows else 0.0,
         # no __lookup__/__trie__ (the Rust tool's layout): the reader builds them in memory
         "lookup": "in memory" if archive.lookup_in_memory else "section",
         "groups": groups,
@@ -261,6 +271,27 @@ def _git_info(archive: Any) -> dict[str, Any]:
                     "absent_objects": absent, "complete_history": absent == 0}}
 
 
+def pack_info(archive: Any) -> dict[str, int]:
+    """Packed blobs of an archive: a compressed blob holding a slice at a non-zero
+    ``inner_offset``; its files, its stored bytes, and the bytes of its slices."""
+    import numpy as np
+
+    c = archive._cols
+    if not c.packed or c.n == 0:
+        return {"packs": 0, "packed_files": 0, "pack_stored_bytes": 0, "pack_bytes": 0,
+                "_member_stored": 0}
+    offsets = np.unique(c.blob_offset[c.compressed & (c.inner_offset > 0)])
+    member = np.isin(c.blob_offset, offsets) & c.compressed
+    ends = c.inner_offset[member] + c.uncompressed_size[member]
+    order = np.lexsort((ends, c.blob_offset[member]))
+    last = np.r_[np.diff(c.blob_offset[member][order]) != 0, True]
+    stored = dict(zip(c.blob_offset[member].tolist(), c.blob_size[member].tolist()))
+    return {"packs": int(len(offsets)), "packed_files": int(member.sum()),
+            "pack_stored_bytes": int(sum(stored.values())),
+            "pack_bytes": int(ends[order][last].sum()),
+            "_member_stored": -int(c.blob_size[member].sum())}
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     with open_archive_arg(args.archive) as archive:
         info = archive_info(archive)
@@ -276,6 +307,12 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"dedup     {human(info['referenced_bytes'])} of blobs referenced, "
           f"{human(info['stored_blob_bytes'])} stored: {human(info['dedup_saved_bytes'])} "
           f"saved by shared blobs")
+    if info["packs"]:
+        print(f"packs     {counted(info['packed_files'], 'file')} in "
+              f"{counted(info['packs'], 'packed blob')}: {human(info['pack_bytes'])} stored as "
+              f"{human(info['pack_stored_bytes'])}")
+    print(f"index     {info['index_bytes_per_row']:.0f} bytes a chunk row"
+          + (" (compressed streams)" if codec.get("znippy.index_compression") else ""))
     if codec and "znippy.codec" not in codec:  # another writer's keys (the Rust tool's)
         print("schema    " + " ".join(f"{k}={v}" for k, v in codec.items()))
     elif codec:

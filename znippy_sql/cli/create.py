@@ -46,7 +46,7 @@ def cmd_create(args: argparse.Namespace) -> int:
             args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
             block_size=args.block_size, workers=args.workers, progress=progress,
             posix=not args.no_posix and args.compat is None, skip_unsafe=args.skip_unsafe,
-            compat=args.compat, dedup=args.dedup, **extra,
+            compat=args.compat, dedup=args.dedup, **layout_kwargs(args), **extra,
         )
     except KeyboardInterrupt:
         raise Interrupted(f"create: interrupted; nothing was written under {args.out}") \
@@ -60,6 +60,9 @@ def cmd_create(args: argparse.Namespace) -> int:
           f"{counted(report.chunks, 'chunk')} ({report.compressed_chunks} compressed, "
           f"{report.raw_chunks} raw), {human(report.bytes_in)} -> "
           f"{human(report.archive_bytes)} (ratio {report.ratio:.2f}) in {report.seconds:.2f} s")
+    if report.packs:
+        print(f"packed {counted(report.packed_files, 'small file')} into "
+              f"{counted(report.packs, 'shared frame')} (--no-pack: one frame each)")
     if report.symlinks or report.directories:
         print(f"recorded {counted(report.directories, 'directory').replace('ys', 'ies')} and "
               f"{counted(report.symlinks, 'symbolic link')} with modes and mtimes (__meta__)")
@@ -90,6 +93,24 @@ def add_dedup_option(p: Any) -> None:
                         "(the layout of archives written before dedup)")
 
 
+def add_layout_options(p: Any) -> None:
+    """``--pack``/``--no-pack`` and ``--index-compression``/``--no-index-compression``
+    (docs/format.md, "Packed blobs" and "Compressed index streams"); unset: the default of
+    ``write_archive``, or for ``append`` what the archive was written with."""
+    p.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
+                   help="pack small files into shared frames (--no-pack: each its own frame, "
+                        "the layout before packing)")
+    p.add_argument("--index-compression", action=argparse.BooleanOptionalAction, default=None,
+                   help="ZSTD-compress the index streams' record batches "
+                        "(--no-index-compression: stored as they are)")
+
+
+def layout_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The layout options given on the command line (unset ones left to the API default)."""
+    return {k: v for k, v in (("pack", args.pack),
+                              ("index_compression", args.index_compression)) if v is not None}
+
+
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("create", help="write an archive from a directory")
     p.add_argument("src", metavar="SRC", help="directory to archive (walked in path order)")
@@ -114,6 +135,7 @@ def register(subparsers: Any) -> None:
                    help="skip (and list) files whose names the format refuses, e.g. a "
                         "newline in a name; exit 1")
     add_dedup_option(p)
+    add_layout_options(p)
     from .provenance import add_create_options
 
     add_create_options(p)

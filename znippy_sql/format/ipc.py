@@ -10,9 +10,15 @@ Every reader of this package opens a stream through :func:`read_table` (or
 
 1. the messages are walked before pyarrow builds anything: a schema first, then record
    batches and dictionary batches only (another writer's extra columns may be dictionaries,
-   docs/format.md §11), no compressed body (its buffers would be allocated at sizes read from the file), every
-   buffer and every field node inside its message's body, and the end-of-stream marker
-   exactly at the end of the range;
+   docs/format.md §11), every buffer and every field node inside its message's body, and
+   the end-of-stream marker exactly at the end of the range; a compressed body (FORMAT §1,
+   "Compressed index streams": ZSTD or LZ4_FRAME) is bounded before pyarrow allocates
+   anything for it: each buffer's declared uncompressed length (its 8-byte prefix) must be
+   at most what the field node's length and the column's type allow (:func:`_buffer_bounds`;
+   a dictionary batch: not bounded by type) and at most ``MAX_EXPANSION`` times the buffer's
+   stored bytes (the codec's own limit: a ZSTD block of 128 KiB takes at least 4 bytes, an
+   LZ4 sequence at most 255 bytes per input byte), and the batch's declared bytes in all at
+   most ``MAX_BATCH_RATIO`` times its body;
 2. the schema is compared before any batch is read;
 3. every array is validated in full (offsets inside their buffers, valid UTF-8) and a column
    declared non-nullable must hold no nulls.
@@ -44,12 +50,52 @@ def read_options(buf: pa.Buffer) -> pa.ipc.IpcReadOptions | None:
     return None if buf.address % _ALIGNED == 0 else _COPY_MISALIGNED
 
 
-def stream_bytes(table: pa.Table) -> bytes:
-    """A complete IPC stream (schema, batches, end-of-stream) of ``table``, deterministically."""
+def stream_bytes(table: pa.Table, *, compress: bool = False,
+                 batch_rows: int | None = None) -> bytes:
+    """A complete IPC stream (schema, batches, end-of-stream) of ``table``, deterministically.
+
+    ``compress``: ZSTD body compression when it pays (docs/format.md, "Compressed index
+    streams": the plain stream is at least ``COMPRESS_MIN`` bytes and the compressed one at
+    most ``COMPRESS_GAIN`` of it, and every buffer within the reader's bounds); else the plain
+    stream. ``batch_rows``: record batches of at most that many rows (the lookup's, so one
+    row costs one small decode)."""
+    plain = _stream(table, None, batch_rows)
+    if not compress or len(plain) < COMPRESS_MIN:
+        return plain
+    packed = _stream(table, "zstd", batch_rows)
+    if len(packed) > COMPRESS_GAIN * len(plain):
+        return plain
+    if _message_problem(pa.py_buffer(packed)) is not None:  # a buffer past the bounds
+        return plain
+    return packed
+
+
+#: docs/format.md "Compressed index streams": a stream is compressed when its plain bytes are
+#: at least this many and the compressed ones at most ``COMPRESS_GAIN`` of them
+COMPRESS_MIN = 4096
+COMPRESS_GAIN = 0.9
+#: the record batch rows of a compressed ``__lookup__`` (one point read decodes one batch)
+LOOKUP_BATCH_ROWS = 16384
+#: the most a compressed buffer may expand: ZSTD's limit (an RLE block of 128 KiB is 4 bytes)
+#: rounded up, and far above LZ4's 255
+MAX_EXPANSION = 1 << 15
+#: [docs/format.md] a compressed batch declares at most this many times its body's bytes (plus
+#: ``BATCH_SLACK``) in all: index rows hold 32-byte checksums and paths, so true batches
+#: stay far below (the writer stores a stream plain rather than past it)
+MAX_BATCH_RATIO = 256
+BATCH_SLACK = 1 << 16
+
+
+def _stream(table: pa.Table, compression: str | None, batch_rows: int | None) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        for batch in table.to_batches():
-            writer.write_batch(batch)
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
+        if batch_rows is None:
+            for batch in table.to_batches():
+                writer.write_batch(batch)
+        else:
+            for batch in table.combine_chunks().to_batches(max_chunksize=batch_rows):
+                writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
 
 
@@ -106,6 +152,57 @@ def checked_reader(buf: pa.Buffer, what: str, path: str | None,
     if problem is not None:
         raise FormatError(f"{what} {problem}", path=path)
     return reader
+
+
+def batch_index(buf: pa.Buffer, what: str, path: str | None,
+                check_schema: SchemaCheck | None = None
+                ) -> tuple[pa.Schema, list[tuple[int, int, pa.ipc.Message]]]:
+    """The schema of the stream that is exactly ``buf`` and, per record batch, ``(first row,
+    rows, message)``, walked without decoding a body (a compressed lookup's batches are then
+    decoded one at a time: :func:`read_batch`). The stream's messages pass the walk of the
+    module docstring first."""
+    checked_reader(buf, what, path, check_schema=check_schema)  # the walk and the schema
+    try:
+        reader = pa.ipc.MessageReader.open_stream(pa.BufferReader(buf))
+        schema = pa.ipc.read_schema(reader.read_next_message())
+        out: list[tuple[int, int, pa.ipc.Message]] = []
+        start = 0
+        while True:
+            try:
+                msg = reader.read_next_message()
+            except StopIteration:
+                break
+            meta = memoryview(msg.metadata).cast("B")
+            header = _field_table(meta, _table_at(meta, _u32(meta, 0)), _MSG_HEADER)
+            n = _field_i64(meta, header, _RB_LENGTH) if header is not None else -1
+            out.append((start, n, msg))
+            start += n
+    except FormatError as exc:
+        raise FormatError(f"{what}: {exc.problem}", path=path) from None
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
+    return schema, out
+
+
+def read_batch(schema: pa.Schema, msg: pa.ipc.Message, what: str, path: str | None
+               ) -> pa.Table:
+    """One record batch message of a stream :func:`batch_index` walked, as a table checked
+    like :func:`read_table`'s (bounded before decompressing, validated in full)."""
+    try:
+        problem = _batch_problem(memoryview(msg.metadata).cast("B"),
+                                 0 if msg.body is None else msg.body.size, msg.body, schema)
+        if problem is not None:
+            raise FormatError(f"{what} {problem}", path=path)
+        table = pa.Table.from_batches([pa.ipc.read_record_batch(msg, schema)])
+        table.validate(full=True)
+    except FormatError:
+        raise
+    except ARROW_ERRORS as exc:
+        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
+    for i, f in enumerate(table.schema):
+        if not f.nullable and table.column(i).null_count:
+            raise FormatError(f"{what}: non-nullable column {f.name!r} holds nulls", path=path)
+    return table
 
 
 def read_schema(buf: pa.Buffer, what: str, path: str | None) -> pa.Schema:
@@ -203,6 +300,7 @@ def _message_problem(buf: pa.Buffer) -> str | None:
     stream = pa.BufferReader(buf)
     reader = pa.ipc.MessageReader.open_stream(stream)
     first = True
+    schema: pa.Schema | None = None
     while True:
         try:
             msg = reader.read_next_message()
@@ -212,12 +310,13 @@ def _message_problem(buf: pa.Buffer) -> str | None:
             return "does not start with one schema message"
         first = False
         if msg.type == "schema":
+            schema = pa.ipc.read_schema(msg)
             continue
         if msg.type not in ("record batch", "dictionary"):
             return f"holds a {msg.type} message (only record and dictionary batches are " \
                    "allowed)"
         problem = _batch_problem(memoryview(msg.metadata).cast("B"),
-                                 0 if msg.body is None else msg.body.size,
+                                 0 if msg.body is None else msg.body.size, msg.body, schema,
                                  dictionary=msg.type == "dictionary")
         if problem is not None:
             return problem
@@ -228,9 +327,12 @@ def _message_problem(buf: pa.Buffer) -> str | None:
     return None
 
 
-def _batch_problem(meta: memoryview, body_len: int, *, dictionary: bool = False
+def _batch_problem(meta: memoryview, body_len: int, body: pa.Buffer | None = None,
+                   schema: pa.Schema | None = None, *, dictionary: bool = False
                    ) -> str | None:
-    """A record batch's (or a dictionary batch's record batch's) body and nodes."""
+    """A record batch's (or a dictionary batch's record batch's) body and nodes; a
+    compressed one bounded against ``schema`` (a dictionary batch's buffers by the codec's
+    expansion and the batch ratio only: its value type is not looked up by id)."""
     root = _table_at(meta, _u32(meta, 0))
     header = _field_table(meta, root, _MSG_HEADER)
     if header is not None and dictionary:
@@ -240,19 +342,121 @@ def _batch_problem(meta: memoryview, body_len: int, *, dictionary: bool = False
     declared = _field_i64(meta, root, _MSG_BODY_LEN)
     if declared != body_len:
         return "has a record batch whose body length does not match its bytes"
-    if _field_pos(meta, header, _RB_COMPRESSION) is not None:
-        return "has a record batch with a compressed body (not allowed)"
+    compression = _field_table(meta, header, _RB_COMPRESSION)
     length = _field_i64(meta, header, _RB_LENGTH)
     if length < 0:
         return "has a record batch of negative length"
-    for offset, size in _structs(meta, header, _RB_BUFFERS):
+    buffers = _structs(meta, header, _RB_BUFFERS)
+    for offset, size in buffers:
         if offset < 0 or size < 0 or offset > body_len or size > body_len - offset:
             return (f"has a buffer [{offset}, {offset + size}) outside its record batch body "
                     f"({body_len} bytes)")
-    for count, nulls in _structs(meta, header, _RB_NODES):
+    nodes = _structs(meta, header, _RB_NODES)
+    for count, nulls in nodes:
         if count < 0 or nulls < 0 or nulls > count:
             return "has a field node with an impossible length or null count"
+    if compression is None:
+        return None
+    codec = _field_u8(meta, compression, _BC_CODEC)
+    if codec not in (_LZ4_FRAME, _ZSTD) or _field_u8(meta, compression, _BC_METHOD) != 0:
+        return "has a record batch compressed with an unknown codec or method"
+    if body is None or schema is None:
+        return "has a compressed record batch this reader cannot bound"
+    bounds: list[int | None] | None = [None] * len(buffers) if dictionary \
+        else _buffer_bounds(schema, nodes, length)
+    if bounds is None or len(bounds) != len(buffers):
+        return "has a compressed record batch whose buffers do not match its columns"
+    data = memoryview(body).cast("B")
+    total = 0
+    for (offset, size), most in zip(buffers, bounds):
+        if size == 0:
+            continue
+        if size < 8:
+            return "has a compressed buffer without its 8-byte length"
+        # bytes [offset, offset + 8): the buffer's uncompressed length (-1: stored as is)
+        n = int(_I64.unpack_from(data, offset)[0])
+        if n == -1:
+            total += size - 8
+            continue
+        if n < 0 or n > MAX_EXPANSION * (size - 8) or (most is not None and n > most):
+            allowed = "its codec's expansion" if most is None or n <= most else \
+                f"{most} bytes for its rows and type"
+            return (f"has a compressed buffer declaring {n} bytes from {size - 8} stored "
+                    f"(more than {allowed})")
+        total += n
+    if total > MAX_BATCH_RATIO * body_len + BATCH_SLACK:
+        return (f"has a compressed record batch declaring {total} bytes from a {body_len}-byte "
+                f"body (more than {MAX_BATCH_RATIO} times it)")
     return None
+
+
+# BodyCompression (Message.fbs): 0 codec (LZ4_FRAME 0, ZSTD 1), 1 method (BUFFER 0)
+_BC_CODEC, _BC_METHOD = 0, 1
+_LZ4_FRAME, _ZSTD = 0, 1
+#: Arrow pads buffers to 8 bytes and may to 64: a bound is rounded up to this
+_PAD = 64
+
+
+def _field_u8(meta: memoryview, table: int, index: int) -> int:
+    pos = _field_pos(meta, table, index)
+    if pos is None:
+        return 0
+    if not 0 <= pos < len(meta):
+        raise FormatError("message metadata points outside itself")
+    return int(meta[pos])
+
+
+def _buffer_bounds(schema: pa.Schema, nodes: list[tuple[int, int]], length: int
+                   ) -> list[int | None] | None:
+    """The most bytes each buffer of a batch may hold uncompressed, in IPC buffer order
+    (fields depth first; None: not bounded by the type, the codec's expansion only), from
+    the field nodes' lengths (a column's must be the batch's ``length``); None for a type
+    this walk does not know or a column of another length."""
+    out: list[int | None] = []
+    pos = [0]
+
+    def up(n: int) -> int:
+        return -(-n // _PAD) * _PAD
+
+    def walk(t: pa.DataType) -> bool:
+        if pos[0] >= len(nodes):
+            return False
+        n = nodes[pos[0]][0]
+        pos[0] += 1
+        bits = up(-(-n // 8))
+        if pa.types.is_null(t):
+            return True
+        if pa.types.is_dictionary(t):  # a batch holds the indices (docs/format.md §11)
+            t = t.index_type
+        out.append(bits)  # validity
+        if pa.types.is_boolean(t):
+            out.append(bits)
+        elif pa.types.is_fixed_size_binary(t):
+            out.append(up(n * t.byte_width))
+        elif pa.types.is_primitive(t):
+            out.append(up(n * (t.bit_width // 8)))
+        elif pa.types.is_string(t) or pa.types.is_binary(t):
+            out.extend([up((n + 1) * 4), None])
+        elif pa.types.is_large_string(t) or pa.types.is_large_binary(t):
+            out.extend([up((n + 1) * 8), None])
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            out.append(up((n + 1) * (4 if pa.types.is_list(t) else 8)))
+            return walk(t.value_type)
+        elif pa.types.is_map(t):  # list<struct<key, item>>
+            out.append(up((n + 1) * 4))
+            return walk(pa.struct([t.key_field, t.item_field]))
+        elif pa.types.is_fixed_size_list(t):
+            return walk(t.value_type)
+        elif pa.types.is_struct(t):
+            return all(walk(t.field(i).type) for i in range(t.num_fields))
+        else:
+            return False
+        return True
+
+    for f in schema:
+        if pos[0] >= len(nodes) or nodes[pos[0]][0] != length or not walk(f.type):
+            return None
+    return out
 
 
 def _u32(meta: memoryview, pos: int) -> int:

@@ -23,6 +23,11 @@ BASE_NAMES: tuple[str, ...] = tuple(f.name for f in BASE_FIELDS)
 BASE_SCHEMA = pa.schema(BASE_FIELDS)
 LOOKUP_SCHEMA = BASE_SCHEMA
 PKG_TYPE_FIELD = pa.field("pkg_type", pa.int8(), nullable=True)
+#: FORMAT §3, packed blobs: the ninth column of every data sub-index and of ``__lookup__`` in
+#: an archive with packed blobs (absent otherwise)
+INNER = "inner_offset"
+INNER_FIELD = pa.field(INNER, pa.uint64(), nullable=False)
+PACKED_LOOKUP_SCHEMA = pa.schema([*BASE_FIELDS, INNER_FIELD])
 
 MANIFEST_SCHEMA = pa.schema(
     [

@@ -26,7 +26,8 @@ import numpy as np
 import pyarrow as pa
 
 from .kernels import call_function, one_array
-from .schema import BASE_FIELDS, BASE_NAMES, LOOKUP_SCHEMA, META_SCHEMA, GroupKey
+from .schema import (BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, LOOKUP_SCHEMA, META_SCHEMA,
+                     PACKED_LOOKUP_SCHEMA, GroupKey)
 
 #: The largest chunk a reader decodes [fixed here]: a frame's declared size is an untrusted
 #: length, so it is capped before anything is allocated for it. Writers cut at 10 MiB.
@@ -41,7 +42,7 @@ MAX_TOTAL = 1 << 62
 #: Names a module column may not take: every column of the files, chunks and lookup views
 #: and of ``read_files`` (lower case; DuckDB does not tell ``Repo`` from ``repo``).
 VIEW_COLUMNS = frozenset({
-    *BASE_NAMES, "pkg_type", "pkg_type_name", "repo", "module", "module_name", "size",
+    *BASE_NAMES, INNER, "pkg_type", "pkg_type_name", "repo", "module", "module_name", "size",
     "stored_size", "chunks", "digest", "archive", "content",
 })
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -75,8 +76,9 @@ def schema_metadata(schema: pa.Schema) -> tuple[dict[str, str], str | None]:
 
 
 #: Columns that may follow the base columns, each optional, in this order, with their exact
-#: types (a column of the base part added by a later format revision goes here).
-OPTIONAL_BASE_FIELDS: tuple[pa.Field, ...] = ()
+#: types (a column of the base part added by a later format revision goes here):
+#: ``inner_offset`` of packed blobs (FORMAT §3).
+OPTIONAL_BASE_FIELDS: tuple[pa.Field, ...] = (INNER_FIELD,)
 #: Nesting of an extra column's type (list of struct of ...) beyond which it is refused.
 MAX_NESTING = 8
 
@@ -92,8 +94,9 @@ def _leading_problem(schema: pa.Schema) -> tuple[str | None, int]:
     for want in OPTIONAL_BASE_FIELDS:
         if n < len(schema) and schema.field(n).name == want.name:
             if not schema.field(n).equals(want):
+                nullable = "" if want.nullable else "non-nullable "
                 return f"has {want.name} of type {schema.field(n).type}, expected " \
-                       f"{want.type}", n
+                       f"{nullable}{want.type}", n
             n += 1
     return None, n
 
@@ -124,6 +127,16 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
     return schema_metadata(schema)[1]
 
 
+def lookup_schema_problem(schema: pa.Schema) -> str | None:
+    """``__lookup__`` has the base columns, and ``inner_offset`` in an archive with packed
+    blobs (FORMAT §3, §4)."""
+    if schema.equals(LOOKUP_SCHEMA) or schema.equals(PACKED_LOOKUP_SCHEMA):
+        return None
+    from .ipc import describe
+
+    return f"has columns {describe(schema)}, expected {describe(PACKED_LOOKUP_SCHEMA)}"
+
+
 def _nesting(t: pa.DataType) -> int:
     """How deep ``t`` nests (a list of int: 2); dictionaries count their value type."""
     if pa.types.is_dictionary(t):
@@ -139,7 +152,7 @@ def union_problem(schemas: Iterable[tuple[str, pa.Schema]]) -> str | None:
     types: dict[str, tuple[str, pa.DataType, str]] = {}
     for where, schema in schemas:
         for f in list(schema)[len(BASE_FIELDS):]:
-            if f.name == "pkg_type":
+            if f.name in ("pkg_type", INNER):
                 continue
             low = f.name.lower()
             had = types.setdefault(low, (f.name, f.type, where))
@@ -181,6 +194,15 @@ def rows_problem(table: pa.Table, tail_offset: int) -> str | None:
     if bad.any():
         return _row_problem(table, bad, "has a raw chunk whose blob_size is not its "
                                         "uncompressed_size")
+    if INNER in table.schema.names:
+        inner = _u64(table, INNER)
+        bad = (inner > 0) & ~packed
+        if bad.any():
+            return _row_problem(table, bad, f"has a raw chunk with a non-zero {INNER}")
+        bad = (inner > MAX_CHUNK_BYTES) | (inner + usz > MAX_CHUNK_BYTES)
+        if bad.any():
+            return _row_problem(table, bad, f"has a slice past the {MAX_CHUNK_BYTES}-byte "
+                                            "limit of a decoded blob")
     if bool((fdo >= MAX_TOTAL).any()) or float(usz.sum(dtype=np.float64)) >= MAX_TOTAL \
             or float(size.sum(dtype=np.float64)) >= MAX_TOTAL:
         return "has sizes or offsets too large to add up"

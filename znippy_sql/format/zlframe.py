@@ -60,9 +60,16 @@ class FastEncoder:
     """zstd frames of one level wrapped as OpenZL frames; one per thread (``zstandard``
     compressors are not thread-safe)."""
 
-    def __init__(self, level: int) -> None:
-        self._zstd = zstandard.ZstdCompressor(level=level, write_content_size=True,
-                                              write_checksum=False, write_dict_id=False)
+    def __init__(self, level: int, *, hash_log: int | None = None,
+                 chain_log: int | None = None) -> None:
+        if hash_log is None:
+            self._zstd = zstandard.ZstdCompressor(level=level, write_content_size=True,
+                                                  write_checksum=False, write_dict_id=False)
+        else:  # packed blobs (codec.PACK_HASH_LOG): the level's parameters, smaller tables
+            params = zstandard.ZstdCompressionParameters.from_level(
+                level, hash_log=hash_log, chain_log=chain_log, write_content_size=1,
+                write_checksum=0, write_dict_id=0)
+            self._zstd = zstandard.ZstdCompressor(compression_params=params)
 
     def frame_if_smaller(self, chunk: bytes | memoryview) -> bytes | None:
         """The chunk's OpenZL frame, or None when it would not be smaller than the chunk

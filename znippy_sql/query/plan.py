@@ -21,7 +21,7 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from .. import views
 from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
-from ..format.validate import union_problem
+from ..format.validate import lookup_schema_problem, union_problem
 from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template
 from ..views.files import GROUPS_SCHEMA, module_fields
@@ -173,7 +173,7 @@ def _remote_schemas(archive: Archive) -> tuple[pa.Schema, list[tuple[GroupKey, p
     lk = archive.manifest_row(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP))
     fetch_heads(archive, [lk, *(archive.manifest_row(k) for k in archive.groups)])
     lookup = peek_schema(archive, lk.key, LOOKUP)
-    if not lookup.equals(LOOKUP_SCHEMA):
+    if lookup_schema_problem(lookup) is not None:
         raise FormatError(f"{LOOKUP} does not have the base columns", path=archive.path)
     return lookup, [(key, group_schema(archive, key)) for key in archive.groups]
 

@@ -33,8 +33,9 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from ..format.footer import FOOTER_LEN
 from ..format.ipc import ARROW_ERRORS, checked_reader
-from ..format.schema import LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
-from ..format.validate import portable, portable_schema, subindex_schema_problem
+from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, GroupKey
+from ..format.validate import (lookup_schema_problem, portable, portable_schema,
+                               subindex_schema_problem)
 from ..read.foreign import noted
 from ..read.reader import Archive, group_what
 
@@ -140,7 +141,7 @@ def group_table(archive: Archive, key: GroupKey) -> pa.Table:
 def section_table(archive: Archive, name: str) -> pa.Table:
     """An Arrow reserved section (``__lookup__``, ``__meta__``, ``__gunnar_graph__``, ...)."""
     def exact(schema: pa.Schema) -> str | None:
-        if name == LOOKUP and not schema.equals(LOOKUP_SCHEMA):
+        if name == LOOKUP and lookup_schema_problem(schema) is not None:
             return "does not have the base columns"
         return None
 

@@ -448,6 +448,11 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
     pre: dict[str, tuple[str, str, int]] = {}
     sizes, firsts, last = files.sizes, files.firsts, len(files.firsts) - 1
     new_part = tuple.__new__  # _Part(...) goes through a Python-level __new__: ~1 µs a file
+    c = archive._cols
+    # packed archives: each row's compressed blob (-1: raw), so no pack spans two units
+    pack_of = np.where(c.compressed, c.blob_offset.astype(np.int64), -1).tolist() \
+        if c.packed else None
+    full = False
     outs = names if names is not None else selected
     for path, i, out in zip(selected, found, outs):
         if i < 0:
@@ -476,11 +481,12 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
                 continue
         end = firsts[i + 1] if i < last else files.n
         whole = "" if names is None else targets.prefix + out
+        if full and (pack_of is None or pack_of[firsts[i]] != pack_of[unit[-1].row]):
+            units.append(unit)  # a full unit ends where a packed blob ends (one decode each)
+            unit, size, full = [], 0, False
         unit.append(new_part(_Part, (path, whole, None, firsts[i], end, nbytes)))
         size += nbytes + 4096
-        if size >= UNIT_BYTES or len(unit) >= UNIT_FILES:
-            units.append(unit)
-            unit, size = [], 0
+        full = size >= UNIT_BYTES or len(unit) >= UNIT_FILES
     if unit:
         units.append(unit)
     return units, pre

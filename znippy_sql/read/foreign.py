@@ -31,8 +31,9 @@ import pyarrow as pa
 from ..errors import NotFoundError, ZnippyError
 from ..format.ipc import describe, read_schema
 from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP,
-                             LOOKUP_SCHEMA, META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
+                             META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
+from ..format.validate import lookup_schema_problem
 
 if TYPE_CHECKING:
     from .reader import Archive
@@ -96,8 +97,8 @@ def section_status(archive: "Archive", name: str) -> str | None:
 
 
 def _expected(name: str, schema: pa.Schema) -> bool:
-    if name == LOOKUP:
-        return schema.equals(LOOKUP_SCHEMA)
+    if name == LOOKUP:  # the base columns, and inner_offset with packed blobs (FORMAT §3)
+        return lookup_schema_problem(schema) is None
     if name == META:  # names and types; nullability as meta_problem takes it
         return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA]
     return True  # the git sections: their readers check them (git-sections.md)

@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..format.kernels import call_function, one_array, take
-from ..format.lookup import build_lookup
-from ..format.schema import BASE_NAMES, GroupKey
+from ..format.lookup import build_lookup, with_inner
+from ..format.schema import BASE_NAMES, INNER, GroupKey
 
 if TYPE_CHECKING:
     from .reader import _Columns
@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 
 def memory_lookup(keys: Iterable[GroupKey], table: Callable[[GroupKey], pa.Table]) -> pa.Table:
     """The sorted lookup of the groups ``keys``, each read with ``table(key)`` (a checked
-    data sub-index), as one contiguous table."""
-    groups = {key: table(key).select(list(BASE_NAMES)) for key in keys}
-    return build_lookup(groups)
+    data sub-index), as one contiguous table; with ``inner_offset`` when a group has packed
+    blobs (FORMAT §3)."""
+    groups = {key: t.select([*BASE_NAMES, *([INNER] if INNER in t.schema.names else [])])
+              for key, t in ((key, table(key)) for key in keys)}
+    return build_lookup(with_inner(groups)[0])
 
 
 class SortedPaths:

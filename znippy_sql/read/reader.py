@@ -8,6 +8,7 @@ columns made once, so it costs microseconds and touches only the file's own byte
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import os
 import re
@@ -25,7 +26,7 @@ from ..format import codec
 from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
                       UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
-from ..format.ipc import read_table
+from ..format.ipc import batch_index, read_batch, read_table
 from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
@@ -35,15 +36,15 @@ from ..format.schema import (
     ARROW_SECTIONS,
     BASE_FIELDS,
     LOOKUP,
-    LOOKUP_SCHEMA,
     RAW_SECTIONS,
     RESERVED_PKG_TYPE,
     TRIE,
+    INNER,
     GroupKey,
     resolve_pkg_type,
 )
-from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, portable, rows_problem,
-                               subindex_schema_problem)
+from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, lookup_schema_problem,
+                               portable, rows_problem, subindex_schema_problem)
 from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
                       unsealed_problem, with_writer)
 
@@ -62,6 +63,8 @@ class Chunk:
     blob_offset: int
     blob_size: int
     checksum: bytes
+    #: where the chunk starts in its decoded blob (FORMAT §3, packed blobs; 0 otherwise)
+    inner_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class FileInfo:
 
     @property
     def stored_size(self) -> int:
+        """Stored bytes of the file's blobs; a packed blob shared with other files counts
+        whole (docs/format.md, "Packed blobs")."""
         return sum(c.blob_size for c in self.chunks)
 
 
@@ -92,6 +97,10 @@ class _Columns:
         self.uncompressed_size = cols["uncompressed_size"].to_numpy()
         self.blob_offset = cols["blob_offset"].to_numpy()
         self.blob_size = cols["blob_size"].to_numpy()
+        #: FORMAT §3: an archive with packed blobs has the column; others read zeros
+        self.packed = INNER in cols
+        self.inner_offset = (cols[INNER].to_numpy() if self.packed
+                             else np.zeros(n, dtype=np.uint64))
         sums = cols["checksum"]
         start = sums.offset * 32
         self.checksum = (memoryview(sums.buffers()[1]).cast("B")[start : start + n * 32]
@@ -119,7 +128,8 @@ class _Columns:
         return Chunk(int(self.chunk_seq[row]), int(self.fdata_offset[row]),
                      bool(self.compressed[row]), int(self.uncompressed_size[row]),
                      int(self.blob_offset[row]), int(self.blob_size[row]),
-                     bytes(self.checksum[row * 32 : row * 32 + 32]))
+                     bytes(self.checksum[row * 32 : row * 32 + 32]),
+                     int(self.inner_offset[row]))
 
 
 class Archive:
@@ -134,6 +144,8 @@ class Archive:
         self.verify_sections = verify_sections
         self._sound: set[GroupKey] = set()  # ranges whose BLAKE3 matched the manifest
         self._groups: dict[GroupKey, pa.Table] = {}
+        #: the last decoded compressed blob of a packed archive: (offset, size, bytes)
+        self._last_blob: tuple[int, int, memoryview] | None = None
         self.source: RangeSource = _source(self.path, storage_options, cache)
         try:
             self._open_tail()
@@ -288,7 +300,8 @@ class Archive:
             self._fetch_paths()
             key = GroupKey(RESERVED_PKG_TYPE, "", LOOKUP)
             row = self.manifest_row(key)
-            table = read_table(self.range_bytes(key, LOOKUP), LOOKUP, self.path, LOOKUP_SCHEMA)
+            table = read_table(self.range_bytes(key, LOOKUP), LOOKUP, self.path,
+                               check_schema=lookup_schema_problem)
             if table.num_rows != row.row_count:
                 raise FormatError(f"{LOOKUP} has {table.num_rows} rows, manifest says "
                                   f"{row.row_count}", path=self.path)
@@ -345,11 +358,48 @@ class Archive:
         row = self.trie.get(key)
         if row is None:
             return None
+        if "lookup" not in self.__dict__ and not self.lookup_in_memory:
+            lazy = self._lazy_lookup
+            # a lookup in batches: decode the one holding the file; once many were decoded
+            # (random reads all over it), the whole lookup serves every read after
+            if lazy is not None and lazy.decoded < lazy.PROMOTE:
+                found = lazy.file_at(self, path, key, int(row))
+                if found is not None:
+                    return found
         return self._file_at(path, key, int(row))
 
-    def _file_at(self, path: str, key: bytes, row: int) -> FileInfo:
-        """The chunks of ``path`` from lookup row ``row`` on, each checked against the last."""
-        c = self._cols
+    @cached_property
+    def _lazy_lookup(self) -> "_Batches | None":
+        """``__lookup__`` written in several record batches (a compressed one, docs/format.md
+        §2): its batches, each decoded only when a point read needs it; None for one batch."""
+        self._fetch_paths()
+        key = GroupKey(RESERVED_PKG_TYPE, "", LOOKUP)
+        schema, batches = batch_index(self.range_bytes(key, LOOKUP), LOOKUP, self.path,
+                                      check_schema=lookup_schema_problem)
+        if len(batches) <= 1:
+            return None
+        if sum(n for _, n, _ in batches) != self.manifest_row(key).row_count:
+            raise FormatError(f"{LOOKUP}'s batches do not hold the rows the manifest says",
+                              path=self.path)
+        return _Batches(schema, batches)
+
+    @cached_property
+    def packed(self) -> bool:
+        """Whether the archive has packed blobs (the ``inner_offset`` column, FORMAT §3)."""
+        if "lookup" not in self.__dict__ and not self.lookup_in_memory:
+            lazy = self._lazy_lookup
+            if lazy is not None:
+                return INNER in lazy.schema.names
+        return self._cols.packed
+
+    def _file_at(self, path: str, key: bytes, row: int, c: "_Columns | None" = None,
+                 base: int = 0) -> FileInfo:
+        """The chunks of ``path`` from lookup row ``row`` on, each checked against the last
+        (``c``: the columns of lookup rows ``base`` on; the whole lookup by default)."""
+        if c is None:
+            c = self._cols
+        first = row
+        row -= base
         if not 0 <= row < c.n:
             raise FormatError(f"{TRIE} points {path!r} at row {row}, past the lookup",
                               path=self.path)
@@ -362,7 +412,7 @@ class Archive:
         nxt = row + 1
         if (c.fdata_offset[row] == 0 and c.path_bytes(row) == key
                 and (nxt == c.n or (c.chunk_seq[nxt] == 0 and c.path_bytes(nxt) != key))):
-            return FileInfo(path, row, (c.chunk(row),))  # one chunk: what the loop would find
+            return FileInfo(path, first, (c.chunk(row),))  # one chunk: what the loop finds
         end = c.run_end(row)
         while end < c.n and c.path_bytes(end) == key:  # a chunk_seq wrongly 0: caught below
             end = c.run_end(end)
@@ -380,7 +430,7 @@ class Archive:
                                   path=self.path)
             offset += chunk.uncompressed_size
             chunks.append(chunk)
-        return FileInfo(path, row, tuple(chunks))
+        return FileInfo(path, first, tuple(chunks))
 
     def file_at(self, path: str, row: int) -> FileInfo:
         """The chunks of ``path`` whose first lookup row is ``row``, checked as :meth:`find`
@@ -420,6 +470,9 @@ class Archive:
         at: list[int] = []  # item of each frame
         raw: list[int] = []
         n = c.n
+        inner = c.inner_offset[rows].tolist() if c.packed else None
+        blobs: dict[int, list[tuple[int, int, int]]] = {}  # packed: blob → (item, inner, size)
+        blob_views: dict[int, memoryview] = {}
         for k, (i, row, g, p, b, s, u) in enumerate(zip(
                 picks.tolist(), rows.tolist(), good.tolist(), packed.tolist(), blob.tolist(),
                 stored.tolist(), size.tolist())):
@@ -429,6 +482,12 @@ class Archive:
             if names[starts[k]:ends[k]] != key or (row + 1 < n and names[ends[k]:nexts[k]] == key) \
                     or (row > 0 and names[prevs[k]:starts[k]] == key):
                 continue  # another layout, or chunks out of order: file_at says which
+            if p and inner is not None:  # each packed blob fetched and decoded once
+                if b not in blob_views:
+                    blob_views[b] = whole[b : b + s] if whole is not None \
+                        else self.source.view(b, s)
+                blobs.setdefault(b, []).append((i, inner[k], u))
+                continue
             view = whole[b : b + s] if whole is not None else self.source.view(b, s)
             if p:
                 frames.append((view, u))
@@ -437,9 +496,11 @@ class Archive:
                 out[i] = view
                 raw.append(i)
         self.source.bytes_read += sum(v[0].nbytes for v in frames) + sum(
-            out[i].nbytes for i in raw)  # type: ignore[union-attr]
+            out[i].nbytes for i in raw) + sum(v.nbytes for v in blob_views.values())  # type: ignore[union-attr]
         for i, view in zip(at, codec.decoder().decode_views(frames)):
             out[i] = view
+        if blobs:
+            self._slice_packs(blob_views, blobs, out)
         if self.verify_checksums if verify is None else verify:
             for i, view in enumerate(out):
                 if view is not None:
@@ -447,6 +508,49 @@ class Archive:
                     if blake3.blake3(view).digest() != sums[row : row + 32]:
                         out[i] = None  # chunk_view says what is wrong
         return out
+
+    def _slice_packs(self, views: dict[int, memoryview],
+                     members: dict[int, list[tuple[int, int, int]]],
+                     out: list[memoryview | None]) -> None:
+        """Decode each packed blob once (one GIL-free call for all) and give each member its
+        slice; a member whose slice does not fit is left to :meth:`chunk_view` (it says so)."""
+        keys, frames = [], []
+        for b, view in views.items():
+            try:
+                size = codec.content_size(view)
+            except CodecError:
+                continue
+            if size <= MAX_CHUNK_BYTES:
+                keys.append(b)
+                frames.append((view, size))
+        for b, decoded in zip(keys, codec.decoder().decode_views(frames)):
+            if decoded is None:
+                continue
+            for i, inner, u in members[b]:
+                if inner + u <= decoded.nbytes:
+                    out[i] = decoded[inner : inner + u]
+
+    def decoded_blob(self, offset: int, size: int, where: str = "") -> memoryview:
+        """The decoded bytes of a compressed blob whatever its size (a packed blob holds
+        several chunks), its declared length bounded first; the last one is kept, so the
+        files of one pack read one after the other decode it once."""
+        cached = self._last_blob
+        if cached is not None and cached[0] == offset and cached[1] == size:
+            return cached[2]
+        frame = memoryview(self.source.read(offset, size, "blob")).cast("B")
+        try:
+            n = codec.content_size(frame, where=where)
+        except CodecError as exc:
+            raise CodecError(exc.problem, path=self.path) from None
+        if n > MAX_CHUNK_BYTES:
+            raise FormatError(f"{where}blob declares {n} bytes, more than the "
+                              f"{MAX_CHUNK_BYTES}-byte limit", path=self.path)
+        try:
+            data = codec.decoder().decode_view(frame, n)
+        except CodecError as exc:
+            raise CodecError(where + exc.problem, path=self.path) from None
+        self._last_blob = (offset, size, data)
+        return data
 
     @cached_property
     def _bytes(self) -> memoryview | None:
@@ -479,7 +583,14 @@ class Archive:
                               f"{chunk.blob_offset + chunk.blob_size}) runs into the index tail "
                               f"at {self.tail_offset}", path=self.path)
         data: bytes | memoryview
-        if chunk.compressed:
+        if chunk.compressed and self.packed:
+            decoded = self.decoded_blob(chunk.blob_offset, chunk.blob_size, where())
+            end = chunk.inner_offset + chunk.uncompressed_size
+            if end > decoded.nbytes:
+                raise FormatError(f"{where()}slice [{chunk.inner_offset}, {end}) lies outside "
+                                  f"its decoded blob of {decoded.nbytes} bytes", path=self.path)
+            data = decoded[chunk.inner_offset : end]
+        elif chunk.compressed:
             if chunk.uncompressed_size > MAX_CHUNK_BYTES:
                 raise FormatError(f"{where()}size {chunk.uncompressed_size} exceeds the "
                                   f"{MAX_CHUNK_BYTES}-byte chunk limit", path=self.path)
@@ -546,6 +657,8 @@ class Archive:
         compressed frames decoded in one call without the GIL (a cut jar is many small
         chunks). Anything a check refuses, or a frame the batch cannot decode, goes through
         :meth:`chunk_view`, which raises or words the error."""
+        if self.packed:  # a packed blob is decoded once (kept by decoded_blob)
+            return [self.chunk_view(path, ch, verify=verify) for ch in chunks]
         tail = self.tail_offset
         whole = self._bytes
         out: list[bytes | memoryview | None] = [None] * len(chunks)
@@ -656,8 +769,9 @@ class Archive:
         return read_meta(self)
 
     def close(self) -> None:
-        for name in ("lookup", "trie", "_cols", "_bytes"):
+        for name in ("lookup", "trie", "_cols", "_bytes", "_lazy_lookup", "packed"):
             self.__dict__.pop(name, None)
+        self._last_blob = None
         self._groups.clear()
         self.source.close()
 
@@ -669,6 +783,53 @@ class Archive:
 
     def __repr__(self) -> str:
         return f"<Archive {self.path!r}: {len(self.groups)} groups, sections {self.sections}>"
+
+
+class _Batches:
+    """A lookup in record batches, decoded a few at a time for point reads: a file is read
+    from the batch holding its first row, with the batch before when it starts a batch (its
+    neighbour) and the ones after while its rows run on (at most ``SPAN`` batches; a longer
+    run is left to the whole lookup). The last ``KEEP`` decoded batches are kept."""
+
+    KEEP = 4
+    SPAN = 4
+    #: after this many batch decodes the whole lookup is read and serves the point reads
+    PROMOTE = 16
+
+    def __init__(self, schema: pa.Schema, batches: list[tuple[int, int, Any]]) -> None:
+        self.schema = schema
+        self.batches = batches
+        self.starts = [start for start, _, _ in batches]
+        self._done: dict[int, pa.Table] = {}
+        self.decoded = 0
+
+    def file_at(self, archive: "Archive", path: str, key: bytes, row: int) -> FileInfo | None:
+        b = bisect.bisect_right(self.starts, row) - 1
+        if b < 0 or row >= self.starts[b] + self.batches[b][1]:
+            return None
+        lo = b - 1 if row == self.starts[b] and b > 0 else b
+        hi = b
+        while True:
+            c = _Columns(pa.concat_tables([self._table(archive, i) for i in range(lo, hi + 1)])
+                         .combine_chunks() if hi > lo else self._table(archive, lo))
+            if c.run_end(row - self.starts[lo]) < c.n or hi + 1 == len(self.batches):
+                return archive._file_at(path, key, row, c, self.starts[lo])
+            if hi - lo + 1 >= self.SPAN:
+                return None
+            hi += 1
+
+    def _table(self, archive: "Archive", b: int) -> pa.Table:
+        table = self._done.get(b)
+        if table is None:
+            table = read_batch(self.schema, self.batches[b][2], LOOKUP, archive.path)
+            self.decoded += 1
+            problem = rows_problem(table, archive.tail_offset)
+            if problem is not None:
+                raise FormatError(f"{LOOKUP} {problem}", path=archive.path)
+            if len(self._done) >= self.KEEP:
+                self._done.pop(next(iter(self._done)))
+            self._done[b] = table
+        return table
 
 
 def group_what(key: GroupKey) -> str:

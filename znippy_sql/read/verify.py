@@ -27,8 +27,8 @@ from ..errors import FormatError, UnsafePathError, ZnippyError
 from ..format.paths import check_relative_path
 from .foreign import newer_writer_note
 from .reader import Chunk, group_what
-from ..format.schema import (BASE_NAMES, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE,
-                             GroupKey)
+from ..format.schema import (BASE_NAMES, INNER, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE,
+                             TRIE, GroupKey)
 from ..format.lookup import build_lookup
 from ..format.validate import duplicate_paths
 
@@ -76,6 +76,8 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
     rows = _structure(archive, say)
     if rows is not None and content:
         _content(archive, rows, report, progress)
+        if INNER in rows.schema.names:
+            _packs(archive, rows, report)
     report.problems = list(dict.fromkeys(report.problems))  # one finding, one line
     report.seconds = time.perf_counter() - started
     return report
@@ -83,7 +85,11 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
 
 def _content(archive: "Archive", rows: pa.Table, report: VerifyReport,
              progress: Callable[[int, int], None] | None) -> None:
-    cols = [rows.column(n).to_pylist() for n in BASE_NAMES]
+    names = [*BASE_NAMES, INNER] if INNER in rows.schema.names else list(BASE_NAMES)
+    cols = [rows.column(n).to_pylist() for n in names]
+    if len(names) > len(BASE_NAMES):  # packed: rows in blob order, so a pack decodes once
+        order = sorted(range(rows.num_rows), key=lambda i: (cols[_OFFSET][i], cols[-1][i]))
+        cols = [[col[i] for i in order] for col in cols]
     fetch = archive.source.fetches  # a remote source gets the blobs a batch at a time
     span: tuple[int, int] | None = None
     for i, (path, *vals) in enumerate(zip(*cols)):
@@ -110,6 +116,52 @@ _BATCH = 512
 _OFFSET, _SIZE = BASE_NAMES.index("blob_offset"), BASE_NAMES.index("blob_size")
 
 
+def _packs(archive: "Archive", lk: pa.Table, report: VerifyReport) -> None:
+    """FORMAT §3: the slices of each packed blob lie inside it, do not overlap partially
+    (identical content may share one), and cover it; bytes no live slice covers (a file an
+    append replaced) are dead bytes, told in a note."""
+    rows = sorted((o, k, u, c, p, q) for o, k, u, c, p, q, z in zip(
+        lk.column("blob_offset").to_pylist(), lk.column(INNER).to_pylist(),
+        lk.column("uncompressed_size").to_pylist(), lk.column("checksum").to_pylist(),
+        lk.column("relative_path").to_pylist(), lk.column("chunk_seq").to_pylist(),
+        lk.column("blob_size").to_pylist()) if z)
+    sizes = dict(zip(lk.column("blob_offset").to_pylist(), lk.column("blob_size").to_pylist()))
+    flags = dict(zip(lk.column("blob_offset").to_pylist(), lk.column("compressed").to_pylist()))
+    dead = 0
+    i = 0
+    while i < len(rows):
+        off = rows[i][0]
+        j = i
+        while j < len(rows) and rows[j][0] == off:
+            j += 1
+        members = rows[i:j]
+        i = j
+        if not flags.get(off) or (len(members) == 1 and members[0][1] == 0):
+            continue
+        try:
+            total = archive.decoded_blob(off, sizes[off], "").nbytes
+        except ZnippyError as exc:
+            report.problems.append(exc.problem)
+            continue
+        end = 0
+        last: tuple[Any, ...] | None = None
+        for _, inner, size, digest, path, seq in members:
+            where = f"{path!r} chunk {seq}: slice [{inner}, {inner + size}) of the blob at {off}"
+            if inner + size > total:
+                report.problems.append(f"{where} lies outside its {total} decoded bytes")
+                continue
+            if last is not None and inner < end:
+                if (inner, size, digest) != last:
+                    report.problems.append(f"{where} overlaps another slice partially")
+                continue
+            dead += max(0, inner - end)
+            end, last = inner + size, (inner, size, digest)
+        dead += max(0, total - end)
+    if dead:
+        report.notes.append(f"packed blobs hold {dead} bytes no file points at (files an "
+                            "append replaced)")
+
+
 def _next_batch(archive: "Archive", cols: list[list[Any]], i: int,
                 done: tuple[int, int] | None) -> tuple[int, int] | None:
     """Release the last batch's blobs, prefetch the next ``_BATCH`` rows' (their span)."""
@@ -127,7 +179,9 @@ def _structure(archive: "Archive", say: Say) -> pa.Table | None:
     groups: dict[GroupKey, pa.Table] = {}
     for key in archive.groups:
         try:
-            groups[key] = archive.group_table(key).select(list(BASE_NAMES))
+            table = archive.group_table(key)
+            groups[key] = table.select([*BASE_NAMES, *([INNER] if INNER in table.schema.names
+                                                       else [])])
         except ZnippyError as exc:
             say(exc.problem)
     for path in duplicate_paths(groups.items())[:20]:
@@ -215,6 +269,7 @@ def _extents(archive: "Archive", lk: pa.Table, say: Say) -> None:
                        lk.column("compressed").to_pylist(),
                        lk.column("uncompressed_size").to_pylist(),
                        lk.column("checksum").to_pylist()))
+    packed = INNER in lk.schema.names
     prev: tuple[Any, ...] = (-1, -1, "", -1)  # the extent that reaches furthest so far
     prev_end = 0
     for off, size, path, seq, *content in spans:
@@ -222,6 +277,8 @@ def _extents(archive: "Archive", lk: pa.Table, say: Say) -> None:
             say(f"{path!r} chunk {seq}: blob [{off}, {off + size}) runs past the blob region "
                 f"(ends at {archive.tail_offset})")
         if size and (off, size) == prev[:2]:
+            if packed and content[0] and content[0] == prev[4]:
+                continue  # slices of one packed blob: checked by _packs
             if tuple(content) != prev[4:]:
                 say(f"{path!r} chunk {seq}: shares the blob at {off} of {prev[2]!r} chunk "
                     f"{prev[3]} but not its content (codec flag, size or checksum differ)")

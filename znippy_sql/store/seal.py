@@ -92,7 +92,8 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
                 raise StoreError(f"sidecar is shorter than its rows' blob end {blob_end}",
                                  path=os.fspath(sidecar)) from None
             tail = write_tail(fh, blob_end, groups, sections=sections, section_builders=builders,
-                              schema_metadata=options.schema_metadata(), fsync=fsync)
+                              schema_metadata=options.schema_metadata(), fsync=fsync,
+                              index_compression=options.index_compression)
         os.replace(staging, out)
         if fsync:
             fsync_dir(out)

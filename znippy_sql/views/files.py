@@ -3,13 +3,15 @@
 
 ``files``: one row per file. Columns, in order: ``relative_path``, ``repo``, ``pkg_type``
 (Int8), ``pkg_type_name``, ``module_name``, ``size`` (sum of ``uncompressed_size``),
-``stored_size`` (sum of ``blob_size``), ``chunks`` (UInt32), ``compressed`` (true when any
+``stored_size`` (sum of ``blob_size``: a packed or dedup-shared blob counts in full for every
+file in it), ``chunks`` (UInt32), ``compressed`` (true when any
 chunk is stored compressed), ``digest`` (the file digest of FORMAT §4), then the package-type
 modules' own columns taken from the ``chunk_seq = 0`` row (nullable; the union over the
 archive's groups).
 
-``chunks``: a sub-index's rows: its base columns, the group's ``repo``, ``pkg_type``,
-``pkg_type_name``, ``module_name``, then its module columns (as ``files``).
+``chunks``: a sub-index's rows: its base columns, ``inner_offset`` in an archive with packed
+blobs (FORMAT §3), the group's ``repo``, ``pkg_type``, ``pkg_type_name``, ``module_name``, then
+its module columns (as ``files``).
 
 ``groups``: one row per data group: its manifest row (``pkg_type``, ``pkg_type_name``,
 ``repo``, ``module_name``, ``index_offset``, ``index_len``, ``row_count``) and what it holds
@@ -32,7 +34,7 @@ import pyarrow as pa
 from ..errors import FormatError
 from ..format.files import file_digest
 from ..format.kernels import call_function, one_array, take
-from ..format.schema import BASE_FIELDS, BASE_NAMES, GroupKey, pkg_type_name
+from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what
 from .base import Request, View
@@ -73,8 +75,9 @@ _GROUP_STATS = ("files", "size", "stored_size", "compressed_chunks")
 
 
 def module_fields(schema: pa.Schema) -> list[pa.Field]:
-    """A sub-index's module columns: everything after the base columns and ``pkg_type``."""
-    return [f for f in schema if f.name not in BASE_NAMES and f.name != "pkg_type"]
+    """A sub-index's module columns: everything after the base columns, ``inner_offset``
+    (packed blobs) and ``pkg_type``."""
+    return [f for f in schema if f.name not in BASE_NAMES and f.name not in (INNER, "pkg_type")]
 
 
 def files_schema(extra: Sequence[pa.Field] = ()) -> pa.Schema:
@@ -214,13 +217,15 @@ FILES = View("files", lambda a: files_schema(archive_module_fields(a)), _read_fi
 
 # -- chunks -----------------------------------------------------------------------------------
 def chunks_of_group(table: pa.Table, key: GroupKey, request: Request | None = None) -> pa.Table:
-    """A sub-index's rows: base columns, the group's constant columns, module columns."""
+    """A sub-index's rows: base columns, ``inner_offset`` (packed blobs), the group's
+    constant columns, module columns."""
     want = (lambda c: True) if request is None else request.wants
     n = table.num_rows
     consts = group_constants(key, n, request)
     cols: dict[str, Any] = {}
     fields = []
-    for f in [*BASE_FIELDS, *GROUP_FIELDS, *module_fields(table.schema)]:
+    inner = [INNER_FIELD] if INNER in table.schema.names else []
+    for f in [*BASE_FIELDS, *inner, *GROUP_FIELDS, *module_fields(table.schema)]:
         if want(f.name):
             cols[f.name] = consts[f.name] if f.name in consts else table.column(f.name)
             fields.append(table.schema.field(f.name) if f.name in table.schema.names else f)
@@ -232,8 +237,14 @@ def _read_chunks(archive: Archive, request: Request) -> Iterator[pa.Table]:
         yield chunks_of_group(archive.group_table(key), key, request)
 
 
-CHUNKS = View("chunks", lambda a: pa.schema([*BASE_FIELDS, *GROUP_FIELDS,
-                                            *archive_module_fields(a)]),
+def _chunks_schema(archive: Archive) -> pa.Schema:
+    """Packed blobs (FORMAT §3): ``inner_offset`` after the base columns, when any group has it."""
+    extra = archive_module_fields(archive)
+    packed = any(INNER in s.names for s in group_schemas(archive, archive.groups))
+    return pa.schema([*BASE_FIELDS, *([INNER_FIELD] if packed else []), *GROUP_FIELDS, *extra])
+
+
+CHUNKS = View("chunks", _chunks_schema,
               _read_chunks, grouped=True, cost=_group_cost, doc="one row per chunk")
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from ..format.schema import LOOKUP_SCHEMA
+from ..format.schema import LOOKUP_SCHEMA, PACKED_LOOKUP_SCHEMA
 from ..read.reader import Archive
 from .base import Request, View
 
@@ -36,5 +36,10 @@ def _lookup_cost(archive: Archive, groups: object) -> int:
 
 MANIFEST = View("manifest", lambda a: a.manifest.schema, _manifest, cost=_manifest_cost,
                 doc="the manifest's rows")
-LOOKUP = View("lookup", lambda a: LOOKUP_SCHEMA, _lookup, cost=_lookup_cost,
+def _lookup_schema(archive: Archive) -> pa.Schema:
+    """The base columns, and ``inner_offset`` in an archive with packed blobs (FORMAT §3)."""
+    return PACKED_LOOKUP_SCHEMA if archive.packed else LOOKUP_SCHEMA
+
+
+LOOKUP = View("lookup", _lookup_schema, _lookup, cost=_lookup_cost,
               doc="every chunk row in path order (__lookup__)")

@@ -33,12 +33,13 @@ from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SE
 from ..format.sections import ReservedSection
 from ..read.reader import open_archive
 from ..read.verify import refuse_damaged
-from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from .ingest import DEFAULT_BLOCK_SIZE, INDEX_KEY, PACK_KEY, Ingest, WriteOptions
 from .feed import Feed
 from .posix import with_rows
 from .source import Entry, as_entry
 from .unchanged import same_content
 from .tail import TailInfo, write_tail
+from ..format.lookup import with_inner
 from .writer import optional_sections, staging_prefix
 
 
@@ -228,7 +229,8 @@ class _Stored:
 
 
 def _options(path: str, old: _Old, level: int | None, block_size: int | None,
-             workers: int | None, dedup: bool = True) -> WriteOptions:
+             workers: int | None, dedup: bool = True, pack: bool | None = None,
+             index_compression: bool | None = None) -> WriteOptions:
     """The archive's own options (recorded on its sub-indexes); a different one is refused."""
     def recorded(key: str, default: int) -> int:
         try:
@@ -249,7 +251,10 @@ def _options(path: str, old: _Old, level: int | None, block_size: int | None,
                                   f"{name}={given} would mix two settings", path=path)
     return WriteOptions(level=level if level is not None else recorded_level,
                         block_size=block_size if block_size is not None else recorded_block,
-                        workers=workers, dedup=dedup)
+                        workers=workers, dedup=dedup,
+                        pack=(PACK_KEY in old.metadata) if pack is None else pack,
+                        index_compression=(INDEX_KEY in old.metadata
+                                           if index_compression is None else index_compression))
 
 
 # -- merging ------------------------------------------------------------------------------------
@@ -344,9 +349,12 @@ class Appender:
                  block_size: int | None = None, workers: int | None = None,
                  meta: Any = None, signer: Any = None, drop_signatures: bool = False,
                  move: bool = False, posix: bool = False, skip_unsafe: bool = False,
-                 dedup: bool = True) -> None:
+                 dedup: bool = True, pack: bool | None = None,
+                 index_compression: bool | None = None) -> None:
         self.path = os.fspath(path)
         self._dedup = dedup
+        self._pack = pack
+        self._index_compression = index_compression
         self._repo, self._pkg_type = repo, pkg_type
         self._level, self._block_size, self._workers = level, block_size, workers
         self._meta, self._signer = meta, signer
@@ -384,7 +392,7 @@ class Appender:
                     "--sign-cert, signer=) or drop them (--drop-signatures, "
                     "drop_signatures=True)", path=self.path)
             options = _options(self.path, old, self._level, self._block_size, self._workers,
-                               self._dedup)
+                               self._dedup, self._pack, self._index_compression)
             self.options = options
             journal = True  # from here a journal of ours may exist; the archive is untouched
             write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
@@ -466,7 +474,8 @@ class Appender:
             self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [],
                          "kept" if any(s.name == META for s in old.sections) else "none")
             return
-        merged = merge_rows(old.groups, new, where=self.path)
+        old_groups, new = with_inner(old.groups, new)
+        merged = merge_rows(old_groups, new, where=self.path)
         if merged.moved and not self._move:
             first = ", ".join(f"{p!r} from {group_label(a)} to {group_label(b)}"
                               for p, a, b in merged.moved[:3])
@@ -478,7 +487,8 @@ class Appender:
         dropped = old.stale if self._signer is None else []
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
-                               schema_metadata=self.options.schema_metadata(), fsync=True)
+                               schema_metadata=self.options.schema_metadata(), fsync=True,
+                               index_compression=self.options.index_compression)
         drop_journal(self.path)
         rows = sum(t.num_rows for t in new.values())
         self._report(old, sink.cursor, self.tail.file_size, merged, rows, dropped, meta_state)
@@ -550,7 +560,8 @@ def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: i
                     level: int | None = None, block_size: int | None = None,
                     workers: int | None = None, meta: Any = None, signer: Any = None,
                     drop_signatures: bool = False, move: bool = False, posix: bool = False,
-                    skip_unsafe: bool = False, dedup: bool = True) -> Appender:
+                    skip_unsafe: bool = False, dedup: bool = True, pack: bool | None = None,
+                    index_compression: bool | None = None) -> Appender:
     """An :class:`Appender` for ``path``, to use as a context manager."""
     from ..remote import is_url, local_path
 
@@ -562,7 +573,8 @@ def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: i
         path = local
     return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
                     workers=workers, meta=meta, signer=signer, drop_signatures=drop_signatures,
-                    move=move, posix=posix, skip_unsafe=skip_unsafe, dedup=dedup)
+                    move=move, posix=posix, skip_unsafe=skip_unsafe, dedup=dedup, pack=pack,
+                    index_compression=index_compression)
 
 
 def append_archive(
@@ -581,6 +593,8 @@ def append_archive(
     posix: bool = False,
     skip_unsafe: bool = False,
     dedup: bool = True,
+    pack: bool | None = None,
+    index_compression: bool | None = None,
 ) -> AppendReport:
     """Append ``source`` (a directory or :class:`Entry` objects) to the archive at ``path``.
 
@@ -595,7 +609,8 @@ def append_archive(
     appender = open_for_append(path, repo=repo, pkg_type=pkg_type, level=level,
                                block_size=block_size, workers=workers, meta=meta, signer=signer,
                                drop_signatures=drop_signatures, move=move, posix=posix,
-                               skip_unsafe=skip_unsafe, dedup=dedup)
+                               skip_unsafe=skip_unsafe, dedup=dedup, pack=pack,
+                               index_compression=index_compression)
     with appender:
         appender.add_all(source)
     assert appender.report is not None

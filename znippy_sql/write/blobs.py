@@ -19,7 +19,7 @@ from ..modules import Module
 from .dedup import DedupIndex
 from .pipeline import BatchResult, Job
 from ..format.fsio import write_all
-from ..format.schema import BASE_FIELDS, PKG_TYPE_FIELD, GroupKey
+from ..format.schema import BASE_FIELDS, INNER_FIELD, PKG_TYPE_FIELD, GroupKey
 
 
 class GroupRows:
@@ -30,7 +30,7 @@ class GroupRows:
     dict (or None) per row."""
 
     __slots__ = ("key", "module", "has_extra", "paths", "seqs", "offsets", "compressed",
-                 "sizes", "blob_offsets", "blob_sizes", "digests", "extra", "order")
+                 "sizes", "blob_offsets", "blob_sizes", "digests", "extra", "order", "inner")
 
     def __init__(self, key: GroupKey, module: Module | None) -> None:
         self.key = key
@@ -45,18 +45,23 @@ class GroupRows:
         self.blob_offsets = array("Q")
         self.blob_sizes = array("Q")
         self.digests = bytearray()
+        #: each row's ``inner_offset`` (FORMAT §3, packed blobs; 0 outside a pack)
+        self.inner = array("Q")
         self.extra: list[dict[str, Any] | None] = []
         #: each row's place in production order over all groups (kept when the sink is
         #: asked to: the store's ordinals)
         self.order = array("Q")
 
-    def schema(self) -> pa.Schema:
+    def schema(self, inner: bool = False) -> pa.Schema:
         fields = list(BASE_FIELDS)
+        if inner:
+            fields.append(INNER_FIELD)
         if self.has_extra:
             fields += [PKG_TYPE_FIELD, *self.module.fields]  # type: ignore[union-attr]
         return pa.schema(fields)
 
-    def table(self) -> pa.Table:
+    def table(self, inner: bool = False) -> pa.Table:
+        """The rows; ``inner``: with the ``inner_offset`` column (an archive with packs)."""
         n = len(self.paths)
         cols: list[pa.Array] = [
             pa.array(self.paths, pa.utf8()),
@@ -69,13 +74,15 @@ class GroupRows:
             pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), n,
                                                   [None, pa.py_buffer(bytes(self.digests))]),
         ]
+        if inner:
+            cols.append(_ints(self.inner, pa.uint64(), n))
         if self.has_extra:
             cols.append(pa.array([None if e is None else self.key.pkg_type for e in self.extra],
                                  pa.int8()))
             for f in self.module.fields:  # type: ignore[union-attr]
                 cols.append(pa.array([None if e is None else e.get(f.name) for e in self.extra],
                                      f.type))
-        return pa.Table.from_arrays(cols, schema=self.schema())
+        return pa.Table.from_arrays(cols, schema=self.schema(inner))
 
 
 def _ints(values: array, kind: pa.DataType, n: int) -> pa.Array:
@@ -119,6 +126,9 @@ class BlobSink:
         self.compressed_chunks = 0
         self.raw_chunks = 0
         self.rows = 0
+        #: packed blobs written (frames holding several files) and the files in them
+        self.packs = 0
+        self.packed_files = 0
 
     def group(self, key: GroupKey, module: Module | None) -> GroupRows:
         rows = self.groups.get(key)
@@ -135,16 +145,19 @@ class BlobSink:
                   result: BatchResult) -> None:
         """Write a batch's blobs in order (``result.buffer`` holds them back to back; with
         dedup, only those of new content) and record their rows."""
+        inners: list[int] | None = None
         if self.dedup is None:
             stored: list[int] = result.stored
             flags: list[bool] = result.compressed
             starts = list(accumulate(stored[:-1], initial=self.cursor))
             pieces = [memoryview(result.buffer)]
         else:
-            starts, stored, flags, pieces, _ = self.dedup.place(
+            starts, stored, flags, pieces, _, inners = self.dedup.place(
                 [job.length for job in jobs], result.digests, result.compressed, result.stored,
                 result.buffer, self.cursor)
-        placed = (starts, stored, flags, result.digests)
+            if not any(inners):
+                inners = None
+        placed = (starts, stored, flags, result.digests, inners)
         rows = tags[0].rows if tags else None
         if rows is not None and all(tag.rows is rows for tag in tags):
             self._extend(rows, tags, jobs, placed, 0, len(tags))  # the usual case
@@ -163,8 +176,64 @@ class BlobSink:
         for piece in pieces:
             self._pwrite(piece)
 
+    def put_pack(self, members: Sequence[Any], result: BatchResult) -> None:
+        """Write a pack (``write/pack.py``: one job of its members' bytes back to back) and
+        record its members' rows: slices of the one frame, or, when the frame was not
+        smaller, each member its own raw blob; references point where their content is."""
+        cursor = self.cursor
+        stored = result.stored[0] if result.stored else 0
+        framed = bool(result.compressed and result.compressed[0])
+        own = sum(1 for m in members if m.ref < 0 and m.length)
+        if framed and own > 1:
+            self.packs += 1
+            self.packed_files += own
+        rows = members[0].tag.rows
+        dedup = self.dedup
+        offs: list[int] = []
+        sizes: list[int] = []
+        flags: list[bool] = []
+        inners: list[int] = []
+        for m in members:
+            if m.tag.rows is not rows:
+                raise RuntimeError("a pack spans two groups")
+            if m.ref >= 0:
+                assert dedup is not None
+                off, size, flag, inner = dedup.entry(m.ref)
+                dedup.hits += 1
+            elif framed:
+                off, size, flag, inner = cursor, stored, True, m.inner
+            else:
+                off, size, flag, inner = cursor + m.inner, m.length, False, 0
+            if m.slot >= 0 and dedup is not None:
+                dedup.settle(m.slot, off, size, flag, inner)
+            offs.append(off)
+            sizes.append(size)
+            flags.append(flag)
+            inners.append(inner)
+        n = len(members)
+        rows.paths.extend([m.tag.path for m in members])
+        rows.seqs.extend([m.tag.chunk_seq for m in members])
+        rows.offsets.frombytes(bytes(8 * n))
+        rows.compressed.extend(flags)
+        rows.sizes.extend([m.length for m in members])
+        rows.blob_offsets.extend(offs)
+        rows.blob_sizes.extend(sizes)
+        rows.digests += b"".join([m.digest for m in members])
+        rows.inner.extend(inners)
+        if rows.has_extra:
+            rows.extra.extend([m.tag.extra for m in members])
+        if self.track_order:
+            rows.order.extend(range(self.rows, self.rows + n))
+        packed = sum(flags)
+        self.compressed_chunks += packed
+        self.raw_chunks += n - packed
+        self.rows += len(members)
+        if stored:
+            self._pwrite(result.buffer)
+
     def tables(self) -> dict[GroupKey, pa.Table]:
-        return {k: g.table() for k, g in self.groups.items()}
+        inner = any(g.inner and max(g.inner) > 0 for g in self.groups.values())
+        return {k: g.table(inner) for k, g in self.groups.items()}
 
     def orders(self) -> dict[GroupKey, np.ndarray]:
         """Each group's rows' places in production order (``track_order``)."""
@@ -172,9 +241,10 @@ class BlobSink:
                 for k, g in self.groups.items()}
 
     def _extend(self, rows: GroupRows, tags: Sequence[ChunkTag], jobs: Sequence[Job],
-                placed: tuple[list[int], list[int], list[bool], bytes], i: int, j: int) -> None:
+                placed: tuple[list[int], list[int], list[bool], bytes, list[int] | None],
+                i: int, j: int) -> None:
         """Append the rows of batch items ``i:j`` (all of ``rows``' group), column by column."""
-        starts, stored, flags, digests = placed
+        starts, stored, flags, digests, inners = placed
         whole = i == 0 and j == len(tags)
         part_tags = tags if whole else tags[i:j]
         part_jobs = jobs if whole else jobs[i:j]
@@ -186,6 +256,10 @@ class BlobSink:
         rows.blob_offsets.extend(starts if whole else starts[i:j])
         rows.blob_sizes.extend(stored if whole else stored[i:j])
         rows.digests += digests if whole else digests[32 * i : 32 * j]
+        if inners is None:
+            rows.inner.frombytes(bytes(8 * (j - i)))
+        else:
+            rows.inner.extend(inners[i:j])
         if rows.has_extra:
             rows.extra.extend([t.extra for t in part_tags])
         if self.track_order:

@@ -25,6 +25,7 @@ from ..format.fsio import copy_range, fsync_dir
 from ..format.rollback import lock, recover_locked
 from ..format.schema import GroupKey
 from .append import _load
+from .ingest import INDEX_KEY
 from .tail import write_tail
 from .writer import staging_prefix
 
@@ -115,7 +116,8 @@ def compact_archive(path: str | os.PathLike[str], *, fsync: bool = True) -> Comp
                     groups[key] = table.set_column(i, table.schema.field(i), col)
                     start += n
                 info = write_tail(out, blob_end, groups, sections=old.sections,
-                                  schema_metadata=old.metadata or None, fsync=fsync)
+                                  schema_metadata=old.metadata or None, fsync=fsync,
+                                  index_compression=INDEX_KEY in (old.metadata or {}))
             os.replace(staging, path)
             if fsync:
                 fsync_dir(path)

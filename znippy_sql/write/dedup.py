@@ -23,7 +23,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-Placed = tuple[list[int], list[int], list[bool], list[memoryview], int]
+Placed = tuple[list[int], list[int], list[bool], list[memoryview], int, list[int]]
+
+#: an entry's state: a whole blob (written here or seeded); a member of an open pack of this
+#: write (its offsets unknown); a member of a placed pack; a member of a closed pack (sent to
+#: the codec, not placed yet)
+WHOLE, PENDING, PACKED, CLOSED = 0, 1, 2, 3
 
 
 def distinct_blob_bytes(tables: Iterable[pa.Table]) -> int:
@@ -106,8 +111,8 @@ class _Slots:
 class DedupIndex:
     """Distinct chunks and their blobs; ``hits``/``saved`` count the rows and bytes shared."""
 
-    __slots__ = ("_digests", "_slots", "_lengths", "_offsets", "_sizes", "_flags", "limit",
-                 "hits", "saved")
+    __slots__ = ("_digests", "_slots", "_lengths", "_offsets", "_sizes", "_flags", "_inner",
+                 "_state", "limit", "hits", "saved")
 
     def __init__(self) -> None:
         self._digests = bytearray()
@@ -116,6 +121,9 @@ class DedupIndex:
         self._offsets = array("Q")
         self._sizes = array("Q")
         self._flags = bytearray()
+        #: where the content starts inside the decoded blob (packed blobs, FORMAT §3)
+        self._inner = array("Q")
+        self._state = bytearray()
         #: blobs must end at or before this offset to be entered by :meth:`seed`
         self.limit = 0
         #: chunks placed as references to an existing blob, and the blob bytes not written
@@ -129,24 +137,72 @@ class DedupIndex:
         """Whether a chunk of this content has a blob already (safe from a worker thread:
         entries are only ever added, so a True stays true)."""
         slot = self._slots.get(digest)
-        return slot >= 0 and self._lengths[slot] == length
+        return slot >= 0 and self._lengths[slot] == length and self._state[slot] in (WHOLE,
+                                                                                     PACKED)
 
     def _enter(self, digest: bytes, length: int, offset: int, size: int,
-               compressed: bool) -> None:
+               compressed: bool, inner: int = 0, state: int = WHOLE) -> int:
         slot = len(self._lengths)
         self._digests += digest
-        self._slots.put(digest, slot)
         self._lengths.append(length)
         self._offsets.append(offset)
         self._sizes.append(size)
         self._flags.append(compressed)
+        self._inner.append(inner)
+        self._state.append(state)
+        self._slots.put(digest, slot)
+        return slot
+
+    # -- packed blobs (write/pack.py) ---------------------------------------------------------
+    def pack_member(self, digest: bytes, length: int, pack_slots: Sequence[int]
+                    ) -> tuple[int, int]:
+        """A new pack member's ``(ref, slot)``: ``ref`` the slot it may point at — a member
+        of a closed or placed pack of this write, of the open pack ``pack_slots`` itself, or
+        a blob seeded from existing rows; never a whole blob of this write nor a member of
+        another open pack (whether those are placed first depends on timing) — else -1; and
+        ``slot``, the pending entry made for its content when it is stored (-1: none, the
+        digest has an entry already)."""
+        slot = self._slots.get(digest)
+        if slot < 0:
+            return -1, self._enter(digest, length, 0, 0, False, 0, PENDING)
+        if self._lengths[slot] == length:
+            state = self._state[slot]
+            if state == PACKED or state == CLOSED or (state == PENDING and slot in pack_slots) \
+                    or (state == WHOLE
+                        and self._offsets[slot] + self._sizes[slot] <= self.limit):
+                return slot, -1
+        return -1, -1
+
+    def close(self, slots: Sequence[int]) -> None:
+        """The pack holding these pending members was sent to the codec."""
+        for slot in slots:
+            self._state[slot] = CLOSED
+
+    def settle(self, slot: int, offset: int, size: int, compressed: bool, inner: int) -> None:
+        """Where a pending member went once its pack was placed."""
+        self._offsets[slot] = offset
+        self._sizes[slot] = size
+        self._flags[slot] = compressed
+        self._inner[slot] = inner
+        self._state[slot] = PACKED if size and (inner or size != self._lengths[slot]
+                                                or compressed) else WHOLE
+
+    def entry(self, slot: int) -> tuple[int, int, bool, int]:
+        """``(blob_offset, blob_size, compressed, inner_offset)`` of a placed entry."""
+        if self._state[slot] in (PENDING, CLOSED):
+            raise RuntimeError("a pack member was referenced before its pack was placed")
+        return (self._offsets[slot], self._sizes[slot], bool(self._flags[slot]),
+                self._inner[slot])
 
     def seed(self, tables: Iterable[pa.Table], *, limit: int) -> None:
         """Enter the blobs of existing rows that end at or before ``limit`` (the archive's or
         sidecar's blob end); for content held by several blobs, the lowest offset wins."""
         self.limit = limit
-        parts = [t.select(["checksum", "uncompressed_size", "blob_offset", "blob_size",
-                           "compressed"]) for t in tables if t.num_rows]
+        names = ["checksum", "uncompressed_size", "blob_offset", "blob_size", "compressed"]
+        parts = [t.select(names).append_column(
+                     "inner_offset", t.column("inner_offset") if "inner_offset" in t.schema.names
+                     else pa.repeat(pa.scalar(0, pa.uint64()), t.num_rows))
+                 for t in tables if t.num_rows]
         if not parts:
             return
         rows = pa.concat_tables(parts).combine_chunks()
@@ -160,19 +216,24 @@ class DedupIndex:
         sums = rows.column("checksum").chunk(0)
         digests = sums.buffers()[1].to_pybytes()[32 * sums.offset : 32 * (sums.offset + len(sums))]
         flags = rows.column("compressed").to_numpy(zero_copy_only=False)
+        inner = rows.column("inner_offset").to_numpy()
         slots = self._slots
-        for i, n, o, s, c in zip(order.tolist(), size[order].tolist(), off[order].tolist(),
-                                 stored[order].tolist(), flags[order].tolist()):
+        for i, n, o, s, c, k in zip(order.tolist(), size[order].tolist(), off[order].tolist(),
+                                    stored[order].tolist(), flags[order].tolist(),
+                                    inner[order].tolist()):
             d = digests[32 * i : 32 * i + 32]
             if slots.get(d) < 0:
-                self._enter(d, n, o, s, c)
+                self._enter(d, n, o, s, c, k, PACKED if k else WHOLE)
 
     def place(self, lengths: Sequence[int], digests: bytes, compressed: Sequence[bool],
               stored: Sequence[int], buffer: bytes | memoryview, cursor: int) -> Placed:
         """Where each chunk of a finished batch goes. ``buffer`` holds the batch's blobs
         back to back (``stored`` bytes each; 0 for a chunk a worker found known already).
         Returns per chunk ``(blob_offset, blob_size, compressed)`` as three lists, the views
-        of ``buffer`` to write at ``cursor`` (adjacent ones merged) and the new cursor."""
+        of ``buffer`` to write at ``cursor`` (adjacent ones merged), the new cursor and each
+        chunk's ``inner_offset`` (non-zero for content found inside a packed blob)."""
+        inners: list[int] = []
+        state = self._state
         offsets: list[int] = []
         sizes: list[int] = []
         flags: list[bool] = []
@@ -187,10 +248,11 @@ class DedupIndex:
                 offsets.append(cursor)
                 sizes.append(0)
                 flags.append(False)
+                inners.append(0)
                 continue
             d = digests[32 * i : 32 * i + 32]
             slot = find(d)
-            if slot >= 0 and known_lengths[slot] == n:
+            if slot >= 0 and known_lengths[slot] == n and state[slot] in (WHOLE, PACKED):
                 if run < pos:
                     pieces.append(view[run:pos])
                 pos += s
@@ -198,8 +260,10 @@ class DedupIndex:
                 offsets.append(known_offsets[slot])
                 sizes.append(known_sizes[slot])
                 flags.append(bool(self._flags[slot]))
+                inners.append(self._inner[slot])
                 self.hits += 1
-                self.saved += known_sizes[slot]
+                if state[slot] != PACKED:  # a slice of a pack saves no whole blob
+                    self.saved += known_sizes[slot]
                 continue
             if s == 0:
                 raise RuntimeError("a chunk skipped as known has no blob in the index")
@@ -209,8 +273,9 @@ class DedupIndex:
             offsets.append(cursor)
             sizes.append(s)
             flags.append(c)
+            inners.append(0)
             cursor += s
             pos += s
         if run < pos:
             pieces.append(view[run:pos])
-        return offsets, sizes, flags, pieces, cursor
+        return offsets, sizes, flags, pieces, cursor, inners

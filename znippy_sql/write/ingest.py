@@ -23,14 +23,19 @@ from ..format import codec
 from .. import modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
+from .pack import PACK_MEMBER_MAX, Pack, Packer
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, ZnippyError
 from ..format.paths import check_relative_path
-from .pipeline import BATCH_BYTES, BATCH_JOBS, BatchResult, Compressor, Job
+from .pipeline import BATCH_BYTES, BATCH_JOBS, PACK, BatchResult, Compressor, Job
 from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
 from .source import Entry, data_origin
 
 
+#: recorded on the sub-indexes of an archive written with packing on (append follows it)
+PACK_KEY = "znippy.pack"
+#: recorded when the index streams were written with body compression
+INDEX_KEY = "znippy.index_compression"
 #: the ``seen`` value of a path whose bytes came as ``data=``
 IN_MEMORY = "<data>"
 #: a zip-family file up to this size is read whole to be cut; a bigger one in pieces
@@ -44,6 +49,11 @@ class WriteOptions:
     workers: int | None = None
     #: zip entries cut apart, skip-listed chunks probed, identical chunks stored once
     dedup: bool = True
+    #: small files packed into shared frames (``write/pack.py``; False: the layout before
+    #: packing, byte for byte)
+    pack: bool = False
+    #: Arrow IPC body compression of the index streams (``format/ipc.py``)
+    index_compression: bool = False
 
     def schema_metadata(self) -> dict[str, str]:
         """Recorded on every data sub-index schema (docs/format.md)."""
@@ -53,6 +63,8 @@ class WriteOptions:
             "znippy.openzl.level": str(self.level),
             "znippy.openzl.format_version": str(codec.FORMAT_VERSION),
             "znippy.block_size": str(self.block_size),
+            **({PACK_KEY: "1"} if self.pack else {}),
+            **({INDEX_KEY: "zstd"} if self.index_compression else {}),
         }
 
 
@@ -89,6 +101,8 @@ class Ingest:
         self._tags: list[ChunkTag] = []
         self._batch_bytes = 0
         self._groups: dict[tuple[str | None, int | str | None], GroupRows] = {}
+        self.packer = Packer(self.dedup) if options.pack else None
+        self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
@@ -146,7 +160,11 @@ class Ingest:
                 self._queue_spans(data, file, spans, rows, path, extra)
                 return
         if size <= block:
-            self._queue(Job(data, file, 0, size, mode), ChunkTag(rows, path, 0, extra))
+            tag = ChunkTag(rows, path, 0, extra)
+            if self.packer is not None and 0 < size <= self._pack_max and mode == codec.COMPRESS:
+                self._pack(tag, data, file, size)
+                return
+            self._queue(Job(data, file, 0, size, mode), tag)
             return
         for seq, off in enumerate(range(0, size, block)):
             length = min(block, size - off)
@@ -176,6 +194,32 @@ class Ingest:
                               path=file) from None
         view = memoryview(whole)
         return view, zipcut.cut(view, block_size=block)
+
+    def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
+              size: int) -> None:
+        """A small file joins its group's open pack (read now: the pack needs its bytes)."""
+        if data is None:
+            assert file is not None
+            try:
+                fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                try:
+                    data = _read_exactly(fd, size)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise ZnippyError(f"cannot read source file: {exc.strerror or exc}",
+                                  path=file) from None
+        assert self.packer is not None
+        for pack in self.packer.add(tag, data):
+            self._send_pack(pack)
+
+    def _send_pack(self, pack: Pack) -> None:
+        """A closed pack goes to the codec as one job, after the chunks queued before it."""
+        self._flush()
+        data = pack.data()
+        pack.parts.clear()
+        job = Job(data, None, 0, len(data), PACK)
+        self._place(self.compressor.submit([job], pack))
 
     def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:
         """What ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with
@@ -217,13 +261,20 @@ class Ingest:
             self._place(self.compressor.submit(batch, (batch, tags)))
 
     def _place(self, done: list[tuple[object, BatchResult]]) -> None:
-        for (batch, tags), result in done:  # type: ignore[misc]
+        for tag, result in done:
             if result.error is not None:
                 raise ZnippyError(result.error[1], path=result.error[0])
-            self.sink.put_batch(tags, batch, result)
+            if isinstance(tag, Pack):
+                self.sink.put_pack(tag.members, result)
+            else:
+                batch, tags = tag  # type: ignore[misc]
+                self.sink.put_batch(tags, batch, result)
 
     def finish(self) -> BlobSink:
         try:
+            if self.packer is not None:
+                for pack in self.packer.drain():
+                    self._send_pack(pack)
             self._flush()
             self._place(self.compressor.drain())
         finally:

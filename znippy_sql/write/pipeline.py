@@ -38,6 +38,10 @@ from ..format import b3 as blake3
 
 from ..format import codec
 
+#: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
+#: skipped as known (its members were looked up one by one when they joined it)
+PACK = 3
+_NO_DIGEST = bytes(32)
 BATCH_BYTES = 1 << 20
 BATCH_JOBS = 512
 SMALL_CHUNK = 256 << 10  # a batch of chunks no bigger is read and hashed by the caller
@@ -134,8 +138,15 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
     if probed:
         verdicts = dict(zip(probed, codec.probe_many([chunks[i] for i in probed])))
         todo = [i for i in todo if verdicts.get(i, True)]
-    frames = codec.encoder(level).frames_if_smaller([chunks[i] for i in todo])
+    enc = codec.encoder(level)
+    packs = [i for i in todo if jobs[i].mode == PACK]
+    if packs:  # packed blobs: their own zstd parameters (codec.PACK_HASH_LOG)
+        todo = [i for i in todo if jobs[i].mode != PACK]
+    frames = enc.frames_if_smaller([chunks[i] for i in todo])
     framed = dict(zip(todo, frames))
+    if packs:
+        framed.update(zip(packs, enc.pack_frames_if_smaller([chunks[i] for i in packs])))
+        todo = sorted([*todo, *packs])
     compressed: list[bool] = []
     stored: list[int] = []
     parts: list[object] = []
@@ -182,9 +193,10 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             problem = f"cannot read source file: {exc.strerror or exc}"
             return BatchResult(bytes(digests), compressed, stored, b"", encoded,
                                (str(job.file), problem))
-        digest = blake3.blake3(chunk).digest()
+        # a pack's members were hashed when they joined it: its own digest is never used
+        digest = _NO_DIGEST if job.mode == PACK else blake3.blake3(chunk).digest()
         digests += digest
-        if known is not None and chunk and known(digest, len(chunk)):
+        if known is not None and chunk and job.mode != PACK and known(digest, len(chunk)):
             compressed.append(False)
             stored.append(0)
             continue
@@ -193,6 +205,10 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             if codec.probe(chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
+        elif job.mode == PACK and chunk:  # no probe: its members are small files to compress
+            got = enc.pack_frames_if_smaller([chunk])[0]
+            frame = None if got is None else b"".join(got)  # type: ignore[arg-type]
+            encoded += len(chunk)
         elif job.mode == codec.COMPRESS and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
                 frame = enc.frame_if_smaller(chunk)
@@ -241,9 +257,10 @@ class Compressor:
                 known = None
                 if self.known is not None:
                     is_known = self.known  # a hint only: worth it where compression costs
-                    known = [len(chunk) >= KNOWN_MIN
+                    known = [len(chunk) >= KNOWN_MIN and job.mode != PACK
                              and is_known(digests[k : k + 32], len(chunk))
-                             for k, chunk in zip(range(0, len(digests), 32), chunks)]
+                             for k, chunk, job in zip(range(0, len(digests), 32), chunks,
+                                                      batch)]
                 future = self._pool.submit(compress_small, batch, chunks, digests, self.level,
                                            known)
         else:  # a big chunk: the worker reads, hashes and probes it (GIL released)

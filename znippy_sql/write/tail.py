@@ -19,9 +19,9 @@ import pyarrow as pa
 from ..errors import FormatError
 from ..format.fsio import write_all
 from ..format.footer import align_up, encode_footer
-from ..format.ipc import stream_bytes
+from ..format.ipc import LOOKUP_BATCH_ROWS, stream_bytes
 from ..format.kernels import one_array, utf8_parts
-from ..format.lookup import build_lookup
+from ..format.lookup import build_lookup, has_packs, unify_inner
 from ..format.manifest import ManifestRow, encode_manifest
 from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
                              section_rank)
@@ -59,14 +59,20 @@ def write_tail(
     schema_metadata: Mapping[str, str] | None = None,
     fsync: bool = True,
     compat: Compat | None = None,
+    index_compression: bool = False,
 ) -> TailInfo:
     """Write the whole tail after ``blob_end`` and cut the file there; fsync unless told not.
     ``compat="rust-0.8"``: data sub-indexes of one schema and the manifest only
     (:mod:`.compat`). The manifest records the BLAKE3 of every sub-index and section it
-    lists (``manifest.SECTION_BLAKE3``)."""
+    lists (``manifest.SECTION_BLAKE3``). ``index_compression``: the Arrow streams but the
+    manifest (and raw sections) ZSTD-compressed where it pays, the lookup in batches of
+    ``LOOKUP_BATCH_ROWS`` (docs/format.md, "Compressed index streams")."""
     for key in groups:
         if is_reserved(key.module_name) or key.pkg_type == RESERVED_PKG_TYPE:
             raise FormatError(f"data group {key} uses a reserved name or pkg_type")
+    groups = unify_inner(groups)
+    if compat is not None and any(has_packs(t) for t in groups.values()):
+        raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
     if compat is not None:
         check_compat(compat, sections=sections, builders=section_builders)
         groups = one_schema(groups)
@@ -77,10 +83,13 @@ def write_tail(
         table = groups[key]
         if schema_metadata:
             table = table.replace_schema_metadata(dict(schema_metadata))
-        out.put(key, stream_bytes(table), table.num_rows)
+        out.put(key, stream_bytes(table, compress=index_compression), table.num_rows)
     lookup = build_lookup(groups)
     if compat is None:
-        out.put(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP), stream_bytes(lookup), lookup.num_rows)
+        out.put(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP),
+                stream_bytes(lookup, compress=index_compression,
+                             batch_rows=LOOKUP_BATCH_ROWS if index_compression else None),
+                lookup.num_rows)
         out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
 
     extra = list(sections)
@@ -90,8 +99,9 @@ def write_tail(
     for s in sorted(extra, key=lambda s: section_rank(s.name)):
         key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
         if isinstance(s.payload, pa.Table):  # a raw section may hold a stream (row_count 0)
-            out.put(key, stream_bytes(s.payload),
-                    0 if s.name in RAW_SECTIONS else s.payload.num_rows)
+            raw = s.name in RAW_SECTIONS
+            out.put(key, stream_bytes(s.payload, compress=index_compression and not raw),
+                    0 if raw else s.payload.num_rows)
         else:
             out.put(key, bytes(s.payload), 0)
 

@@ -64,6 +64,9 @@ class WriteReport:
     #: they did not write (0 with ``dedup=False``)
     shared_chunks: int = 0
     bytes_saved: int = 0
+    #: packed blobs written (one frame holding several small files) and the files in them
+    packs: int = 0
+    packed_files: int = 0
 
     @property
     def ratio(self) -> float:
@@ -115,6 +118,8 @@ class ArchiveWriter:
         skip_unsafe: bool = False,
         compat: Compat | None = None,
         dedup: bool = True,
+        pack: bool = False,
+        index_compression: bool = False,
     ) -> None:
         self.path = os.fspath(out)
         if level > MAX_LEVEL:  # OpenZL would say so only from a worker, after the walk began
@@ -122,8 +127,10 @@ class ArchiveWriter:
                               f"levels up to {MAX_LEVEL}", path=self.path)
         self.posix = posix
         self.skip_unsafe = skip_unsafe
+        rust = compat is not None  # the Rust 0.8 reader reads neither (FORMAT §1, §3)
         self.options = WriteOptions(level=level, block_size=block_size, workers=workers,
-                                    dedup=dedup)
+                                    dedup=dedup, pack=pack and not rust,
+                                    index_compression=index_compression and not rust)
         check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
                      signer=signer, posix=posix)
         self.compat = compat
@@ -207,7 +214,7 @@ class ArchiveWriter:
                 self._fh, sink.cursor, sink.tables(), sections=self._final_sections(),
                 section_builders=self.builders,
                 schema_metadata=self.options.schema_metadata(), fsync=self.fsync,
-                compat=self.compat,
+                compat=self.compat, index_compression=self.options.index_compression,
             )
             self._fh.close()
             os.replace(self.staging, self.path)
@@ -225,6 +232,7 @@ class ArchiveWriter:
                 special_left_out=list(self._feed.special_left_out),
                 shared_chunks=0 if sink.dedup is None else sink.dedup.hits,
                 bytes_saved=0 if sink.dedup is None else sink.dedup.saved,
+                packs=sink.packs, packed_files=sink.packed_files,
             )
         finally:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
@@ -281,6 +289,8 @@ def write_archive(
     compat: Compat | None = None,
     storage_options: Mapping[str, Any] | None = None,
     dedup: bool = True,
+    pack: bool = False,
+    index_compression: bool = False,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
 
@@ -291,7 +301,11 @@ def write_archive(
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
     clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
     ``dedup=False``: every file in ``block_size`` chunks, skip-listed files stored raw, every
-    chunk its own blob (no zip-entry cuts, no probe, no shared blobs)."""
+    chunk its own blob (no zip-entry cuts, no probe, no shared blobs). ``pack=True``: small
+    files packed into shared frames (docs/format.md, "Packed blobs"); ``index_compression=True``:
+    the index streams' record batches ZSTD-compressed (docs/format.md, "Compressed index
+    streams"). Both off (the default for now): the layout before them, byte for byte;
+    ``compat="rust-0.8"`` turns both off."""
     from ..remote import is_url, local_path
 
     if is_url(out):
@@ -306,7 +320,8 @@ def write_archive(
                                        section_builders=section_builders, meta=meta,
                                        signer=signer, fsync=False, progress=progress,
                                        posix=posix, skip_unsafe=skip_unsafe, compat=compat,
-                                       dedup=dedup)
+                                       dedup=dedup, pack=pack,
+                                       index_compression=index_compression)
             return dataclasses.replace(report, path=os.fspath(out))
         out = local
     check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
@@ -319,7 +334,7 @@ def write_archive(
         out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
         reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,
         signer=signer, fsync=fsync, progress=progress, posix=posix, skip_unsafe=skip_unsafe,
-        compat=compat, dedup=dedup,
+        compat=compat, dedup=dedup, pack=pack, index_compression=index_compression,
     )
     with writer:
         writer.add_all(source)

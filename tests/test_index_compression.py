@@ -1,0 +1,215 @@
+"""Compressed index streams (FORMAT §1, docs/format.md "Compressed index streams").
+
+The writer compresses the record batch bodies of the data sub-indexes, ``__lookup__`` (in
+batches of bounded rows), ``__meta__`` and the Arrow git sections with ZSTD when it pays,
+never the manifest; pyarrow alone reads every such stream; the reader bounds every buffer's
+declared length before pyarrow allocates it.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from _fuzz import PACKED_MUTATIONS, _prefixes, mutate_packed, packed_base_archives
+from _readpaths import bad, every_read_path
+from _splice import manifest, rebuild, sections
+from conftest import text_bytes
+from znippy_sql import ReservedSection, open_archive, write_archive
+from znippy_sql.errors import FormatError
+from znippy_sql.format.ipc import LOOKUP_BATCH_ROWS, MAX_EXPANSION, read_table, stream_bytes
+from znippy_sql.write import append as ap
+from znippy_sql.write.source import Entry
+
+
+def entries(n: int = 3000, prefix: str = "src") -> list[Entry]:
+    return [Entry(f"{prefix}/d{i // 300}/f{i:05d}.txt", data=text_bytes(100 + i % 700, i))
+            for i in range(n)]
+
+
+def graph() -> ReservedSection:
+    oid = [bytes([i]) * 20 for i in range(1, 200)]
+    return ReservedSection("__gunnar_graph__", pa.table({
+        "oid": pa.array(oid, pa.binary(20)),
+        "parents": pa.array([[o] for o in oid], pa.list_(pa.binary(20))),
+        "tree": pa.array(oid, pa.binary(20)),
+        "generation": pa.array(range(len(oid)), pa.uint32()),
+        "commit_time": pa.array(range(len(oid)), pa.int64())}))
+
+
+def _compressed(buf: bytes) -> bool:
+    return bool(_prefixes(buf))
+
+
+def test_streams_compressed_pyarrow_alone_reads_them(tmp_path: Path) -> None:
+    es = entries()
+    plain = tmp_path / "plain.znippy"
+    comp = tmp_path / "comp.znippy"
+    meta = pa.table({"relative_path": [e.relative_path for e in es], "key": ["k"] * len(es),
+                     "value": ["v"] * len(es)})
+    kw = dict(workers=1, reserved_sections=[ReservedSection("__meta__", meta), graph()])
+    write_archive(plain, es, **kw)  # type: ignore[arg-type]
+    write_archive(comp, es, index_compression=True, **kw)  # type: ignore[arg-type]
+    assert comp.stat().st_size < plain.stat().st_size
+    data = comp.read_bytes()
+    secs = sections(data)
+    for name in ("0//", "__lookup__", "__meta__", "__gunnar_graph__"):
+        assert _compressed(secs[name]), name
+        table = pa.ipc.open_stream(pa.py_buffer(secs[name])).read_all()  # pyarrow alone
+        assert table.equals(pa.ipc.open_stream(pa.py_buffer(sections(plain.read_bytes())[name]))
+                            .read_all())
+    lookup = pa.ipc.open_stream(pa.py_buffer(secs["__lookup__"]))
+    assert max(b.num_rows for b in lookup) <= LOOKUP_BATCH_ROWS
+    assert not _compressed(data[manifest_offset(data):])  # never the manifest
+    with open_archive(comp) as a:
+        for e in es[::211]:
+            assert a.read(e.relative_path) == e.data
+        assert a.verify().ok
+        assert a.meta.num_rows == len(es)
+
+
+def manifest_offset(data: bytes) -> int:
+    return struct.unpack("<Q", data[-8:])[0]
+
+
+def test_small_streams_stay_plain_and_off_is_old_bytes(tmp_path: Path) -> None:
+    es = entries(20)
+    a, b = tmp_path / "a.znippy", tmp_path / "b.znippy"
+    write_archive(a, es, workers=1)
+    write_archive(b, es, workers=1, index_compression=False)
+    assert a.read_bytes() == b.read_bytes()
+    t = pa.table({"x": [1, 2, 3]})
+    assert stream_bytes(t, compress=True) == stream_bytes(t)  # under the threshold
+
+
+def test_append_follows_the_archive_and_equals_one_shot(tmp_path: Path) -> None:
+    a, b = entries(500, "a"), entries(500, "b")
+    one, grown = tmp_path / "one.znippy", tmp_path / "grown.znippy"
+    write_archive(one, a + b, workers=1, index_compression=True, pack=True)
+    write_archive(grown, a, workers=1, index_compression=True, pack=True)
+    ap.append_archive(grown, b, workers=1)
+    assert grown.read_bytes() == one.read_bytes()
+
+
+def test_compat_rust_uses_neither(tmp_path: Path) -> None:
+    es = entries(500)
+    out = tmp_path / "r.znippy"
+    write_archive(out, es, workers=1, compat="rust-0.8", pack=True, index_compression=True)
+    for name, buf in sections(out.read_bytes()).items():
+        assert not _compressed(buf), name
+    import rust_layout  # the independent read_multi_index replica
+
+    _, batches = rust_layout.read_multi_index(out)
+    assert sum(b.num_rows for b in batches) == len(es)
+
+
+def _lie(data: bytes, name: str, value: int) -> bytes:
+    part = bytearray(sections(data)[name])
+    at = _prefixes(bytes(part))[0]
+    part[at : at + 8] = value.to_bytes(8, "little", signed=value < 0)
+    return rebuild(data, {name: bytes(part)})
+
+
+@pytest.mark.parametrize("lie", [1 << 40, (1 << 63) - 1, -5, "type+8", "expansion"])
+def test_a_lying_length_is_refused_before_allocation(tmp_path: Path, lie: object) -> None:
+    es = entries()
+    path = tmp_path / "c.znippy"
+    write_archive(path, es, workers=1, index_compression=True)
+    data = path.read_bytes()
+    buf = sections(data)["__lookup__"]
+    at = _prefixes(buf)[0]
+    true = int.from_bytes(buf[at : at + 8], "little")
+    if lie == "type+8":
+        value = true + 64 * 64  # past what the rows and type allow
+    elif lie == "expansion":
+        value = MAX_EXPANSION * len(buf)
+    else:
+        value = int(lie)  # type: ignore[call-overload]
+    bad_path = tmp_path / "bad.znippy"
+    bad_path.write_bytes(_lie(data, "__lookup__", value))
+    with open_archive(bad_path) as a, pytest.raises(FormatError, match="compressed buffer"):
+        a.read(es[0].relative_path)
+    with pytest.raises(FormatError, match="compressed buffer"):
+        read_table(pa.py_buffer(sections(bad_path.read_bytes())["__lookup__"]), "x", None)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fuzz_packed_mutations_every_read_path(tmp_path: Path, seed: int) -> None:
+    bases = packed_base_archives(tmp_path / "bases") if seed == 0 or not _BASES else _BASES
+    _BASES[:] = bases
+    base = bases[0]
+    kind = PACKED_MUTATIONS[seed % len(PACKED_MUTATIONS)]
+    data, text = mutate_packed(base.data, kind, random.Random(seed))
+    path = tmp_path / "fuzz.znippy"
+    path.write_bytes(data)
+    out = every_read_path(path, base.originals, tmp_path / "w")
+    assert not bad(out), f"{text}: {bad(out)[:3]}"
+
+
+_BASES: list = []
+
+
+def test_point_reads_decode_one_lookup_batch(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lookup in batches: ``find`` decodes the batch holding the file, never the whole
+    lookup; files at batch edges and multi-chunk files across them read right too."""
+    from znippy_sql.write import tail
+
+    monkeypatch.setattr(tail, "LOOKUP_BATCH_ROWS", 64)
+    es = entries(700)
+    es.append(Entry("src/d0/zz-big.txt", data=text_bytes(9000, 5)))
+    es.sort(key=lambda e: e.relative_path)
+    path = tmp_path / "b.znippy"
+    write_archive(path, es, workers=1, index_compression=True, block_size=1000)
+    with open_archive(path) as a:
+        for e in es[::7] + es[-3:]:
+            assert a.read(e.relative_path) == e.data
+        assert "lookup" not in a.__dict__  # the whole lookup was never decoded
+        assert len(a._lazy_lookup._done) <= a._lazy_lookup.KEEP
+        assert a.find("no/such") is None
+        assert a.verify().ok
+
+
+def test_a_lie_in_one_lookup_batch_is_refused_by_find(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from znippy_sql.write import tail
+
+    monkeypatch.setattr(tail, "LOOKUP_BATCH_ROWS", 64)
+    es = entries(300)
+    path = tmp_path / "b.znippy"
+    write_archive(path, es, workers=1, index_compression=True)
+    data = path.read_bytes()
+    lk = pa.ipc.open_stream(pa.py_buffer(sections(data)["__lookup__"])).read_all()
+    rows = lk.to_pylist()
+    rows[100]["blob_offset"] = 1 << 62
+    from _splice import stream
+
+    bad_lookup = stream(pa.Table.from_pylist(rows, schema=lk.schema).combine_chunks(),
+                        compression="zstd")
+    # the same batches as the writer's: 64 rows each
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, lk.schema,
+                           options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+        for b in pa.Table.from_pylist(rows, schema=lk.schema).to_batches(max_chunksize=64):
+            w.write_batch(b)
+    bad_lookup = sink.getvalue().to_pybytes()
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(rebuild(data, {"__lookup__": bad_lookup}))
+    with open_archive(bad) as a, pytest.raises(FormatError, match="runs past the blob region"):
+        a.read(rows[100]["relative_path"])
+
+
+def test_compressed_stream_with_dictionary_columns() -> None:
+    """Another writer's dictionary columns (docs/format.md §11) in a compressed stream: the
+    record batch's indices and the dictionary batch are bounded, so the writer keeps the
+    compressed stream and every reader takes it."""
+    words = [f"word-{i % 37}" for i in range(20000)]
+    table = pa.table({"relative_path": [f"f{i:06d}" for i in range(20000)],
+                      "tag": pa.array(words).dictionary_encode()})
+    plain, packed = stream_bytes(table), stream_bytes(table, compress=True)
+    assert len(packed) < 0.9 * len(plain)
+    assert read_table(pa.py_buffer(packed), "x", None).equals(table)
