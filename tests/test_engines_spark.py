@@ -1,6 +1,6 @@
 """Spark (``local[2]``: a JVM and Python workers) over a small fleet: formats ``znippy`` and
 ``znippy-catalog`` give DuckDB's rows, pushFilters prunes partitions, content on request,
-errors keep our message. One session for the module (a JVM start is the cost here)."""
+errors keep our message. One SparkSession for the module (a JVM start is the cost here)."""
 
 from __future__ import annotations
 

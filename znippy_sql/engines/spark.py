@@ -42,7 +42,7 @@ FILTER_CONF = "spark.sql.python.filterPushdown.enabled"
 
 def register(spark: Any) -> None:
     """Register the ``znippy`` and ``znippy-catalog`` formats with ``spark`` (a
-    SparkSession) and turn on Python filter pushdown for the session."""
+    SparkSession) and turn on Python filter pushdown for that SparkSession."""
     spark.dataSource.register(ZnippyDataSource)
     spark.dataSource.register(ZnippyCatalogDataSource)
     try:
