@@ -342,6 +342,18 @@ def _evolve(tx: Any, schema: pa.Schema) -> None:
                                             for f in new]))
 
 
+def _cast(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
+    """``col`` as ``to``. A nested column (another writer's list, struct or map, whose
+    Iceberg type names its children and their nullability differently) is rebuilt from its
+    values, which checks them: pyarrow's ``cast`` between such types aborts the process on a
+    child it cannot take (``ValidateChildData``), where building raises."""
+    if col.type == to:
+        return col
+    if pa.types.is_nested(to) or pa.types.is_nested(col.type):
+        return pa.chunked_array([pa.array(col.to_pylist(), type=to)], type=to)
+    return col.cast(to)
+
+
 def _conform(rows: pa.Table, schema: Any, ident: str) -> pa.Table:
     """``rows`` in the table's exact Arrow schema: its types, its order, NULL where a row
     lacks a module column."""
@@ -351,8 +363,8 @@ def _conform(rows: pa.Table, schema: Any, ident: str) -> pa.Table:
         if f.name in rows.column_names:
             col = rows.column(f.name)
             try:
-                cols.append(col.cast(f.type))
-            except (pa.ArrowException, ValueError) as exc:
+                cols.append(_cast(col, f.type))
+            except (pa.ArrowException, ValueError, TypeError) as exc:
                 raise CatalogError(f"column {f.name!r} has type {col.type}, the table has "
                                    f"{f.type}: {exc}", path=ident) from None
         else:
