@@ -193,11 +193,14 @@ def test_skip_unsafe(tmp_path: Path, capsys) -> None:
 def test_progress_shows_percentage_and_eta_by_bytes() -> None:
     stream = io.StringIO()
     bar = Progress("create", total=10, total_bytes=1000, stream=stream)
-    bar.started -= 2.0  # two seconds in
-    bar(5, 250)
+    bar(2, 200)
+    assert "ETA --:--" in bar.line()  # no rate known yet: no ETA (the first frame's is noise)
+    bar.started -= 2.0  # two seconds in, the first bytes as long ago
+    bar._first = (bar._first[0] - 2.0, 200)  # type: ignore[index]  # (the clock, not an API)
+    bar(5, 400)  # 200 more bytes in 2 s: 100 B/s, 600 B left
     line = bar.line()
-    assert "[######" in line and " 25%" in line and "5/10 files" in line
-    assert "250 B/1000 B" in line and "ETA 0:06" in line
+    assert "[#########" in line and " 40%" in line and "5/10 files" in line
+    assert "400 B/1000 B" in line and "ETA 0:06" in line
 
 
 def _tty_stderr(argv: list[str]) -> str:
