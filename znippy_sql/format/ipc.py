@@ -119,9 +119,15 @@ def read_stream(
 def read_table(buf: pa.Buffer, what: str, path: str | None, schema: pa.Schema | None = None,
                *, check_schema: SchemaCheck | None = None) -> pa.Table:
     """The table of the stream that is exactly ``buf``, checked as the module says."""
+    return _validated(lambda: checked_reader(buf, what, path, schema,
+                                             check_schema=check_schema).read_all(), what, path)
+
+
+def _validated(build: Callable[[], pa.Table], what: str, path: str | None) -> pa.Table:
+    """``build()`` validated in full, its Arrow errors as FormatError, and no non-nullable
+    column holding nulls."""
     try:
-        reader = checked_reader(buf, what, path, schema, check_schema=check_schema)
-        table = reader.read_all()
+        table = build()
         table.validate(full=True)
     except FormatError:
         raise
@@ -188,21 +194,13 @@ def read_batch(schema: pa.Schema, msg: pa.ipc.Message, what: str, path: str | No
                ) -> pa.Table:
     """One record batch message of a stream :func:`batch_index` walked, as a table checked
     like :func:`read_table`'s (bounded before decompressing, validated in full)."""
-    try:
+    def build() -> pa.Table:
         problem = _batch_problem(memoryview(msg.metadata).cast("B"),
                                  0 if msg.body is None else msg.body.size, msg.body, schema)
         if problem is not None:
             raise FormatError(f"{what} {problem}", path=path)
-        table = pa.Table.from_batches([pa.ipc.read_record_batch(msg, schema)])
-        table.validate(full=True)
-    except FormatError:
-        raise
-    except ARROW_ERRORS as exc:
-        raise FormatError(f"{what} is not a valid Arrow IPC stream: {exc}", path=path) from None
-    for i, f in enumerate(table.schema):
-        if not f.nullable and table.column(i).null_count:
-            raise FormatError(f"{what}: non-nullable column {f.name!r} holds nulls", path=path)
-    return table
+        return pa.Table.from_batches([pa.ipc.read_record_batch(msg, schema)])
+    return _validated(build, what, path)
 
 
 def read_schema(buf: pa.Buffer, what: str, path: str | None) -> pa.Schema:

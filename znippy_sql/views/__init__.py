@@ -154,19 +154,25 @@ def batches(archive: ArchiveLike, name: str, columns: Sequence[str] | None = Non
     archive given by path is opened here and closed when the reader is exhausted."""
     arc, owned = _open(archive, storage_options)
     try:
-        view = _view(arc, name)
-        full = _schema_of(arc, view)
-        out = _project(full, columns, name)
-        where = where or Where()
-        for column in where.columns():
-            if column not in full.names:
-                raise ValueError(f"view {name} has no column {column!r} to filter on")
-        tables = _tables(arc, view, out, full, where, groups, trust)
+        out, tables = _planned(arc, name, columns, where, groups, trust)
     except BaseException:
         if owned:
             arc.close()
         raise
     return pa.RecordBatchReader.from_batches(out, _batches(tables, arc.close if owned else None))
+
+
+def _planned(arc: Any, name: str, columns: Sequence[str] | None, where: Where | None,
+             groups: Iterable[GroupKey] | None, trust: Any) -> tuple[pa.Schema, Any]:
+    """The output schema of view ``name`` and its tables (lazy), ``where``'s columns checked."""
+    view = _view(arc, name)
+    full = _schema_of(arc, view)
+    out = _project(full, columns, name)
+    where = where or Where()
+    for column in where.columns():
+        if column not in full.names:
+            raise ValueError(f"view {name} has no column {column!r} to filter on")
+    return out, _tables(arc, view, out, full, where, groups, trust)
 
 
 def table(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
@@ -177,14 +183,8 @@ def table(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
     view that allocates nothing itself)."""
     arc, owned = _open(archive, storage_options)
     try:
-        view = _view(arc, name)
-        full = _schema_of(arc, view)
-        out = _project(full, columns, name)
-        where = where or Where()
-        for column in where.columns():
-            if column not in full.names:
-                raise ValueError(f"view {name} has no column {column!r} to filter on")
-        parts = list(_tables(arc, view, out, full, where, groups, trust))
+        out, tables = _planned(arc, name, columns, where, groups, trust)
+        parts = list(tables)
     finally:
         if owned:
             arc.close()
