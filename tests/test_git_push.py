@@ -71,6 +71,17 @@ def test_journal_is_one_schema_then_one_message_per_row(tmp_path: Path) -> None:
         retire_packs(str(blobs) + ".journal", [999])
 
 
+def test_a_first_append_in_a_fresh_process_is_quick(tmp_path: Path) -> None:
+    """The journal row is built from buffers: a list given to pa.array imports pandas (~1 s)
+    on a push's first append, in every fresh receiving process."""
+    code = ("import sys; from znippy_sql.git import SafeWriter; w = SafeWriter(sys.argv[1]); "
+            "w.append(b'x'); w.close(); print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "b")],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+    assert read_journal(str(tmp_path / "b") + ".journal") == [(0, 1)]
+
+
 def test_journal_truncated_at_every_byte_of_its_last_three_rows(tmp_path: Path) -> None:
     blobs = tmp_path / "objects.pack"
     with SafeWriter(blobs) as w:

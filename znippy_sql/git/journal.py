@@ -45,8 +45,11 @@ def encode_schema() -> bytes:
 
 def encode_row(offset: int, size: int) -> bytes:
     """One batch message: the row ``(offset, size)``."""
-    batch = pa.record_batch([pa.array([offset], pa.uint64()), pa.array([size], pa.uint64())],
-                            schema=SCHEMA)
+    # Arrays from buffers, not from Python lists: pa.array([...]) imports pandas on its first
+    # call (~1 s), which a push's first append (often a fresh process's) would pay.
+    cols = [pa.Array.from_buffers(pa.uint64(), 1, [None, pa.py_buffer(v.to_bytes(8, "little"))])
+            for v in (offset, size)]
+    batch = pa.record_batch(cols, schema=SCHEMA)
     return batch.serialize().to_pybytes()
 
 
