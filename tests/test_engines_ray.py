@@ -15,7 +15,9 @@ ray = pytest.importorskip("ray")
 from _engines import COLUMNS, canon, duck  # noqa: E402
 from _fleet import write_fleet  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# solo: run after the parallel part of the suite, alone (a Ray node that starts next to a
+# busy test worker misses Ray's start-up timeout on 2 cores)
+pytestmark = [pytest.mark.slow, pytest.mark.solo]
 
 
 def _port() -> int:
