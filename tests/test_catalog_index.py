@@ -112,6 +112,14 @@ def test_a_catalog_without_the_index_is_reindexed(tmp_path):
     assert again.reindex() == 180
     got, want = _both(again, QUERIES[2])
     assert got == want
+    assert again.verify().ok
+    from pyiceberg.expressions import EqualTo
+
+    lost = str(again.archives().column("archive_uri")[0])
+    again.table(PATHS).delete(EqualTo("archive_uri", lost))  # an index gone wrong
+    assert {(d.archive_uri, d.kind) for d in again.verify().drift} == {(lost, "index")}
+    again.reindex()
+    assert again.verify().ok
     assert len(plain.load_table("fleet.paths").scan().plan_files()) >= 1
 
 
