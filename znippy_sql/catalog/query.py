@@ -3,7 +3,8 @@
 Only the tables the query names are loaded and scanned, only the columns it names are read, and
 each scan is planned once with the row filter :mod:`.pushdown` found (partition pruning, then
 min/max statistics per data file, then row groups), from manifests decoded once per process
-(:mod:`.planning`). A ``files`` scan whose filter bounds ``relative_path`` goes through the path
+(:mod:`.planning`), and read by one pyarrow dataset scan where that reads what pyiceberg's
+``ArrowScan`` would (:mod:`.fastread`). A ``files`` scan whose filter bounds ``relative_path`` goes through the path
 index (:mod:`.index`): read from ``paths`` when the query names only its columns, else pruned to
 the archives ``paths`` lists. DuckDB then runs the whole query over the Arrow tables registered
 as ``files`` and ``archives``, in a cursor of one in-memory database kept by the process (a new
@@ -22,6 +23,7 @@ import pyarrow as pa
 from ..errors import CatalogError
 from ..native import guard
 from . import index as _index
+from .fastread import read_tasks
 from .planning import plan_files
 from .pushdown import Columns, Use, analyse, parse
 from .schema import ARCHIVES, FILES
@@ -57,6 +59,10 @@ class Scan:
         from pyiceberg.io.pyarrow import ArrowScan
 
         scan = self._scan()
+        fields = None if scan.selected_fields == ("*",) else scan.selected_fields
+        fast = read_tasks(self.table, self.tasks, fields, self.use.filter)
+        if fast is not None:
+            return fast
         where = str(getattr(self.table.metadata, "location", "") or "") or None
         with guard(CatalogError, f"reading the {self.name} table failed", path=where):
             return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
