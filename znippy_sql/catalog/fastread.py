@@ -43,6 +43,24 @@ def _local(path: str) -> str | None:
     return path if path.startswith("/") else None
 
 
+def _prefix_ranges(expr: Any) -> Any:
+    """``startswith`` conjuncts of ``expr`` as ranges (``>= p AND < p'``), which pyarrow's
+    Parquet scan checks against row-group statistics (it cannot with ``starts_with``), or
+    None."""
+    import pyarrow.compute as pc
+    from pyiceberg.expressions import And, StartsWith
+
+    if isinstance(expr, And):
+        left, right = _prefix_ranges(expr.left), _prefix_ranges(expr.right)
+        return left if right is None else right if left is None else left & right
+    if isinstance(expr, StartsWith) and expr.literal.value and \
+            ord(expr.literal.value[-1]) < 0xD7FF:
+        p = expr.literal.value
+        field = pc.field(getattr(expr.term, "name"))  # an unbound Reference
+        return (field >= p) & (field < p[:-1] + chr(ord(p[-1]) + 1))
+    return None
+
+
 def read_tasks(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,
                row_filter: Any) -> pa.Table | None:
     """The rows of ``tasks`` (columns ``columns``, all when None) that ``row_filter`` may
@@ -68,6 +86,9 @@ def read_tasks(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,
         arrow = schema_to_pyarrow(schema, include_field_ids=False)
         flt = None if isinstance(row_filter, AlwaysTrue) else expression_to_pyarrow(
             bind(schema, row_filter, case_sensitive=True))
+        ranges = _prefix_ranges(row_filter)
+        if ranges is not None:
+            flt = ranges if flt is None else ranges & flt
         return ds.dataset(paths, schema=arrow, format="parquet").to_table(columns=names,
                                                                           filter=flt)
     except (pa.ArrowException, ValueError, TypeError, KeyError, OSError):
