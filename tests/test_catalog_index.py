@@ -110,6 +110,11 @@ def test_a_catalog_without_the_index_is_reindexed(tmp_path):
     assert again.has_index and again.plan("SELECT size FROM files WHERE relative_path = "
                                           "'com/acme/a4/1.jar'")["files"]["index"] == "read"
     assert again.reindex() == 180
+    with plain.load_table("fleet.paths").update_schema() as u:  # an index of other names
+        u.rename_column("size", "bytes")
+    assert not open_catalog(tmp_path / "wh").has_index  # not used: files answers
+    again = open_catalog(tmp_path / "wh", create=True)  # rebuilt
+    assert again.has_index and again.reindex() == 180
     got, want = _both(again, QUERIES[2])
     assert got == want
     assert again.verify().ok

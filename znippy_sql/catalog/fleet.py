@@ -141,8 +141,9 @@ class Catalog:
                 raise CatalogError(f"table {self.ident(name)} is not a znippy catalog table "
                                    f"({PROP_FORMAT}={props.get(PROP_FORMAT)!r})",
                                    path=self.warehouse)
-        self.has_index = self.iceberg.table_exists(self.ident(_index.PATHS))
-        if create and not self.has_index:
+        self.has_index = self.iceberg.table_exists(self.ident(_index.PATHS)) and {
+            f.name for f in self.table(_index.PATHS).schema().fields} == set(_index.COLUMNS)
+        if create and not self.has_index:  # none, or one of other column names: rebuilt
             self.reindex()
 
     @_guarded
@@ -153,6 +154,9 @@ class Catalog:
         from pyiceberg.exceptions import TableAlreadyExistsError
 
         ident = self.ident(_index.PATHS)
+        if self.iceberg.table_exists(ident) and {
+                f.name for f in self.table(_index.PATHS).schema().fields} != set(_index.COLUMNS):
+            self.iceberg.drop_table(ident)  # columns named otherwise (an older index)
         try:
             self.iceberg.create_table(ident, **_index.table_spec())
         except TableAlreadyExistsError:
