@@ -16,8 +16,9 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-#: decoded entries kept, summed over manifests (a data file's entry is ~2-4 KB in memory)
-MAX_ENTRIES = 100_000
+#: decoded entries kept, summed over manifests (a data file's entry took ~6.5 KB of memory
+#: in the benchmark's catalog: at most ~130 MB; one entry per archive in ``files``)
+MAX_ENTRIES = 20_000
 
 _LOCK = threading.Lock()
 _CACHE: OrderedDict[str, list[Any]] = OrderedDict()
