@@ -25,6 +25,17 @@ rows. Measured, in this order:
    ``relative_path`` (archives share data files), and in one partitioned by
    ``bucket(16, relative_path)`` sorted the same way: data files planned and the scan time
    (pyiceberg plan + read, medians) of the point query and the one-repo aggregate.
+7. Layouts of the path index ``paths`` (catalog/index.py): the catalog's (sorted by path, cut
+   into range files) against ``bucket(16, relative_path)`` (pyiceberg-core writes it), the same
+   rows in the same batches: data files planned and scan time of the point and prefix queries
+   (planning with cached manifests, as ``Catalog.sql`` does).
+8. Replacing one archive (its files rewritten with one more row): time of ``add``, and the
+   point query after it (the answer checked against the native table rebuilt).
+9. ``add`` of the first 100 archives into fresh warehouses without and with the path index,
+   alternating, twice each (``--no-add-ab`` skips it): wall and CPU seconds.
+
+Each query is also run through ``Catalog.sql`` with the index switched off
+(``has_index = False``): the catalog's plain ``files`` scan, as before the index.
 
 ``--fleet DIR`` reuses the archives of an earlier run (``--keep``) instead of writing them.
 """
@@ -49,8 +60,22 @@ from znippy_sql import Entry, write_archive  # noqa: E402
 from znippy_sql.catalog import open_catalog  # noqa: E402
 
 WORK = os.path.join(HERE, "out", "catalog")
-ROUNDS = 7
+ROUNDS = 15
 REPOS = 20
+
+
+def fleet_entries(repo: int, day: int, files: int) -> list[Entry]:
+    maven = repo % 2 == 0
+    entries = []
+    for j in range(files):
+        if maven:
+            g, a = j // 100, j % 100
+            path = f"com/acme/g{g}/art{a}/1.{day}/art{a}-1.{day}.jar"
+        else:
+            path = f"src/pkg{j // 100}/mod{j % 100}.py"
+        entries.append(Entry(path, data=b"%d:%d:%d\n" % (repo, day, j) * 4,
+                             pkg_type="maven" if maven else 0, repo=f"repo{repo:02}"))
+    return entries
 
 
 def write_fleet(root: str, archives: int, files: int) -> list[str]:
@@ -58,18 +83,8 @@ def write_fleet(root: str, archives: int, files: int) -> list[str]:
     paths = []
     for i in range(archives):
         repo, day = i % REPOS, i // REPOS
-        maven = repo % 2 == 0
         out = os.path.join(root, f"repo{repo:02}-day{day:02}.znippy")
-        entries = []
-        for j in range(files):
-            if maven:
-                g, a = j // 100, j % 100
-                path = f"com/acme/g{g}/art{a}/1.{day}/art{a}-1.{day}.jar"
-            else:
-                path = f"src/pkg{j // 100}/mod{j % 100}.py"
-            entries.append(Entry(path, data=b"%d:%d:%d\n" % (repo, day, j) * 4,
-                                 pkg_type="maven" if maven else 0, repo=f"repo{repo:02}"))
-        write_archive(out, entries, fsync=False, workers=1)
+        write_archive(out, fleet_entries(repo, day, files), fsync=False, workers=1)
         paths.append(out)
     return paths
 
@@ -82,6 +97,10 @@ def du(path: str) -> int:
     return total
 
 
+BEST = [0.0]  # the fastest round of the last median_time: the code's cost without the
+#              waits a shared machine adds (they only ever add)
+
+
 def median_time(fn, rounds: int = ROUNDS) -> float:
     fn()  # warm
     times = []
@@ -89,6 +108,7 @@ def median_time(fn, rounds: int = ROUNDS) -> float:
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
+    BEST[0] = min(times)
     return statistics.median(times)
 
 
@@ -104,6 +124,9 @@ def main() -> None:
     ap.add_argument("--out", default=os.path.join(HERE, "results-catalog.md"))
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--fleet", help="reuse the archives in this directory")
+    ap.add_argument("--no-add-ab", action="store_true", help="skip section 9")
+    ap.add_argument("--layouts", action="store_true",
+                    help="also the files layouts of section 6 (slow: three more tables)")
     args = ap.parse_args()
     if args.fleet:
         shutil.rmtree(os.path.join(WORK, "wh"), ignore_errors=True)
@@ -123,7 +146,9 @@ def main() -> None:
     print(f"fleet written: {len(paths)} archives in {t_write:.1f} s", flush=True)
 
     cat = open_catalog(wh, create=True)
+    cpu = time.process_time()
     add = cat.add(paths)
+    add_cpu = time.process_time() - cpu
     again = cat.add(paths)
     snaps = {n: len(cat.table(n).snapshots()) for n in ("files", "archives")}
     size = du(wh)
@@ -131,21 +156,46 @@ def main() -> None:
 
     point_path = ("com/acme/g7/art42/1.3/art42-1.3.jar" if args.files > 742
                   else "src/pkg0/mod1.py")
+    prefix = point_path.rsplit("/", 2)[0] + "/"
     q_point = f"SELECT archive_uri, size FROM files WHERE relative_path = '{point_path}'"
+    q_chunks = f"SELECT archive_uri, chunks FROM files WHERE relative_path = '{point_path}'"
+    q_prefix = ("SELECT count(*) n, sum(size) bytes FROM files "
+                f"WHERE relative_path LIKE '{prefix}%'")
     q_repo = ("SELECT count(*) n, sum(size) bytes, count(DISTINCT archive_uri) a FROM files "
               "WHERE repo = 'repo07'")
-    native = duckdb.connect()
-    native.register("src", cat.files_table.scan().to_arrow())
-    native.execute("CREATE TABLE files AS SELECT * FROM src")
-    native.unregister("src")
-    results = {}
-    for name, q in (("point query by exact path", q_point), ("one-repo aggregate", q_repo)):
+    queries = {"point query by exact path": q_point,
+               "point query, chunks too (index → archives → files)": q_chunks,
+               f"prefix `{prefix}` aggregate": q_prefix,
+               "one-repo aggregate": q_repo}
+
+    def native_table():
+        con = duckdb.connect()
+        con.register("src", cat.files_table.scan().to_arrow())
+        con.execute("CREATE TABLE files AS SELECT * FROM src")
+        con.unregister("src")
+        return con
+
+    def same(q, con) -> None:
         assert sorted(map(str, cat.sql(q).to_pylist())) == \
-            sorted(map(str, native.sql(q).to_arrow_table().to_pylist())), name
+            sorted(map(str, con.sql(q).to_arrow_table().to_pylist())), q
+
+    native = native_table()
+    results = {}
+    for name, q in queries.items():
+        same(q, native)
         t_cat = median_time(lambda: cat.sql(q))
+        b_cat = BEST[0]
         t_nat = median_time(lambda: native.sql(q).fetchall())
-        results[name] = (t_cat, t_nat)
-        print(f"{name}: catalog {t_cat * 1000:.1f} ms, native {t_nat * 1000:.2f} ms", flush=True)
+        b_nat = BEST[0]
+        cat.has_index = False
+        same(q, native)
+        t_off = median_time(lambda: cat.sql(q))
+        cat.has_index = True
+        plan = cat.plan(q)["files"]
+        results[name] = (t_cat, t_nat, t_off, plan, b_cat, b_nat)
+        print(f"{name}: catalog {t_cat * 1000:.1f} ms, without index {t_off * 1000:.1f} ms, "
+              f"native {t_nat * 1000:.2f} ms; {plan['index'] or 'files'} "
+              f"{plan['data_files']} files", flush=True)
 
     from pyiceberg.expressions import AlwaysTrue, EqualTo, In
 
@@ -163,8 +213,29 @@ def main() -> None:
         batch = In("archive_uri", paths[i:i + 100])
         flat.append(files_t.scan(row_filter=batch).to_arrow())
     theirs = {k: planned(flat, f or AlwaysTrue()) for k, f in filters.items()}
-    layouts = measure_layouts(cat, files_t, paths, point_path)
+    layouts = measure_layouts(cat, files_t, paths, point_path) if args.layouts else {}
+    index_layouts = measure_index_layouts(cat, files_t, paths, point_path, prefix)
 
+    # replace one archive: one more file in it, same name (its catalog rows are rewritten)
+    victim = paths[len(paths) // 2]
+    name = os.path.basename(victim)  # repoRR-dayDD.znippy
+    entries = fleet_entries(int(name[4:6]), int(name[10:12]), args.files)
+    entries.append(Entry(point_path, data=b"replaced\n", pkg_type=entries[0].pkg_type,
+                         repo=entries[0].repo))
+    if any(e.relative_path == point_path for e in entries[:-1]):
+        entries.pop()
+        entries.append(Entry("extra/new-file.txt", data=b"replaced\n",
+                             pkg_type=entries[0].pkg_type, repo=entries[0].repo))
+    write_archive(victim, entries, fsync=False, workers=1)
+    replace = cat.add(paths)
+    assert replace.replaced == 1 and replace.unchanged == len(paths) - 1, replace
+    native = native_table()
+    same(q_point, native)
+    t_after = median_time(lambda: cat.sql(q_point))
+    print(f"replace one archive: {replace.seconds:.2f} s; point query after "
+          f"{t_after * 1000:.1f} ms", flush=True)
+
+    add_ab = [] if args.no_add_ab else measure_add_ab(paths[:100])
     uris = ", ".join(f"'{p}'" for p in paths[:: max(1, len(paths) // 50)][:50])
     hits = cat.sql("SELECT archive_uri, relative_path FROM (SELECT archive_uri, relative_path, "
                    "row_number() OVER (PARTITION BY archive_uri ORDER BY relative_path) rn "
@@ -183,11 +254,14 @@ def main() -> None:
         "# Catalog benchmark: a fleet of archives in Iceberg",
         "",
         f"Command: `.venv/bin/python bench/bench_catalog.py --archives {args.archives} "
-        f"--files {args.files}`. Run on {now}, {platform.machine()}, {os.cpu_count()} CPUs "
+        f"--files {args.files}{' --fleet ' + args.fleet if args.fleet else ''}"
+        f"{' --layouts' if args.layouts else ''}`. Run on {now}, {platform.machine()}, {os.cpu_count()} CPUs "
         f"shared with other work (load {os.getloadavg()[0]:.1f} at the end), Python "
         f"{platform.python_version()}. Fleet: "
         f"{args.archives} archives ({REPOS} repos x {args.archives // REPOS} days) x "
-        f"{args.files:,} files = {rows_total:,} rows, written from memory in {t_write:.0f} s.",
+        f"{args.files:,} files = {rows_total:,} rows"
+        + (f", written from memory in {t_write:.0f} s." if not args.fleet else
+           " (archives of an earlier run)."),
         "",
         "## add",
         "",
@@ -198,21 +272,44 @@ def main() -> None:
         f"| add again (all unchanged: no-op) | {again.unchanged} | 0 | {again.seconds:.2f} s | "
         f"{again.unchanged / again.seconds:,.0f} | – | {again.commits} |",
         "",
+        f"The first `add` used {add_cpu:.1f} s of CPU ({add.rows / add_cpu:,.0f} rows per "
+        "CPU-second; wall time includes waiting for the shared cores).",
+        "",
         f"Snapshots after both: files {snaps['files']}, archives {snaps['archives']}. "
         f"Catalog size on disk (warehouse: SQLite + metadata + Parquet): "
         f"{size / 1e6:.1f} MB ({size / rows_total:.0f} bytes a row).",
         "",
         "## Queries: catalog (pyiceberg scan → Arrow → DuckDB) vs one native DuckDB table",
         "",
-        f"Medians of {ROUNDS} runs after one warm-up; the same rows in both; results "
-        "compared equal.",
+        f"Medians of {ROUNDS} runs after one warm-up, and the fastest of them (\"best\": "
+        "the shared machine only ever adds waits); the same rows in both; results "
+        "compared equal. \"without index\": the same catalog with `has_index = False` (the "
+        "plain `files` scan; manifests cached all the same).",
         "",
-        "| query | catalog | native DuckDB | ratio |",
-        "|---|---:|---:|---:|",
+        "| query | catalog | read | data files | without index | native DuckDB | ratio | "
+        "best: catalog / native | ratio of bests |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, (t_cat, t_nat) in results.items():
-        lines.append(f"| {name} | {t_cat * 1000:.1f} ms | {t_nat * 1000:.2f} ms | "
-                     f"{t_cat / t_nat:.0f}x |")
+    for name, (t_cat, t_nat, t_off, plan, b_cat, b_nat) in results.items():
+        lines.append(f"| {name} | {t_cat * 1000:.1f} ms | {plan['index'] or 'files'} | "
+                     f"{plan['data_files']} | {t_off * 1000:.1f} ms | {t_nat * 1000:.2f} ms | "
+                     f"{t_cat / t_nat:.1f}x | {b_cat * 1000:.1f} / {b_nat * 1000:.2f} ms | "
+                     f"{b_cat / b_nat:.1f}x |")
+    lines += [
+        "",
+        f"Replacing one archive (one file more, same URI): `add` of the {len(paths)} archives "
+        f"{replace.seconds:.2f} s ({replace.commits} commits: files, paths, archives); the "
+        f"point query afterwards {t_after * 1000:.1f} ms (answer checked against a native "
+        "table rebuilt).",
+    ]
+    if add_ab:
+        n_rows = add_ab[0][3]
+        lines += ["", f"`add` of {min(100, len(paths))} archives ({n_rows:,} rows) into fresh "
+                  "warehouses, without and with the path index, alternating:", "",
+                  "| run | index | wall | CPU | rows per CPU-second |", "|---|---|---:|---:|---:|"]
+        for i, (idx, wall, cpu, rows) in enumerate(add_ab):
+            lines.append(f"| {i + 1} | {'with' if idx else 'without'} | {wall:.1f} s | "
+                         f"{cpu:.1f} s | {rows / cpu:,.0f} |")
     lines += [
         "",
         "## Data files planned (partition spec vs unpartitioned)",
@@ -229,21 +326,40 @@ def main() -> None:
         lines.append(f"| {k} | {a} | {ra:,} | {b} | {rb:,} |")
     lines += [
         "",
-        "## Layouts for point queries",
+        "## Layouts of the path index `paths`",
         "",
-        "The same rows in the same batches of 100 archives; each batch sorted by "
-        "`relative_path` before its append in the two new layouts (their archives share data "
-        "files). Times: pyiceberg plan + read of the query's columns with its filter, medians "
-        f"of {ROUNDS}; the point query is `relative_path = '{point_path}'`, the aggregate "
-        "reads `size, archive_uri` of `repo = 'repo07'`.",
+        "The same rows (every `files` column but `chunks`) in the same batches of 100 "
+        "archives. Scan: planning with cached manifests + pyiceberg's ArrowScan of "
+        f"`archive_uri, size`, medians of {ROUNDS}; point `relative_path = '{point_path}'`, "
+        f"prefix `startswith('{prefix}')`.",
         "",
-        "| layout | data files | point: files | point: scan | one repo: files | "
-        "one repo: scan |",
+        "| layout | data files | point: files | point: scan | prefix: files | prefix: scan |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for name, r in layouts.items():
-        lines.append(f"| {name} | {r['files']} | {r['point_files']} | "
-                     f"{r['point_ms']:.1f} ms | {r['repo_files']} | {r['repo_ms']:.1f} ms |")
+    for name, r in index_layouts.items():
+        lines.append(f"| {name} | {r['files']} | {r['point_files']} | {r['point_ms']:.1f} ms | "
+                     f"{r['prefix_files']} | {r['prefix_ms']:.1f} ms |")
+    if not layouts:
+        lines += ["", "(`--layouts`: the `files` layouts measured 2026-12-02 05:05 are in "
+                  "the log below.)"]
+    if layouts:
+        lines += [
+            "",
+            "## Layouts for point queries",
+            "",
+            "The same rows in the same batches of 100 archives; each batch sorted by "
+            "`relative_path` before its append in the two new layouts (their archives share data "
+            "files). Times: pyiceberg plan + read of the query's columns with its filter, medians "
+            f"of {ROUNDS}; the point query is `relative_path = '{point_path}'`, the aggregate "
+            "reads `size, archive_uri` of `repo = 'repo07'`.",
+            "",
+            "| layout | data files | point: files | point: scan | one repo: files | "
+            "one repo: scan |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, r in layouts.items():
+            lines.append(f"| {name} | {r['files']} | {r['point_files']} | "
+                         f"{r['point_ms']:.1f} ms | {r['repo_files']} | {r['repo_ms']:.1f} ms |")
     lines += [
         "",
         "## extract",
@@ -304,6 +420,73 @@ def measure_layouts(cat, files_t, paths, point_path) -> dict:
             "repo_ms": median_time(lambda: t.scan(
                 row_filter=repo, selected_fields=("archive_uri", "size")).to_arrow()) * 1e3,
         }
+        print(name, out[name], flush=True)
+    return out
+
+
+def measure_add_ab(paths) -> list:
+    """Section 9: (index?, wall s, CPU s, rows) per add, alternating without/with."""
+    out = []
+    for idx in (False, True, False, True):
+        wh = os.path.join(WORK, f"wh-ab-{len(out)}")
+        shutil.rmtree(wh, ignore_errors=True)
+        cat = open_catalog(wh, create=True)
+        cat.has_index = idx  # the (empty) paths table stays unwritten without it
+        cpu, t = time.process_time(), time.perf_counter()
+        report = cat.add(paths)
+        out.append((idx, time.perf_counter() - t, time.process_time() - cpu, report.rows))
+        print("add", out[-1], flush=True)
+        shutil.rmtree(wh, ignore_errors=True)
+    return out
+
+
+def measure_index_layouts(cat, files_t, paths, point_path, prefix) -> dict:
+    """Section 7: the catalog's ``paths`` against a bucket(16, relative_path) one."""
+    from pyiceberg.expressions import EqualTo, In, StartsWith
+    from pyiceberg.io.pyarrow import ArrowScan
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import BucketTransform
+
+    from znippy_sql.catalog import index
+    from znippy_sql.catalog.planning import plan_files
+
+    tables = {"sorted by path, range files of ~100,000 rows (the catalog's)":
+              cat.table(index.PATHS)}
+    try:
+        import pyiceberg_core  # noqa: F401  (pyiceberg writes bucket partitions through it)
+        have_core = True
+    except ImportError:
+        have_core = False
+        print("pyiceberg-core is not installed: the bucket layout is left out", flush=True)
+    if have_core:
+        spec = index.table_spec()
+        path_id = spec["schema"].find_field(index.PATH).field_id
+        t = cat.iceberg.create_table(
+            "fleet.paths_bucket16", schema=spec["schema"], sort_order=spec["sort_order"],
+            properties=spec["properties"],
+            partition_spec=PartitionSpec(PartitionField(path_id, 1000, BucketTransform(16),
+                                                        "path_bucket")))
+        for j in range(0, len(paths), 100):
+            rows = files_t.scan(row_filter=In("archive_uri", paths[j:j + 100]),
+                                selected_fields=index.COLUMNS).to_arrow()
+            t.append(index.rows(rows).select(t.schema().as_arrow().names)
+                     .cast(t.schema().as_arrow()))
+        tables["bucket(16, relative_path), sorted by path"] = cat.iceberg.load_table(
+            "fleet.paths_bucket16")
+    point, pre = EqualTo("relative_path", point_path), StartsWith("relative_path", prefix)
+
+    def scan(t, flt):
+        s = t.scan(row_filter=flt, selected_fields=("archive_uri", "size"))
+        tasks = plan_files(t, flt)
+        ArrowScan(t.metadata, t.io, s.projection(), flt).to_table(tasks)
+        return len(tasks)
+
+    out = {}
+    for name, t in tables.items():
+        out[name] = {"files": len(plan_files(t, AlwaysTrue_())),
+                     "point_files": scan(t, point), "prefix_files": scan(t, pre),
+                     "point_ms": median_time(lambda: scan(t, point)) * 1e3,
+                     "prefix_ms": median_time(lambda: scan(t, pre)) * 1e3}
         print(name, out[name], flush=True)
     return out
 

@@ -4,7 +4,7 @@
 Usage::
 
     .venv/bin/python bench/bench_engines.py [--archives 8] [--files 3000] [--workers 2]
-        [--engines duckdb,daft,spark,ray] [--plan-archives 1000] [--scaling]
+        [--engines duckdb,daft,spark,ray] [--plan-archives 1000] [--scaling] [--s3]
         [--out bench/results-engines.md]
 
 Per engine, in one run: start-up, planning (the ``files`` view's parts of the whole fleet),
@@ -14,6 +14,10 @@ summed over the engine's process tree (sampled every 50 ms), bytes read from dis
 tree (``/proc/<pid>/io`` ``read_bytes``, plus ``rchar`` for page-cache reads). Every
 engine's answers are compared with DuckDB's. ``--plan-archives N`` times ``views.plan`` over
 N small archives; ``--scaling`` runs Daft and Ray with 1 worker and with ``--workers``.
+``--s3`` runs the engines a second time over the same archives uploaded to the S3 test server
+(SeaweedFS ``weed server -s3`` on 127.0.0.1, tests/remote_server.py), credentials given as
+storage options; there the DuckDB path reads the ``files`` view with ``views.batches_many``
+(``register`` takes local paths) and the bytes with ``read_files`` (ranged GETs).
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ CHILD = r'''
 import json, os, sys, time
 sys.path.insert(0, {root!r})
 engine, paths, workers, dest = {engine!r}, {paths!r}, {workers}, {dest!r}
+opts = {opts!r}
 GREP = {grep!r}
 out = {{}}
 t0 = time.perf_counter()
@@ -82,7 +87,14 @@ if engine == "duckdb":
     from znippy_sql.duckdb import register
     con = duckdb.connect(); con.execute(f"SET threads = {{workers}}")
     mark("start", t0)
-    t = time.perf_counter(); register(con, paths, name="f"); mark("plan", t)
+    t = time.perf_counter()
+    if opts:
+        from znippy_sql import views
+        con.register("f_arrow", views.batches_many(paths, "files", storage_options=opts).read_all())
+        con.execute("CREATE TEMP VIEW f_files AS SELECT * FROM f_arrow")
+    else:
+        register(con, paths, name="f")
+    mark("plan", t)
     t = time.perf_counter()
     out["by_repo"] = sorted(con.sql("SELECT repo, count(*) FROM f_files GROUP BY 1").fetchall())
     mark("count", t)
@@ -94,7 +106,7 @@ if engine == "duckdb":
         by.setdefault(a, []).append(p)
     hits = []
     for a, ps in by.items():
-        for p, b in read_files(a, ps).items():
+        for p, b in read_files(a, ps, opts).items():
             if GREP in b:
                 hits.append([a, p])
     out["grep"] = sorted(hits); mark("grep", t)
@@ -105,7 +117,7 @@ if engine == "duckdb":
     for a, p in sel:
         by.setdefault(a, []).append(p)
     for a, ps in by.items():
-        for p, b in read_files(a, ps).items():
+        for p, b in read_files(a, ps, opts).items():
             d = os.path.join(dest, os.path.basename(a), p); os.makedirs(os.path.dirname(d), exist_ok=True)
             open(d, "wb").write(b); n += 1
     out["extract"] = n; mark("extract", t)
@@ -120,16 +132,16 @@ elif engine.startswith("daft"):
         daft.set_runner_native(num_threads=workers)
     mark("start", t0)
     t = time.perf_counter(); from znippy_sql.engines.parts import Scan
-    parts = Scan(tuple(paths)).plan(); mark("plan", t); out["parts"] = len(parts)
+    parts = Scan(tuple(paths), storage_options=opts).plan(); mark("plan", t); out["parts"] = len(parts)
     t = time.perf_counter()
-    d = zd.read_archives(paths).groupby("repo").agg(col("relative_path").count().alias("n")).to_pydict()
+    d = zd.read_archives(paths, storage_options=opts).groupby("repo").agg(col("relative_path").count().alias("n")).to_pydict()
     out["by_repo"] = sorted(zip(d["repo"], d["n"])); mark("count", t)
     t = time.perf_counter()
-    df = zd.read_archives(paths, content=True).where(~col("relative_path").endswith(".jar"))
+    df = zd.read_archives(paths, content=True, storage_options=opts).where(~col("relative_path").endswith(".jar"))
     d = df.where(col("content").not_null() & try_decode(col("content"), "utf-8").contains(GREP.decode())).select("archive", "relative_path").to_pydict()
     out["grep"] = sorted(map(list, zip(d["archive"], d["relative_path"]))); mark("grep", t)
     t = time.perf_counter()
-    d = zd.read_archives(paths).where(col("relative_path").endswith(".pom")).sort(["archive", "relative_path"]).limit(1000).with_column("content", zd.read_bytes(col("archive"), col("relative_path"))).to_pydict()
+    d = zd.read_archives(paths, storage_options=opts).where(col("relative_path").endswith(".pom")).sort(["archive", "relative_path"]).limit(1000).with_column("content", zd.read_bytes(col("archive"), col("relative_path"), storage_options=opts)).to_pydict()
     for a, p, b in zip(d["archive"], d["relative_path"], d["content"]):
         dd = os.path.join(dest, os.path.basename(a), p); os.makedirs(os.path.dirname(dd), exist_ok=True)
         open(dd, "wb").write(b)
@@ -140,13 +152,16 @@ elif engine == "spark":
     import znippy_sql.spark as zs
     s = SparkSession.builder.master(f"local[{{workers}}]").config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(workers)).getOrCreate()
     zs.register(s); mark("start", t0)
-    t = time.perf_counter(); df = s.read.format("znippy").load(paths); out["parts"] = df.rdd.getNumPartitions(); mark("plan", t)
+    def znippy():
+        r = s.read.format("znippy")
+        return r.option("storage_options", json.dumps(opts)) if opts else r
+    t = time.perf_counter(); df = znippy().load(paths); out["parts"] = df.rdd.getNumPartitions(); mark("plan", t)
     t = time.perf_counter(); out["by_repo"] = sorted((r[0], r[1]) for r in df.groupBy("repo").count().collect()); mark("count", t)
     t = time.perf_counter()
-    g = s.read.format("znippy").option("content", "true").load(paths).where("NOT relative_path LIKE '%.jar'").where(f"instr(content, '{{GREP.decode()}}') > 0")
+    g = znippy().option("content", "true").load(paths).where("NOT relative_path LIKE '%.jar'").where(f"instr(content, '{{GREP.decode()}}') > 0")
     out["grep"] = sorted([r[0], r[1]] for r in g.select("archive", "relative_path").collect()); mark("grep", t)
     t = time.perf_counter()
-    sel = s.read.format("znippy").option("content", "true").load(paths).where("relative_path LIKE '%.pom'").orderBy("archive", "relative_path").limit(1000).select("archive", "relative_path", "content").collect()
+    sel = znippy().option("content", "true").load(paths).where("relative_path LIKE '%.pom'").orderBy("archive", "relative_path").limit(1000).select("archive", "relative_path", "content").collect()
     for a, p, b in sel:
         dd = os.path.join(dest, os.path.basename(a), p); os.makedirs(os.path.dirname(dd), exist_ok=True)
         open(dd, "wb").write(b)
@@ -159,10 +174,10 @@ elif engine == "ray":
     ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
     mark("start", t0)
     t = time.perf_counter(); from znippy_sql.engines.parts import Scan
-    out["parts"] = len(Scan(tuple(paths)).plan()); mark("plan", t)
-    t = time.perf_counter(); out["by_repo"] = sorted((r["repo"], r["count()"]) for r in zr.read_archives(paths).groupby("repo").count().take_all()); mark("count", t)
+    out["parts"] = len(Scan(tuple(paths), storage_options=opts).plan()); mark("plan", t)
+    t = time.perf_counter(); out["by_repo"] = sorted((r["repo"], r["count()"]) for r in zr.read_archives(paths, storage_options=opts).groupby("repo").count().take_all()); mark("count", t)
     t = time.perf_counter()
-    ds = zr.read_archives(paths, content=True)
+    ds = zr.read_archives(paths, content=True, storage_options=opts)
     hits = []
     for b in ds.select_columns(["archive", "relative_path", "content"]).iter_batches(batch_format="pyarrow", batch_size=4096):
         for a, p, c in zip(b["archive"].to_pylist(), b["relative_path"].to_pylist(), b["content"].to_pylist()):
@@ -170,9 +185,9 @@ elif engine == "ray":
                 hits.append([a, p])
     out["grep"] = sorted(hits); mark("grep", t)
     t = time.perf_counter()
-    sel = sorted((r["archive"], r["relative_path"]) for r in zr.read_archives(paths).filter(expr=col("pkg_type") == 1).select_columns(["archive", "relative_path"]).take_all() if r["relative_path"].endswith(".pom"))[:1000]
+    sel = sorted((r["archive"], r["relative_path"]) for r in zr.read_archives(paths, storage_options=opts).filter(expr=col("pkg_type") == 1).select_columns(["archive", "relative_path"]).take_all() if r["relative_path"].endswith(".pom"))[:1000]
     from znippy_sql.engines.parts import contents
-    got = contents([a for a, _ in sel], [p for _, p in sel]).to_pylist()
+    got = contents([a for a, _ in sel], [p for _, p in sel], opts).to_pylist()
     for (a, p), b in zip(sel, got):
         dd = os.path.join(dest, os.path.basename(a), p); os.makedirs(os.path.dirname(dd), exist_ok=True)
         open(dd, "wb").write(b)
@@ -207,10 +222,11 @@ def tree_sample(pid: int, stop: threading.Event, peak: list[int], io: dict[int, 
         stop.wait(0.05)
 
 
-def run_engine(engine: str, paths: list[str], workers: int) -> dict:
+def run_engine(engine: str, paths: list[str], workers: int,
+               opts: dict[str, str] | None = None) -> dict:
     dest = tempfile.mkdtemp(prefix=f"extract-{engine}-", dir=WORK)
     code = CHILD.format(root=os.path.dirname(HERE), engine=engine, paths=paths,
-                        workers=workers, dest=dest, grep=GREP)
+                        workers=workers, dest=dest, grep=GREP, opts=opts)
     t = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -258,6 +274,7 @@ def main() -> None:
     ap.add_argument("--engines", default="duckdb,daft,spark,ray")
     ap.add_argument("--plan-archives", type=int, default=1000)
     ap.add_argument("--scaling", action="store_true")
+    ap.add_argument("--s3", action="store_true", help="also over the S3 test server")
     ap.add_argument("--out", default=os.path.join(HERE, "results-engines.md"))
     args = ap.parse_args()
     shutil.rmtree(WORK, ignore_errors=True)
@@ -277,35 +294,57 @@ def main() -> None:
     if args.scaling:
         for engine in ("duckdb", "daft"):
             scaling[engine] = {w: run_engine(engine, paths, w) for w in (1, args.workers)}
+    compare(runs)
+    s3 = run_s3(args, paths) if args.s3 else {}
+    t_plan, n_parts = plan_many(args.plan_archives) if args.plan_archives else (0.0, 0)
+    write(args, paths, size, runs, scaling, t_plan, n_parts, s3)
+
+
+def compare(runs: dict) -> None:
+    """Mark each run whose answers equal DuckDB's (in the same run, the same sources)."""
     ref = runs.get("duckdb")
-    for engine, r in runs.items():
+    for r in runs.values():
         if "error" in r:
             continue
-        r["equal"] = ref is None or (sorted(map(tuple, r["grep"])) == sorted(
+        r["equal"] = ref is None or "error" in ref or (sorted(map(tuple, r["grep"])) == sorted(
             map(tuple, ref["grep"])) and sorted(map(tuple, r["by_repo"])) == sorted(
             map(tuple, ref["by_repo"])) and r["extract"] == ref["extract"])
-    t_plan, n_parts = plan_many(args.plan_archives) if args.plan_archives else (0.0, 0)
-    write(args, paths, size, runs, scaling, t_plan, n_parts)
 
 
-def write(args, paths, size, runs, scaling, t_plan, n_parts) -> None:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    files = args.archives * args.files
-    lines = [
-        "# Engines benchmark: DuckDB, Daft, Spark, Ray over the same fleet", "",
-        f"Command: `.venv/bin/python bench/bench_engines.py --archives {args.archives} "
-        f"--files {args.files} --workers {args.workers} --engines {args.engines}"
-        f"{' --scaling' if args.scaling else ''}`. Run on {now}, {platform.machine()}, "
-        f"{os.cpu_count()} CPUs shared with other work (load {os.getloadavg()[0]:.1f} at the "
-        f"end), Python {platform.python_version()}. Fleet: {len(paths)} archives, "
-        f"{files:,} files, {size / 1e6:.1f} MB, local disk. Each engine in a child process "
-        f"of its own with {args.workers} workers; RSS is the peak of the sum over the "
-        "child's process tree (JVM, Python workers, raylets), bytes read are `read_bytes` "
-        "(disk) and `rchar` (all reads, page cache included) of that tree.", "",
-        "| engine | start | plan | count by repo | grep text files | extract 1,000 | wall | "
-        "peak RSS | disk read | all reads | = DuckDB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
+def run_s3(args, paths: list[str]) -> dict:
+    """The engines over the fleet uploaded to a SeaweedFS S3 server started here."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+    from pathlib import Path
+
+    import obstore
+    from obstore.store import S3Store
+    from remote_server import ACCESS_KEY, SECRET_KEY, Seaweed
+
+    weed = Seaweed(Path(WORK) / "weed")
+    try:
+        opts = {"endpoint": weed.endpoint, "access_key_id": ACCESS_KEY,
+                "secret_access_key": SECRET_KEY, "region": "us-east-1"}
+        store = S3Store("fleet", endpoint=weed.endpoint, access_key_id=ACCESS_KEY,
+                        secret_access_key=SECRET_KEY, region="us-east-1",
+                        client_options={"allow_http": True})
+        urls = []
+        for p in paths:
+            obstore.put(store, f"bench/{os.path.basename(p)}", Path(p).read_bytes())
+            urls.append(f"s3://fleet/bench/{os.path.basename(p)}")
+        runs = {}
+        for engine in args.engines.split(","):
+            runs[engine] = r = run_engine(engine, urls, args.workers, opts)
+            print("s3", engine, {k: (round(v, 2) if isinstance(v, float) else v)
+                                 for k, v in r.items() if k not in ("grep", "by_repo")},
+                  flush=True)
+        compare(runs)
+        return runs
+    finally:
+        weed.close()
+
+
+def table_rows(runs: dict) -> list[str]:
+    lines = []
     for engine, r in runs.items():
         if "error" in r:
             lines.append(f"| {engine} | failed: {r['error']} | | | | | {r['wall']:.1f} s | "
@@ -316,6 +355,39 @@ def write(args, paths, size, runs, scaling, t_plan, n_parts) -> None:
             f"{r['t_grep']:.2f} s | {r['t_extract']:.2f} s | {r['wall']:.1f} s | "
             f"{r['rss'] / 2**20:,.0f} MiB | {r['read_bytes'] / 1e6:,.1f} MB | "
             f"{r['rchar'] / 1e6:,.1f} MB | {'yes' if r['equal'] else 'NO'} |")
+    return lines
+
+
+def write(args, paths, size, runs, scaling, t_plan, n_parts, s3) -> None:
+    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    files = args.archives * args.files
+    lines = [
+        "# Engines benchmark: DuckDB, Daft, Spark, Ray over the same fleet", "",
+        f"Command: `.venv/bin/python bench/bench_engines.py --archives {args.archives} "
+        f"--files {args.files} --workers {args.workers} --engines {args.engines}"
+        f"{' --scaling' if args.scaling else ''}{' --s3' if args.s3 else ''}`. Run on {now}, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs shared with other work (load {os.getloadavg()[0]:.1f} at the "
+        f"end), Python {platform.python_version()}. Fleet: {len(paths)} archives, "
+        f"{files:,} files, {size / 1e6:.1f} MB, local disk. Each engine in a child process "
+        f"of its own with {args.workers} workers; RSS is the peak of the sum over the "
+        "child's process tree (JVM, Python workers, raylets), bytes read are `read_bytes` "
+        "(disk) and `rchar` (all reads, page cache included) of that tree.", "",
+        "| engine | start | plan | count by repo | grep text files | extract 1,000 | wall | "
+        "peak RSS | disk read | all reads | = DuckDB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += table_rows(runs)
+    if s3:
+        lines += ["", "## Archives on the S3 test server", "",
+                  "The same archives uploaded to SeaweedFS (`weed server -s3` on 127.0.0.1, "
+                  "this machine: no network latency, the server's CPU shares the 2 cores), "
+                  "read by URL with credentials as storage options. DuckDB's row: the `files` "
+                  "view by `views.batches_many`, bytes by `read_files` (ranged GETs). Bytes "
+                  "read count the engine's tree only (the server's disk reads are not in them).",
+                  "", "| engine | start | plan | count by repo | grep text files | "
+                  "extract 1,000 | wall | peak RSS | disk read | all reads | = DuckDB |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+        lines += table_rows(s3)
     if "t_grep" in runs.get("duckdb", {}) and "t_grep" in runs.get("daft", {}):
         lines += ["", f"Daft native / DuckDB on the grep: "
                       f"{runs['daft']['t_grep'] / runs['duckdb']['t_grep']:.2f}x "

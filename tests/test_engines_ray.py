@@ -108,24 +108,40 @@ def test_errors_keep_our_message(cluster, fleet: list[str], tmp_path: Path) -> N
     assert str(bad) in str(info.value)
 
 
-def test_daft_on_the_ray_runner(cluster, fleet: list[str]) -> None:
+def test_daft_on_the_ray_runner(cluster, fleet: list[str], tmp_path: Path) -> None:
+    import json
     import subprocess
     import sys
 
+    from znippy_sql.catalog import open_catalog
+
+    wh = tmp_path / "wh"
+    open_catalog(wh, create=True).add(fleet)
     # a runner is chosen once per process: Daft on Ray runs in a child attached to the cluster
     code = (
-        "import sys, daft; from daft import col; import znippy_sql.daft as zd\n"
+        "import json, daft; from daft import col; import znippy_sql.daft as zd\n"
         f"daft.set_runner_ray(address={cluster.address!r})\n"
-        f"df = zd.read_archives({fleet!r}, target_bytes=1).where(col('repo') == 'central')\n"
-        "d = df.with_column('content', zd.read_bytes(col('archive'), col('relative_path')))"
-        ".select('archive', 'relative_path', 'content').to_pydict()\n"
-        "print(sorted(zip(d['archive'], d['relative_path'], [len(c) for c in d['content']])))\n")
+        f"df = zd.read_archives({fleet!r}, target_bytes=1)\n"
+        "d = df.where(col('repo') == 'central').with_column('content', zd.read_bytes("
+        "col('archive'), col('relative_path'))).select('archive', 'relative_path', 'content')"
+        ".to_pydict()\n"
+        "print(json.dumps(sorted(zip(d['archive'], d['relative_path'], "
+        "[len(c) for c in d['content']]))))\n"
+        "n = df.groupby('repo').agg(col('size').sum().alias('s')).to_pydict()\n"
+        "print(json.dumps(sorted(zip(n['repo'], n['s']))))\n"
+        f"c = zd.read_catalog({str(wh)!r}).where(col('relative_path').endswith('.pom'))"
+        ".groupby('repo').agg(col('size').count().alias('n')).to_pydict()\n"
+        "print(json.dumps(sorted(zip(c['repo'], c['n']))))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    got = eval(out.stdout.strip().splitlines()[-1])  # noqa: S307  (our own child's repr)
-    assert canon(got) == duck(fleet, "SELECT archive, relative_path, size FROM f_files "
-                                     "WHERE repo = 'central'")
+    content, sizes, poms = (json.loads(line) for line in out.stdout.strip().splitlines()[-3:])
+    assert canon(map(tuple, content)) == duck(fleet, "SELECT archive, relative_path, size "
+                                                     "FROM f_files WHERE repo = 'central'")
+    assert canon(map(tuple, sizes)) == duck(fleet, "SELECT repo, sum(size) FROM f_files "
+                                                   "GROUP BY ALL")
+    assert canon(map(tuple, poms)) == duck(fleet, "SELECT repo, count(*) FROM f_files WHERE "
+                                                  "ends_with(relative_path, '.pom') GROUP BY ALL")
 
 
 def test_archives_on_s3(cluster, fleet: list[str], tmp_path: Path) -> None:

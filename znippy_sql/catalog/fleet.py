@@ -3,9 +3,10 @@
 ``add`` reads each archive's tail (:mod:`.rows`), skips an archive whose size and ETag/mtime
 the catalog already has, and commits the rest in batches: per batch one transaction on
 ``files`` (delete every row of the batch's URIs, evolve the schema for new module columns,
-append), then one on ``archives`` (the same). A commit that loses an optimistic race is redone
-on the reloaded table. ``remove`` deletes ``archives`` rows first, then ``files`` rows. The
-order and why it loses and duplicates nothing are in docs/catalog.md.
+append), then one on the path index ``paths`` (:mod:`.index`), then one on ``archives`` (the
+same). A commit that loses an optimistic race is redone on the reloaded table. ``remove``
+deletes ``archives`` rows first, then ``paths``, then ``files`` rows. The order and why it loses
+and duplicates nothing are in docs/catalog.md.
 """
 
 from __future__ import annotations
@@ -21,8 +22,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from pyiceberg.expressions import AlwaysTrue
+
 from ..errors import CatalogError, StoreError, ZnippyError
 from ..store.iceberg import CATALOG_NAME, open_catalog as _open_iceberg
+from . import index as _index
+from .planning import plan_files
 from .rows import ARCHIVES_ARROW, ArchiveRows, archive_uri, local_identity, read_rows
 from .schema import ARCHIVES, FILES, FORMAT, NAMESPACE, PROP_FORMAT, table_spec
 
@@ -104,6 +109,8 @@ class Catalog:
         except StoreError as exc:
             raise CatalogError(exc.problem, path=exc.path) from None
         self.name = catalog.get("name", CATALOG_NAME) if catalog else CATALOG_NAME
+        #: whether the path index ``paths`` exists (made by ``create``, or by ``reindex``)
+        self.has_index = False
         _guarded(Catalog._ensure)(self, create)
 
     # -- tables -----------------------------------------------------------------------------
@@ -134,6 +141,39 @@ class Catalog:
                 raise CatalogError(f"table {self.ident(name)} is not a znippy catalog table "
                                    f"({PROP_FORMAT}={props.get(PROP_FORMAT)!r})",
                                    path=self.warehouse)
+        self.has_index = self.iceberg.table_exists(self.ident(_index.PATHS)) and {
+            f.name for f in self.table(_index.PATHS).schema().fields} == set(_index.COLUMNS)
+        if create and not self.has_index:  # none, or one of other column names: rebuilt
+            self.reindex()
+
+    @_guarded
+    def reindex(self) -> int:
+        """(Re)build the path index ``paths`` from ``files`` in one commit, creating the
+        table if needed: for a catalog made before the index existed, or to compact an index
+        grown from many small adds. → rows written."""
+        from pyiceberg.exceptions import TableAlreadyExistsError
+
+        ident = self.ident(_index.PATHS)
+        if self.iceberg.table_exists(ident) and {
+                f.name for f in self.table(_index.PATHS).schema().fields} != set(_index.COLUMNS):
+            self.iceberg.drop_table(ident)  # columns named otherwise (an older index)
+        try:
+            self.iceberg.create_table(ident, **_index.table_spec())
+        except TableAlreadyExistsError:
+            pass
+        self.has_index = True
+        files = self.table(FILES)
+        rows = (files.scan(selected_fields=_index.COLUMNS).to_arrow()
+                if files.current_snapshot() is not None else None)
+        table = self.table(_index.PATHS)
+        snap = table.current_snapshot()
+        had = bool(snap and int((snap.summary or {}).get("total-records", 0) or 0))
+        with table.transaction() as tx:
+            if had:
+                tx.delete(AlwaysTrue())
+            if rows is not None and rows.num_rows:
+                tx.append(_conform(_index.rows(rows), table.schema(), ident))
+        return 0 if rows is None else rows.num_rows
 
     def ident(self, name: str) -> str:
         return f"{self.namespace}.{name}"
@@ -236,17 +276,23 @@ class Catalog:
                                path=batch[0].uri) from None
         now = _dt.datetime.now(_dt.timezone.utc)
         records = pa.Table.from_pylist([b.record(now) for b in batch], schema=ARCHIVES_ARROW)
-        report.conflicts += self._replace(FILES, uris, files, retries)
-        report.conflicts += self._replace(ARCHIVES, uris, records, retries)
+        lost, had = self._replace(FILES, uris, files, retries)
+        report.conflicts += lost
+        if self.has_index:  # its rows are a subset of files': only those can be there
+            report.conflicts += self._replace(_index.PATHS, uris, _index.rows(files), retries,
+                                              delete=had)[0]
+            report.commits += 1
+        report.conflicts += self._replace(ARCHIVES, uris, records, retries)[0]
         report.commits += 2
         report.rows += files.num_rows
         report.uris.extend(uris)
 
-    def _replace(self, name: str, uris: list[str], rows: pa.Table | None, retries: int) -> int:
+    def _replace(self, name: str, uris: list[str], rows: pa.Table | None, retries: int, *,
+                 delete: bool | None = None) -> tuple[int, bool]:
         """One commit on table ``name``: every row of ``uris`` deleted, ``rows`` appended;
-        redone on the reloaded table while it loses an optimistic race. → conflicts met."""
+        redone on the reloaded table while it loses an optimistic race. ``delete``: whether
+        rows of ``uris`` may be there (None: look). → (conflicts met, whether it deleted)."""
         from pyiceberg.exceptions import CommitFailedException
-        from pyiceberg.expressions import In
         from sqlalchemy.exc import OperationalError
 
         for attempt in range(retries + 1):
@@ -255,14 +301,13 @@ class Catalog:
                 with table.transaction() as tx:
                     if rows is not None and name == FILES:
                         _evolve(tx, rows.schema)
-                    gone = In("archive_uri", uris)
-                    if any(True for _ in table.scan(row_filter=gone,
-                                                        selected_fields=("archive_uri",))
-                           .plan_files()):
+                    gone = _index.is_in("archive_uri", uris)
+                    found = bool(plan_files(table, gone)) if delete is None else delete
+                    if found:
                         tx.delete(gone)
                     if rows is not None and rows.num_rows:
                         tx.append(_conform(rows, tx.table_metadata.schema(), self.ident(name)))
-                return attempt
+                return attempt, found
             except (CommitFailedException, OperationalError):
                 if attempt == retries:
                     break
@@ -287,9 +332,11 @@ class Catalog:
             report.seconds = time.perf_counter() - t0
             return report
         report.rows = sum(known[u][2] for u in uris if u in known)
-        report.conflicts += self._replace(ARCHIVES, uris, None, retries)
-        report.conflicts += self._replace(FILES, uris, None, retries)
-        report.commits = 2
+        report.conflicts += self._replace(ARCHIVES, uris, None, retries)[0]
+        if self.has_index:
+            report.conflicts += self._replace(_index.PATHS, uris, None, retries)[0]
+        report.conflicts += self._replace(FILES, uris, None, retries)[0]
+        report.commits = 3 if self.has_index else 2
         report.seconds = time.perf_counter() - t0
         return report
 

@@ -63,10 +63,13 @@ def parse(con: Any, query: str) -> dict[str, Any] | None:
 Columns = Mapping[str, tuple[str, str]]  # lower-case name → (name, "str"|"int"|"bool"|"")
 
 
-def analyse(con: Any, query: str, tables: Mapping[str, Columns]) -> dict[str, Use]:
+def analyse(con: Any, query: str, tables: Mapping[str, Columns], *,
+            tree: Any = _NO) -> dict[str, Use]:
     """For each of ``tables`` (name → its columns) the query reads: its columns and row
-    filter. A query DuckDB cannot serialise reads every table whole."""
-    tree = parse(con, query)
+    filter. A query DuckDB cannot serialise reads every table whole. ``tree``: the query's
+    :func:`parse` when the caller has it."""
+    if tree is _NO:
+        tree = parse(con, query)
     if tree is None:
         return {name: Use(None, AlwaysTrue()) for name in tables}
     refs = [_Ref(n, n["table_name"].lower(), (n.get("alias") or n["table_name"]).lower())

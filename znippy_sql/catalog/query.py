@@ -1,22 +1,31 @@
 """``Catalog.sql``: pyiceberg scans (pruned by the query's simple predicates) → Arrow → DuckDB.
 
-Only the tables the query names are scanned, only the columns it names are read, and each scan
-is planned once with the row filter :mod:`.pushdown` found (partition pruning, then min/max
-statistics per data file, then row groups). DuckDB then runs the whole query over the Arrow
-tables registered as ``files`` and ``archives``.
+Only the tables the query names are loaded and scanned, only the columns it names are read, and
+each scan is planned once with the row filter :mod:`.pushdown` found (partition pruning, then
+min/max statistics per data file, then row groups), from manifests decoded once per process
+(:mod:`.planning`), and read by one pyarrow dataset scan where that reads what pyiceberg's
+``ArrowScan`` would (:mod:`.fastread`). A ``files`` scan whose filter bounds ``relative_path`` goes through the path
+index (:mod:`.index`): read from ``paths`` when the query names only its columns, else pruned to
+the archives ``paths`` lists. DuckDB then runs the whole query over the Arrow tables registered
+as ``files`` and ``archives``, in a cursor of one in-memory database kept by the process (a new
+DuckDB database costs ~30 ms of CPU; a cursor nothing).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ..errors import CatalogError
 from ..native import guard
-from .pushdown import Columns, Use, analyse
+from . import index as _index
+from .fastread import read_tasks
+from .planning import plan_files
+from .pushdown import Columns, Use, analyse, parse
 from .schema import ARCHIVES, FILES
 
 if TYPE_CHECKING:
@@ -31,20 +40,29 @@ class Scan:
     """One table's scan for a query: what was pushed, and the data files it plans."""
 
     name: str
-    table: Any  # pyiceberg.table.Table
+    table: Any  # pyiceberg.table.Table: the one read (``paths`` for an indexed files scan)
     use: Use
     tasks: list[Any]
+    #: how the path index served a files scan: "" (not used), "read" or "pruned"
+    index: str = ""
+    #: the table's own filter when the index pruned it (``use.filter`` is then the pruned one)
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
         return {"filter": repr(self.use.filter),
                 "columns": None if self.use.columns is None else sorted(self.use.columns),
                 "data_files": len(self.tasks),
-                "table_files": _file_count(self.table)}
+                "table_files": _file_count(self.table),
+                "index": self.index, **self.notes}
 
     def to_arrow(self) -> pa.Table:
         from pyiceberg.io.pyarrow import ArrowScan
 
         scan = self._scan()
+        fields = None if scan.selected_fields == ("*",) else scan.selected_fields
+        fast = read_tasks(self.table, self.tasks, fields, self.use.filter)
+        if fast is not None:
+            return fast
         where = str(getattr(self.table.metadata, "location", "") or "") or None
         with guard(CatalogError, f"reading the {self.name} table failed", path=where):
             return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
@@ -54,6 +72,10 @@ class Scan:
         cols = self.use.columns
         fields = ("*",) if cols is None else tuple(sorted(cols)) or (_CHEAPEST[self.name],)
         return self.table.scan(row_filter=self.use.filter, selected_fields=fields)
+
+    def plan(self) -> "Scan":
+        self.tasks = plan_files(self.table, self.use.filter)
+        return self
 
 
 def _file_count(table: Any) -> int:
@@ -76,32 +98,77 @@ def table_columns(table: Any) -> Columns:
     return out
 
 
-def plan_query(cat: "Catalog", query: str, *, con: Any = None) -> dict[str, Scan]:
-    """The scans ``query`` needs, planned (no data read yet)."""
+_DB: list[Any] = []
+_DB_LOCK = threading.Lock()
+
+
+def _cursor() -> Any:
+    """A new cursor of the process's in-memory DuckDB database (its own temporary views)."""
     import duckdb
 
-    tables = {name: cat.table(name) for name in (FILES, ARCHIVES)}
-    parser = con if con is not None else duckdb.connect()
+    with _DB_LOCK:
+        if not _DB:
+            _DB.append(duckdb.connect())
+        return _DB[0].cursor()
+
+
+def _named(tree: Any) -> set[str]:
+    """The catalog tables a parse tree reads (lower case), all of them without a tree."""
+    if tree is None:
+        return {FILES, ARCHIVES}
+    from .pushdown import _nodes
+
+    return {str(n.get("table_name", "")).lower() for n in _nodes(tree)
+            if n.get("type") == "BASE_TABLE"} & {FILES, ARCHIVES}
+
+
+def plan_query(cat: "Catalog", query: str, *, con: Any = None) -> dict[str, Scan]:
+    """The scans ``query`` needs, planned (no data read yet)."""
+    parser = con if con is not None else _cursor()
     try:
-        uses = analyse(parser, query, {n: table_columns(t) for n, t in tables.items()})
+        tree = parse(parser, query)
+        tables = {name: cat.table(name) for name in sorted(_named(tree))}
+        uses = analyse(parser, query, {n: table_columns(t) for n, t in tables.items()},
+                       tree=tree)
     finally:
         if con is None:
             parser.close()
     out = {}
     for name, use in uses.items():
-        scan = Scan(name, tables[name], use, [])
-        scan.tasks = list(scan._scan().plan_files())
-        out[name] = scan
+        scan = None
+        if name == FILES and cat.has_index:
+            scan = _indexed(cat, use, tables[FILES])
+        out[name] = scan if scan is not None else Scan(name, tables[name], use, []).plan()
     return out
+
+
+def _indexed(cat: "Catalog", use: Use, files: Any) -> Scan | None:
+    """A files scan through the path index, or None when its filter does not bound the path."""
+    from pyiceberg.expressions import AlwaysFalse, And
+
+    paths_filter = _index.path_filter(use.filter)
+    if paths_filter is None:
+        return None
+    paths = cat.table(_index.PATHS)
+    if _index.covers(use.columns):
+        return Scan(FILES, paths, use, [], index="read").plan()
+    lookup = _index.restrict(use.filter) or paths_filter
+    hits = Scan(FILES, paths, Use({"archive_uri"}, lookup), []).plan().to_arrow()
+    uris = sorted(set(hits.column("archive_uri").to_pylist()))
+    pruned = Use(use.columns, And(use.filter, _index.is_in("archive_uri", uris)) if uris
+                 else AlwaysFalse())
+    return Scan(FILES, files, pruned, [], index="pruned",
+                notes={"archives": len(uris)}).plan()
 
 
 def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
     """The query's result as Arrow. ``con``: a DuckDB connection to run it in (the tables
-    are registered there as ``files`` and ``archives``); a new one otherwise."""
+    are registered there as ``files`` and ``archives``); a cursor of the process's in-memory
+    database otherwise."""
     import duckdb
 
     own = con is None
-    con = duckdb.connect() if own else con
+    con = _cursor() if own else con
     try:
         for name, scan in plan_query(cat, query, con=con).items():
             con.register(name, scan.to_arrow())

@@ -4,7 +4,9 @@ Per archive of ``archives``: ``missing`` (cannot be opened), ``changed`` (size o
 differ), ``root`` (its root digest now differs from the recorded one), ``rows`` (its file
 count, the recorded count and its rows in ``files`` disagree), ``digests`` (the root over the
 catalog's own ``files`` rows, or a row's digest recomputed from its ``chunks``, differs from the
-record). ``orphans``: ``files`` rows of an archive with no ``archives`` row.
+record), ``index`` (its rows in the path index ``paths`` are not its ``files`` rows: count,
+paths or digests; ``Catalog.reindex`` rebuilds it). ``orphans``: ``files`` rows of an archive
+with no ``archives`` row (or ``paths`` rows: kind ``index``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..errors import ZnippyError
 from ..format.files import FILE_DIGEST_PREFIX
 from ..provenance.sign import archive_root
 from .rows import local_identity, read_rows
+from .index import PATHS
 from .schema import FILES
 
 if TYPE_CHECKING:
@@ -33,7 +36,7 @@ _U32 = struct.Struct("<I")
 @dataclass(frozen=True)
 class Drift:
     archive_uri: str
-    kind: str      # missing | changed | root | rows | digests | orphans
+    kind: str      # missing | changed | root | rows | digests | index | orphans
     detail: str
 
 
@@ -58,12 +61,20 @@ def verify_catalog(cat: "Catalog", *, open_options: Mapping[str, Any] | None = N
         "archive_uri", "relative_path", "digest", "chunks")).to_arrow()
     report.archives, report.rows = records.num_rows, rows.num_rows
     by_uri = _split(rows)
+    index = _split(cat.table(PATHS).scan(selected_fields=(
+        "archive_uri", "relative_path", "digest")).to_arrow()) if cat.has_index else None
     for rec in records.to_pylist():
         uri = rec["archive_uri"]
         mine = by_uri.pop(uri, None)
         report.drift.extend(_check(uri, rec, mine, dict(open_options or {})))
+        if index is not None:
+            report.drift.extend(_check_index(uri, mine, index.pop(uri, None)))
     for uri, t in sorted(by_uri.items()):
         report.drift.append(Drift(uri, "orphans", f"{t.num_rows} files rows, no archives row"))
+    for uri, t in sorted((index or {}).items()):
+        if uri not in by_uri:  # with files orphans: the same crash, the same next add heals
+            report.drift.append(Drift(uri, "index", f"{t.num_rows} paths rows, no archives "
+                                      "row"))
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -100,6 +111,18 @@ def _check(uri: str, rec: dict, mine: pa.Table | None, open_options: dict[str, A
                          f"{now.chunk_rows} chunks, recorded {rec['files']} and "
                          f"{rec['chunk_rows']}"))
     return out
+
+
+def _check_index(uri: str, mine: pa.Table | None, indexed: pa.Table | None) -> list[Drift]:
+    """The archive's ``paths`` rows against its ``files`` rows (both sorted by path)."""
+    want = 0 if mine is None else mine.num_rows
+    got = 0 if indexed is None else indexed.num_rows
+    if got != want:
+        return [Drift(uri, "index", f"{got} paths rows, {want} files rows")]
+    if mine is not None and indexed is not None and not all(
+            mine.column(c).equals(indexed.column(c)) for c in ("relative_path", "digest")):
+        return [Drift(uri, "index", "its paths rows differ from its files rows")]
+    return []
 
 
 def _split(rows: pa.Table) -> dict[str, pa.Table]:

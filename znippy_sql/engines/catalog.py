@@ -47,8 +47,9 @@ class CatalogScan:
     def _table(self) -> Any:
         from ..catalog import open_catalog
 
-        if self.table not in ("files", "archives"):
-            raise ValueError(f"the catalog has tables files and archives, not {self.table!r}")
+        if self.table not in ("files", "archives", "paths"):
+            raise ValueError("the catalog has tables files, archives and paths, not "
+                             f"{self.table!r}")
         if self.content and self.table != "files":
             raise ValueError("content is read for the files table")
         cat = open_catalog(os.fspath(self.warehouse), catalog=self.catalog,

@@ -52,8 +52,8 @@ def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
     from ..catalog import open_catalog
 
     cat = open_catalog(warehouse, catalog=catalog, namespace=namespace)
-    if table not in ("files", "archives"):
-        raise ValueError(f"the catalog has tables files and archives, not {table!r}")
+    if table not in ("files", "archives", "paths"):
+        raise ValueError(f"the catalog has tables files, archives and paths, not {table!r}")
     return daft.read_iceberg(cat.table(table), io_config=io_config)
 
 
