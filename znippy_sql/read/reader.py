@@ -27,7 +27,7 @@ from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
                       UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import batch_index, read_batch, read_table
-from ..format.kernels import filter_by, one_array, take, utf8_parts
+from ..format.kernels import filter_by, numpy_of, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
 from ..format.rollback import recover
@@ -91,15 +91,15 @@ class _Columns:
         n = self.n = lookup.num_rows
         cols = {name: one_array(lookup.column(name)) for name in lookup.column_names}
         self.path_offsets, self.path_data = utf8_parts(cols["relative_path"])
-        self.chunk_seq = cols["chunk_seq"].to_numpy()
-        self.fdata_offset = cols["fdata_offset"].to_numpy()
-        self.compressed = cols["compressed"].to_numpy(zero_copy_only=False)
-        self.uncompressed_size = cols["uncompressed_size"].to_numpy()
-        self.blob_offset = cols["blob_offset"].to_numpy()
-        self.blob_size = cols["blob_size"].to_numpy()
+        self.chunk_seq = numpy_of(cols["chunk_seq"])  # never to_numpy: it imports pandas
+        self.fdata_offset = numpy_of(cols["fdata_offset"])
+        self.compressed = numpy_of(cols["compressed"])
+        self.uncompressed_size = numpy_of(cols["uncompressed_size"])
+        self.blob_offset = numpy_of(cols["blob_offset"])
+        self.blob_size = numpy_of(cols["blob_size"])
         #: FORMAT §3: an archive with packed blobs has the column; others read zeros
         self.packed = INNER in cols
-        self.inner_offset = (cols[INNER].to_numpy() if self.packed
+        self.inner_offset = (numpy_of(cols[INNER]) if self.packed
                              else np.zeros(n, dtype=np.uint64))
         sums = cols["checksum"]
         start = sums.offset * 32

@@ -118,8 +118,8 @@ class ArchiveWriter:
         skip_unsafe: bool = False,
         compat: Compat | None = None,
         dedup: bool = True,
-        pack: bool = False,
-        index_compression: bool = False,
+        pack: bool = True,
+        index_compression: bool = True,
     ) -> None:
         self.path = os.fspath(out)
         if level > MAX_LEVEL:  # OpenZL would say so only from a worker, after the walk began
@@ -289,8 +289,8 @@ def write_archive(
     compat: Compat | None = None,
     storage_options: Mapping[str, Any] | None = None,
     dedup: bool = True,
-    pack: bool = False,
-    index_compression: bool = False,
+    pack: bool = True,
+    index_compression: bool = True,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
 
