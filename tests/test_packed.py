@@ -71,7 +71,7 @@ def test_pack_roundtrip_every_read_path(tmp_path: Path) -> None:
 def test_pack_rule_and_sizes(tmp_path: Path) -> None:
     """Which files are packed: small compressible ones; a big, an empty, a skip-listed file
     keep their own rows' layout; packs close at PACK_TARGET and at a new top directory."""
-    entries = [Entry(f"t{i // 200}/f{i:04d}.txt", data=text_bytes(9000, i)) for i in range(400)]
+    entries = [Entry(f"t{i // 200}/f{i:04d}.txt", data=text_bytes(30000, i)) for i in range(400)]
     arc = write(tmp_path / "p.znippy", entries + corpus("z", 5))
     with open_archive(arc) as a:
         rows = a.lookup.to_pylist()
@@ -85,7 +85,8 @@ def test_pack_rule_and_sizes(tmp_path: Path) -> None:
             assert len(tops) == 1
             held = sum(m["uncompressed_size"] for m in members
                        if m["inner_offset"] or m is members[0])
-            assert held < PACK_TARGET + 9000
+            assert held < PACK_TARGET + 30000
+    assert max(len(m) for m in by_blob.values()) < 200  # t0's 6 MB closed at PACK_TARGET
     big = next(r for r in rows if r["relative_path"] == "z/b/big.txt")
     png = next(r for r in rows if r["relative_path"] == "z/b/logo.png")
     for r in (big, png):
