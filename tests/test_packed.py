@@ -507,3 +507,26 @@ def test_store_packs_and_seals_like_a_one_shot(tmp_path: Path) -> None:
     write_archive(plain, first, pack=False, index_compression=False)
     seal(old_side, old_wh, "o", tmp_path / "old-sealed.znippy")
     assert (tmp_path / "old-sealed.znippy").read_bytes() == plain.read_bytes()
+
+
+def test_point_read_decodes_a_prefix_of_the_pack(tmp_path: Path) -> None:
+    """A cold read of a file early in a big pack decodes the pack only that far (at least
+    PREFIX_MIN); a file further on decodes further, or the whole; every byte is right, and
+    verify still decodes every pack whole."""
+    from znippy_sql.read.reader import PREFIX_MIN
+
+    entries = [Entry(f"s/f{i:04d}.txt", data=text_bytes(20_000, i)) for i in range(150)]
+    arc = write(tmp_path / "p.znippy", entries)
+    with open_archive(arc) as a:
+        first = a.find("s/f0000.txt")
+        assert first is not None
+        pack = first.chunks[0]
+        assert a.read("s/f0000.txt") == entries[0].data
+        offset, size, part, whole, _ = a._last_blob  # type: ignore[misc]
+        assert (offset, size, whole) == (pack.blob_offset, pack.blob_size, False)
+        assert part.nbytes == PREFIX_MIN < 150 * 20_000
+        assert a.read("s/f0003.txt") == entries[3].data  # inside the prefix: no new decode
+        assert a._last_blob[2] is part  # type: ignore[index]
+        for e in reversed(entries):
+            assert a.read(e.relative_path) == e.data
+        assert a.verify().ok

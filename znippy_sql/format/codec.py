@@ -209,6 +209,23 @@ class Decoder:
         where the frames allow it; None for a frame to decode with :meth:`decode_view`."""
         return [None if v is None else v.toreadonly() for v in self._fast.decode_many(frames)]
 
+    def decode_prefix(self, frame: bytes | memoryview, expected_size: int, upto: int
+                      ) -> memoryview | None:
+        """The first ``upto`` (< ``expected_size``) bytes of the chunk, decoded no further, as
+        a read-only view; None for a frame that is not one of our writer's two shapes (the
+        caller decodes it whole). The rest of the frame is not checked here: a slice's BLAKE3
+        is, and ``verify`` decodes every blob whole."""
+        shape = zlframe.parse(frame, expected_size)
+        if shape is None:
+            return None
+        kind, body = shape
+        if kind == "stored":
+            return body[:upto].toreadonly()
+        try:
+            return memoryview(zlframe.zstd_prefix(body, upto)).toreadonly()
+        except ValueError:
+            return None  # the binding decodes it whole and says what is wrong
+
     def decode_pieces(self, frame: bytes | memoryview, expected_size: int, *,
                       piece: int | None = None, where: str = ""
                       ) -> Iterator[bytes | memoryview]:

@@ -172,6 +172,26 @@ def stream_zstd(payload: memoryview, expected_size: int, piece: int) -> "Iterato
         reader.close()
 
 
+def zstd_prefix(payload: memoryview, upto: int) -> bytes:
+    """The first ``upto`` bytes the zstd frame ``payload`` decodes to (the caller knows it
+    holds more); raises ``ValueError`` when zstd refuses it or it ends before."""
+    reader = zstandard.ZstdDecompressor().stream_reader(payload, read_size=1 << 17)
+    parts: list[bytes] = []
+    done = 0
+    try:
+        while done < upto:
+            out = reader.read(upto - done)
+            if not out:
+                raise ValueError(f"decoded {done} bytes, {upto} needed")
+            parts.append(out)
+            done += len(out)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"not a valid zstd frame ({exc})") from None
+    finally:
+        reader.close()
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class FastDecoder:
     """Decodes the zstd shape with ``zstandard`` (GIL released); one per thread."""
 
