@@ -530,3 +530,25 @@ def test_point_read_decodes_a_prefix_of_the_pack(tmp_path: Path) -> None:
         for e in reversed(entries):
             assert a.read(e.relative_path) == e.data
         assert a.verify().ok
+
+
+def test_cli_store_add_no_pack_is_fixed_at_creation(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from znippy_sql.cli import main
+    from znippy_sql.store import open_store, seal
+
+    src = tmp_path / "src"
+    for e in corpus("a", 30):
+        (src / e.relative_path).parent.mkdir(parents=True, exist_ok=True)
+        (src / e.relative_path).write_bytes(e.data)  # type: ignore[arg-type]
+    where = ["--sidecar", str(tmp_path / "s.znippy"), "--warehouse", str(tmp_path / "wh"),
+             "--namespace", "n"]
+    assert main(["store", "add", *where, str(src), "--no-pack", "--no-index-compression"]) == 0
+    assert main(["store", "add", *where, str(src), "--pack"]) == 2  # fixed at creation
+    assert "znippy.pack=0" in capsys.readouterr().err
+    with open_store(tmp_path / "s.znippy", tmp_path / "wh", "n") as store:
+        assert not store.options.pack and not store.options.index_compression
+    seal(tmp_path / "s.znippy", tmp_path / "wh", "n", tmp_path / "sealed.znippy")
+    plain = tmp_path / "plain.znippy"
+    write_archive(plain, str(src), pack=False, index_compression=False)
+    assert (tmp_path / "sealed.znippy").read_bytes() == plain.read_bytes()
