@@ -301,11 +301,11 @@ def write_archive(
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
     clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
     ``dedup=False``: every file in ``block_size`` chunks, skip-listed files stored raw, every
-    chunk its own blob (no zip-entry cuts, no probe, no shared blobs). ``pack=True``: small
-    files packed into shared frames (docs/format.md, "Packed blobs"); ``index_compression=True``:
-    the index streams' record batches ZSTD-compressed (docs/format.md, "Compressed index
-    streams"). Both off (the default for now): the layout before them, byte for byte;
-    ``compat="rust-0.8"`` turns both off."""
+    chunk its own blob (no zip-entry cuts, no probe, no shared blobs). ``pack`` (default on):
+    small files packed into shared frames (docs/format.md, "Packed blobs");
+    ``index_compression`` (default on): the index streams' record batches ZSTD-compressed
+    (docs/format.md, "Compressed index streams"). Both off: the layout before them, byte for
+    byte; ``compat="rust-0.8"`` turns both off."""
     from ..remote import is_url, local_path
 
     if is_url(out):
