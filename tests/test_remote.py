@@ -46,8 +46,9 @@ def _entries() -> list[Entry]:
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("remote") / "repos.znippy"
     # the layout before packing and index compression: the GET and byte counts below are
-    # per file and per plain stream head (a compressed archive's register reads more than
-    # 6 heads' worth: not tuned yet)
+    # per file and per plain stream head (a compressed index puts the streams' heads ~15 KB
+    # apart, so the coalescer fetches them in one GET: 2 GETs and 66,880 B at register
+    # instead of 6 GETs and 24,576 B)
     write_archive(out, _entries(), block_size=64 << 10, workers=2, fsync=False, pack=False,
                   index_compression=False)
     return out
