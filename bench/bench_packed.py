@@ -10,8 +10,10 @@ Corpora: ``src_tree``, ``mixed_repo``, ``big_text``, ``random`` (``bench/corpora
 ``--scale``; ``--big-scale`` for the last three) and ``m2_repository`` (``~/.m2/repository``
 as it is, where it exists). Every command is its own process, as a user runs it:
 
-- ``packed``: ``znippy-sql create SRC -o OUT --pack --index-compression``;
-- ``plain``: ``znippy-sql create SRC -o OUT`` (both off: the layout before them);
+- ``packed``: ``znippy-sql create SRC -o OUT`` (packing and index compression are the
+  defaults since 2026-12-02);
+- ``plain``: ``znippy-sql create SRC -o OUT --no-pack --no-index-compression`` (the layout
+  before them);
 - ``tar_zstd``: ``tar -cf - -C SRC . | zstd -3 -T2`` then ``sync OUT`` (our create fsyncs);
 - extract of the packed and the plain archive (``znippy-sql extract``) against
   ``zstd -d | tar -x``.
@@ -64,9 +66,9 @@ def bench_corpus(name: str, src: str, work: str, repeat: int) -> dict[str, Any]:
         return out[side].format(w=work, n=name, i=i)
 
     sides = {
-        "packed": lambda i: [CLI, "create", src, "-o", path("packed", i), "--pack",
-                             "--index-compression"],
-        "plain": lambda i: [CLI, "create", src, "-o", path("plain", i)],
+        "packed": lambda i: [CLI, "create", src, "-o", path("packed", i)],
+        "plain": lambda i: [CLI, "create", src, "-o", path("plain", i), "--no-pack",
+                            "--no-index-compression"],
         "tar_zstd": lambda i: (f"tar -cf - -C {q(src)} . | zstd -3 -T2 -q -f -o "
                                f"{q(path('tar_zstd', i))} && sync {q(path('tar_zstd', i))}"),
     }
@@ -74,6 +76,7 @@ def bench_corpus(name: str, src: str, work: str, repeat: int) -> dict[str, Any]:
         k: [] for k in [*sides, "x_packed", "x_plain", "untar"]}
     sizes: dict[str, list[int]] = {k: [] for k in sides}
     subprocess.run(f"tar -cf - -C {q(src)} . > /dev/null", shell=True, check=True)  # warm
+    load_start = os.getloadavg()[0]
     order = list(sides)
     for i in range(repeat):
         for side in order[i % len(order):] + order[: i % len(order)]:
@@ -90,11 +93,20 @@ def bench_corpus(name: str, src: str, work: str, repeat: int) -> dict[str, Any]:
             shutil.rmtree(f"{work}/{name}-{i}.{d}", ignore_errors=True)
     idx = {side: index_bytes(path(side, 0)) for side in ("packed", "plain")}
     return {"name": name, "files": files, "bytes": size, "runs": runs, "sizes": sizes,
-            "index": idx}
+            "index": idx, "load": (load_start, os.getloadavg()[0])}
 
 
 def ratio_cells(ours: list[tuple[float, float]], peer: list[tuple[float, float]]) -> str:
     r = [p[0] / o[0] for o, p in zip(ours, peer)]
+    return f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})"
+
+
+def cpu_cell(ours: list[tuple[float, float]], peer: list[tuple[float, float]]) -> str:
+    """The peer's CPU seconds (user + system, every process) over ours, per round: what the
+    load does not change much (a shared machine stretches wall time, not CPU time)."""
+    r = [p[1] / o[1] for o, p in zip(ours, peer) if o[1] > 0]
+    if not r:
+        return "-"
     return f"{statistics.median(r):.2f} ({min(r):.2f}-{max(r):.2f})"
 
 
@@ -118,20 +130,29 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace, started: str
              "ours in the same round (above 1: faster than `tar | zstd -3 -T2`, resp. `zstd -d "
              "| tar -x`); median (range) of the rounds.",
              "",
-             "| corpus | files | MB | size packed | size plain | create packed | create plain "
-             "| extract packed | extract plain | index B/row packed | plain |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "Wall-time ratios stretch with the load of the other users of the machine (the load "
+             "column: 1-minute load average at the start and the end of that corpus); the CPU "
+             "columns give the peer's CPU seconds (user + system, all its processes) over ours "
+             "in the same round.",
+             "",
+             "| corpus | files | MB | load | size packed | size plain | create packed | create "
+             "plain | extract packed | extract plain | create CPU packed | extract CPU packed "
+             "| index B/row packed | plain |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         runs, sizes = r["runs"], r["sizes"]
         (ip, rp), (iq, rq) = r["index"]["packed"], r["index"]["plain"]
         lines.append(
             f"| {r['name']} | {r['files']:,} | {r['bytes'] / MB:.0f} | "
+            f"{r['load'][0]:.1f}-{r['load'][1]:.1f} | "
             f"{size_cell(sizes['packed'], sizes['tar_zstd'])} | "
             f"{size_cell(sizes['plain'], sizes['tar_zstd'])} | "
             f"{ratio_cells(runs['packed'], runs['tar_zstd'])} | "
             f"{ratio_cells(runs['plain'], runs['tar_zstd'])} | "
             f"{ratio_cells(runs['x_packed'], runs['untar'])} | "
             f"{ratio_cells(runs['x_plain'], runs['untar'])} | "
+            f"{cpu_cell(runs['packed'], runs['tar_zstd'])} | "
+            f"{cpu_cell(runs['x_packed'], runs['untar'])} | "
             f"{ip / max(rp, 1):.0f} | {iq / max(rq, 1):.0f} |")
     lines.append("")
     lines.append("Seconds (median wall of the rounds): " + "; ".join(

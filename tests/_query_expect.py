@@ -87,7 +87,8 @@ class RawView:
         cols: list[str] = []
         for _, table in self.groups():
             for name in table.schema.names:
-                if name not in BASE and name != "pkg_type" and name not in cols:
+                if name not in BASE and name not in ("pkg_type", "inner_offset") \
+                        and name not in cols:
                     cols.append(name)
         return cols
 

@@ -253,7 +253,8 @@ def test_info(made, capsys) -> None:
     assert info["ratio"] == pytest.approx(info["bytes"] / info["archive_bytes"], abs=1e-3)
     assert info["codec"] == {"znippy.codec": "openzl", "znippy.openzl.graph": "zstd",
                              "znippy.openzl.level": "3", "znippy.openzl.format_version": "8",
-                             "znippy.block_size": "1024"}
+                             "znippy.block_size": "1024", "znippy.pack": "1",
+                             "znippy.index_compression": "zstd"}  # both on by default
     assert info["sections"][:2] == ["__lookup__", "__trie__"]
     (group,) = info["groups"]
     assert (group["pkg_type_name"], group["repo"], group["files"]) == ("maven", "r1", len(files))

@@ -16,11 +16,25 @@ from conftest import RawArchive, random_bytes, text_bytes
 from test_dedup_zipcut import classes, make_zip
 
 import test_independent as independent
-from znippy_sql import Entry, ReservedSection, open_archive, write_archive
-from znippy_sql.store import open_store, seal
+from znippy_sql import Entry, ReservedSection, open_archive
+from znippy_sql import write_archive as _write_archive
+from znippy_sql.store import open_store as _open_store, seal
 from znippy_sql.write.append import append_archive
 
 BLOCK = 64 << 10
+
+
+# These tests pin whole-blob dedup (one blob per distinct content, append and seal equal to
+# one-shot writes of batches in one top directory): the layout without packed blobs.
+# tests/test_packed.py covers dedup through the slices of packs.
+def write_archive(*args, **kw):  # type: ignore[no-untyped-def]
+    kw.setdefault("pack", False)
+    return _write_archive(*args, **kw)
+
+
+def open_store(*args, **kw):  # type: ignore[no-untyped-def]
+    kw.setdefault("pack", False)
+    return _open_store(*args, **kw)
 DATA = Path(__file__).parent / "data"
 
 
@@ -247,8 +261,8 @@ def test_cli_no_dedup_and_info_saving(tmp_path: Path) -> None:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_bytes(e.data)  # type: ignore[arg-type]
     dd, plain = tmp_path / "dd.znippy", tmp_path / "plain.znippy"
-    assert _cli("create", str(src), "-o", str(dd)).returncode == 0
-    assert _cli("create", str(src), "-o", str(plain), "--no-dedup").returncode == 0
+    assert _cli("create", str(src), "-o", str(dd), "--no-pack").returncode == 0
+    assert _cli("create", str(src), "-o", str(plain), "--no-dedup", "--no-pack").returncode == 0
     assert rows(plain) == rows(write_archive_path(tmp_path, src, dedup=False))
     info = json.loads(_cli("info", str(dd), "--json").stdout)
     assert info["referenced_bytes"] > info["stored_blob_bytes"] > 0

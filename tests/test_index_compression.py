@@ -52,8 +52,8 @@ def test_streams_compressed_pyarrow_alone_reads_them(tmp_path: Path) -> None:
     meta = pa.table({"relative_path": [e.relative_path for e in es], "key": ["k"] * len(es),
                      "value": ["v"] * len(es)})
     kw = dict(workers=1, reserved_sections=[ReservedSection("__meta__", meta), graph()])
-    write_archive(plain, es, **kw)  # type: ignore[arg-type]
-    write_archive(comp, es, index_compression=True, **kw)  # type: ignore[arg-type]
+    write_archive(plain, es, index_compression=False, **kw)  # type: ignore[arg-type]
+    write_archive(comp, es, **kw)  # type: ignore[arg-type]  # on by default
     assert comp.stat().st_size < plain.stat().st_size
     data = comp.read_bytes()
     secs = sections(data)
@@ -79,9 +79,15 @@ def manifest_offset(data: bytes) -> int:
 def test_small_streams_stay_plain_and_off_is_old_bytes(tmp_path: Path) -> None:
     es = entries(20)
     a, b = tmp_path / "a.znippy", tmp_path / "b.znippy"
-    write_archive(a, es, workers=1)
+    write_archive(a, es, workers=1)  # index compression on (the default): nothing pays
     write_archive(b, es, workers=1, index_compression=False)
-    assert a.read_bytes() == b.read_bytes()
+    on, off = sections(a.read_bytes()), sections(b.read_bytes())
+    assert list(on) == list(off)
+    for name in on:
+        if name != "__trie__":
+            assert not _compressed(on[name]), name
+            assert pa.ipc.open_stream(on[name]).read_all().equals(
+                pa.ipc.open_stream(off[name]).read_all())
     t = pa.table({"x": [1, 2, 3]})
     assert stream_bytes(t, compress=True) == stream_bytes(t)  # under the threshold
 
@@ -213,3 +219,38 @@ def test_compressed_stream_with_dictionary_columns() -> None:
     plain, packed = stream_bytes(table), stream_bytes(table, compress=True)
     assert len(packed) < 0.9 * len(plain)
     assert read_table(pa.py_buffer(packed), "x", None).equals(table)
+
+
+def test_first_find_imports_no_pandas(tmp_path: Path) -> None:
+    """``Array.to_numpy`` imports pandas (1-3 s on a loaded machine): a point read turns the
+    lookup's columns into numpy from their buffers (``kernels.numpy_of``) instead."""
+    import subprocess
+    import sys
+
+    es = entries(300)
+    arc = tmp_path / "c.znippy"
+    write_archive(arc, es, workers=1)
+    code = ("import sys\nfrom znippy_sql import open_archive\n"
+            f"a = open_archive({str(arc)!r})\n"
+            f"assert a.read({es[7].relative_path!r}) == {es[7].data!r}\n"
+            "assert a.find('nope') is None\n"
+            "print('pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    assert out.strip() == "False"
+
+
+def test_numpy_of_matches_to_numpy() -> None:
+    import numpy as np
+
+    from znippy_sql.format.kernels import numpy_of
+
+    rnd = random.Random(3)
+    for n in (0, 1, 7, 8, 9, 100):
+        bools = pa.array([rnd.random() < 0.5 for _ in range(n)], pa.bool_())
+        ints = pa.array([rnd.randrange(1 << 40) for _ in range(n)], pa.uint64())
+        for start in range(0, min(n, 11)):
+            for arr in (bools.slice(start), ints.slice(start, n // 2)):
+                got = numpy_of(arr)
+                assert got.dtype == arr.to_numpy(zero_copy_only=False).dtype
+                assert np.array_equal(got, arr.to_numpy(zero_copy_only=False))

@@ -348,7 +348,8 @@ def test_auto_assigns_each_file_to_its_module(tmp_path):
                             GroupKey(4, "mirror", "pypi")]
         mvn = a.group_table(GroupKey(1, "mirror", "maven"))
         names = mvn.schema.names
-        assert names[8:] == ["pkg_type", "maven_group_id", "maven_artifact_id", "maven_version",
+        assert names[8] == "inner_offset"  # packed small files (FORMAT §3), then the module's
+        assert names[9:] == ["pkg_type", "maven_group_id", "maven_artifact_id", "maven_version",
                              "maven_classifier", "maven_packaging", "maven_extension"]
         rows = {r["relative_path"]: r for r in mvn.to_pylist()}
         pom = rows["maven/org/acme/widget/7/widget-7.pom"]
@@ -359,7 +360,8 @@ def test_auto_assigns_each_file_to_its_module(tmp_path):
         assert rows["maven/org/acme/widget/7/widget-7.jar"]["maven_group_id"] == "maven.org.acme"
         raw = a.group_table(GroupKey(0, "mirror", ""))
         assert raw.schema.names == ["relative_path", "chunk_seq", "fdata_offset", "compressed",
-                                    "uncompressed_size", "blob_offset", "blob_size", "checksum"]
+                                    "uncompressed_size", "blob_offset", "blob_size", "checksum",
+                                    "inner_offset"]
         py = a.group_table(GroupKey(4, "mirror", "pypi")).to_pylist()
         assert [(r["pypi_name"], r["pypi_kind"]) for r in py] == [
             ("requests", "wheel"), ("python-dateutil", "sdist")]

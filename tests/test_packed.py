@@ -71,7 +71,7 @@ def test_pack_roundtrip_every_read_path(tmp_path: Path) -> None:
 def test_pack_rule_and_sizes(tmp_path: Path) -> None:
     """Which files are packed: small compressible ones; a big, an empty, a skip-listed file
     keep their own rows' layout; packs close at PACK_TARGET and at a new top directory."""
-    entries = [Entry(f"t{i // 200}/f{i:04d}.txt", data=text_bytes(9000, i)) for i in range(400)]
+    entries = [Entry(f"t{i // 200}/f{i:04d}.txt", data=text_bytes(30000, i)) for i in range(400)]
     arc = write(tmp_path / "p.znippy", entries + corpus("z", 5))
     with open_archive(arc) as a:
         rows = a.lookup.to_pylist()
@@ -85,7 +85,8 @@ def test_pack_rule_and_sizes(tmp_path: Path) -> None:
             assert len(tops) == 1
             held = sum(m["uncompressed_size"] for m in members
                        if m["inner_offset"] or m is members[0])
-            assert held < PACK_TARGET + 9000
+            assert held < PACK_TARGET + 30000
+    assert max(len(m) for m in by_blob.values()) < 200  # t0's 6 MB closed at PACK_TARGET
     big = next(r for r in rows if r["relative_path"] == "z/b/big.txt")
     png = next(r for r in rows if r["relative_path"] == "z/b/logo.png")
     for r in (big, png):
@@ -110,12 +111,18 @@ def test_deterministic_across_workers(tmp_path: Path, workers: int) -> None:
     assert one.read_bytes() == many.read_bytes()
 
 
-def test_off_is_the_old_layout_byte_for_byte(tmp_path: Path) -> None:
+def test_on_by_default_and_off_is_the_old_layout(tmp_path: Path) -> None:
+    """Packing and index compression are the defaults; both off is the layout before them
+    (golden-v3 pins those bytes: test_independent.py)."""
     entries = corpus()
+    default = tmp_path / "default.znippy"
+    write_archive(default, entries, workers=1)
+    on = write(tmp_path / "on.znippy", entries, index_compression=True)
+    assert default.read_bytes() == on.read_bytes()
     old = tmp_path / "old.znippy"
-    write_archive(old, entries, workers=1)
-    off = write(tmp_path / "off.znippy", entries, pack=False)
-    assert off.read_bytes() == old.read_bytes()
+    write_archive(old, entries, workers=1, pack=False, index_compression=False)
+    off = write(tmp_path / "off.znippy", entries, pack=False, index_compression=False)
+    assert off.read_bytes() == old.read_bytes() != default.read_bytes()
     with open_archive(off) as a:
         assert "inner_offset" not in a.lookup.schema.names
     rust = write(tmp_path / "rust.znippy", entries, compat="rust-0.8")
@@ -319,8 +326,10 @@ def test_duckdb_and_polars_over_packs(tmp_path: Path) -> None:
         p: data[p] for p in ("src/a/f003.py", "src/b/big.txt")}
 
 
-def test_golden_packed_archive(tmp_path: Path) -> None:
-    """tests/data/golden-v4-packed.znippy: the writer reproduces it byte for byte; pyarrow
+@pytest.mark.parametrize("golden_name", ["golden-v4-packed", "golden-v5-default"])
+def test_golden_packed_archive(tmp_path: Path, golden_name: str) -> None:
+    """tests/data/golden-v5-default.znippy: the writer's defaults reproduce it byte for byte;
+    golden-v4-packed (packs closed per group, the rule before) still reads. Of both, pyarrow
     alone reads every stream (compressed ones included), the OpenZL binding alone decodes
     every blob and each slice matches its BLAKE3."""
     import sys
@@ -332,10 +341,11 @@ def test_golden_packed_archive(tmp_path: Path) -> None:
     sys.path.insert(0, str(data_dir))
     import make_golden
 
-    out = tmp_path / "g.znippy"
-    make_golden.write_golden_packed(out)
-    golden = (data_dir / "golden-v4-packed.znippy").read_bytes()
-    assert out.read_bytes() == golden, "see tests/data/README.md (golden-v4-packed)"
+    golden = (data_dir / f"{golden_name}.znippy").read_bytes()
+    if golden_name == "golden-v5-default":
+        out = tmp_path / "g.znippy"
+        make_golden.write_golden_default(out)
+        assert out.read_bytes() == golden, f"see tests/data/README.md ({golden_name})"
     secs = sections(golden)
     lookup = pa.ipc.open_stream(pa.py_buffer(secs["__lookup__"])).read_all()
     for name, raw in secs.items():
@@ -351,8 +361,9 @@ def test_golden_packed_archive(tmp_path: Path) -> None:
         assert blake3.blake3(piece).digest() == r["checksum"]
         got[r["relative_path"]] = got.get(r["relative_path"], b"") + piece
     assert got == files
-    with open_archive(data_dir / "golden-v4-packed.znippy") as a:
+    with open_archive(data_dir / f"{golden_name}.znippy") as a:
         assert a.verify().ok
+        assert {p: a.read(p) for p in files} == files
         assert "inner_offset" in a.lookup.schema.names
 
 
@@ -441,3 +452,103 @@ def test_views_carry_inner_offset(tmp_path: Path) -> None:
     want = {r["relative_path"]: r["inner_offset"] for r in lookup.to_pylist()}
     assert dict(zip(got["relative_path"].to_pylist(), got["inner_offset"].to_pylist())) == want
     assert views.batches(str(arc), "lookup").read_all().equals(lookup)
+
+
+def test_member_equal_to_a_raw_written_pack_is_shared(tmp_path: Path) -> None:
+    """A pack that is written raw (its frame not smaller: one small incompressible member)
+    still lends its content to a later identical member, whether or not it was placed by
+    the time that member arrived: one-shot and append agree."""
+    noise = random.Random(5).randbytes(90)
+    a = [Entry("x/a.pom", data=noise, repo="r1"), Entry("x/b.txt", data=text_bytes(3000, 1))]
+    b = [Entry("y/a.pom", data=noise), Entry("y/c.txt", data=text_bytes(2000, 2))]
+    one = write(tmp_path / "one.znippy", a + b)
+    with open_archive(one) as arc:
+        rows = {r["relative_path"]: r for r in arc.lookup.to_pylist()}
+    assert (rows["x/a.pom"]["blob_offset"], rows["x/a.pom"]["compressed"]) == \
+        (rows["y/a.pom"]["blob_offset"], False)
+    grown = write(tmp_path / "grown.znippy", a)
+    ap.append_archive(grown, b, workers=1)
+    assert grown.read_bytes() == one.read_bytes()
+
+
+def test_store_packs_and_seals_like_a_one_shot(tmp_path: Path) -> None:
+    """A new store packs and compresses its index (the defaults, recorded at creation); its
+    seal equals the one-shot write of the same adds (each a new top-level tree); a store
+    made before packing existed keeps its layout; other options at a reopen are refused."""
+    from znippy_sql import StoreError
+    from znippy_sql.store import open_store, seal
+    from znippy_sql.store.iceberg import NS_INDEX, NS_PACK
+
+    first = corpus("a", 40, 1) + [Entry("a2/x.txt", data=text_bytes(900, 3), repo="r2")]
+    second = corpus("b", 30, 2)
+    sidecar, wh = tmp_path / "blobs.znippy", tmp_path / "wh"
+    with open_store(sidecar, wh, "p") as store:
+        assert store.options.pack and store.options.index_compression
+        store.add(first, workers=2)
+    with open_store(sidecar, wh, "p") as store:  # a restart
+        store.add(second)
+        assert all("inner_offset" in g.schema.names for g in store._groups.values())
+    with pytest.raises(StoreError, match="znippy.pack=1"):
+        open_store(sidecar, wh, "p", pack=False)
+    one = write(tmp_path / "one.znippy", first + second, workers=2)
+    sealed = tmp_path / "sealed.znippy"
+    seal(sidecar, wh, "p", sealed)
+    assert sealed.read_bytes() == one.read_bytes()
+    with open_archive(sealed) as a:
+        assert a.packed and a.verify().ok
+
+    old_side, old_wh = tmp_path / "old.znippy", tmp_path / "old-wh"
+    with open_store(old_side, old_wh, "o") as store:  # then made to look like an older one
+        store.catalog.update_namespace_properties("o", removals={NS_PACK, NS_INDEX})
+    with open_store(old_side, old_wh, "o") as store:
+        assert not store.options.pack and not store.options.index_compression
+        store.add(first)
+    plain = tmp_path / "plain.znippy"
+    write_archive(plain, first, pack=False, index_compression=False)
+    seal(old_side, old_wh, "o", tmp_path / "old-sealed.znippy")
+    assert (tmp_path / "old-sealed.znippy").read_bytes() == plain.read_bytes()
+
+
+def test_point_read_decodes_a_prefix_of_the_pack(tmp_path: Path) -> None:
+    """A cold read of a file early in a big pack decodes the pack only that far (at least
+    PREFIX_MIN); a file further on decodes further, or the whole; every byte is right, and
+    verify still decodes every pack whole."""
+    from znippy_sql.read.reader import PREFIX_MIN
+
+    entries = [Entry(f"s/f{i:04d}.txt", data=text_bytes(20_000, i)) for i in range(150)]
+    arc = write(tmp_path / "p.znippy", entries)
+    with open_archive(arc) as a:
+        first = a.find("s/f0000.txt")
+        assert first is not None
+        pack = first.chunks[0]
+        assert a.read("s/f0000.txt") == entries[0].data
+        offset, size, part, whole, _ = a._last_blob  # type: ignore[misc]
+        assert (offset, size, whole) == (pack.blob_offset, pack.blob_size, False)
+        assert part.nbytes == PREFIX_MIN < 150 * 20_000
+        assert a.read("s/f0003.txt") == entries[3].data  # inside the prefix: no new decode
+        assert a._last_blob[2] is part  # type: ignore[index]
+        for e in reversed(entries):
+            assert a.read(e.relative_path) == e.data
+        assert a.verify().ok
+
+
+def test_cli_store_add_no_pack_is_fixed_at_creation(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from znippy_sql.cli import main
+    from znippy_sql.store import open_store, seal
+
+    src = tmp_path / "src"
+    for e in corpus("a", 30):
+        (src / e.relative_path).parent.mkdir(parents=True, exist_ok=True)
+        (src / e.relative_path).write_bytes(e.data)  # type: ignore[arg-type]
+    where = ["--sidecar", str(tmp_path / "s.znippy"), "--warehouse", str(tmp_path / "wh"),
+             "--namespace", "n"]
+    assert main(["store", "add", *where, str(src), "--no-pack", "--no-index-compression"]) == 0
+    assert main(["store", "add", *where, str(src), "--pack"]) == 2  # fixed at creation
+    assert "znippy.pack=0" in capsys.readouterr().err
+    with open_store(tmp_path / "s.znippy", tmp_path / "wh", "n") as store:
+        assert not store.options.pack and not store.options.index_compression
+    seal(tmp_path / "s.znippy", tmp_path / "wh", "n", tmp_path / "sealed.znippy")
+    plain = tmp_path / "plain.znippy"
+    write_archive(plain, str(src), pack=False, index_compression=False)
+    assert (tmp_path / "sealed.znippy").read_bytes() == plain.read_bytes()

@@ -155,8 +155,8 @@ def test_worker_count_does_not_change_a_byte(tmp_path: Path, monkeypatch: Any) -
             t = a.group_table(key)
             offs = t.column("blob_offset").to_pylist()
             assert offs == sorted(offs)
-        order = sorted(zip(lk.column("blob_offset").to_pylist(),
-                           lk.column("blob_size").to_pylist()))
+        order = sorted(set(zip(lk.column("blob_offset").to_pylist(),  # a pack: one blob
+                               lk.column("blob_size").to_pylist())))
         assert all(o1 + s1 == o2 for (o1, s1), (o2, _) in zip(order, order[1:]))
 
 
@@ -168,7 +168,8 @@ def test_source_file_changing_under_the_writer_is_a_clear_error(tmp_path: Path) 
         src.write_bytes(text_bytes(50_000, 70))
         out = tmp_path / f"out-{workers}.znippy"
         try:
-            with ArchiveWriter(out, workers=workers, fsync=False) as w:
+            # pack=False: a small file to pack is read when added, not when its batch runs
+            with ArchiveWriter(out, workers=workers, fsync=False, pack=False) as w:
                 w.add(Entry("victim.txt", file=src))  # sized now, read when its batch runs
                 if damage == "truncate":
                     src.write_bytes(b"short")

@@ -98,11 +98,11 @@ def add_layout_options(p: Any) -> None:
     (docs/format.md, "Packed blobs" and "Compressed index streams"); unset: the default of
     ``write_archive``, or for ``append`` what the archive was written with."""
     p.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
-                   help="pack small files into shared frames (--no-pack: each its own frame, "
-                        "the layout before packing)")
+                   help="pack small files into shared frames (the default; --no-pack: "
+                        "each its own frame, the layout before packing)")
     p.add_argument("--index-compression", action=argparse.BooleanOptionalAction, default=None,
-                   help="ZSTD-compress the index streams' record batches "
-                        "(--no-index-compression: stored as they are)")
+                   help="ZSTD-compress the index streams' record batches (the default; "
+                        "--no-index-compression: stored as they are)")
 
 
 def layout_kwargs(args: argparse.Namespace) -> dict[str, Any]:

@@ -126,7 +126,9 @@ def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
 
     return open_store(args.sidecar, args.warehouse, args.namespace, catalog=_catalog(args),
                       level=getattr(args, "level", None),
-                      block_size=getattr(args, "block_size", None), writable=writable)
+                      block_size=getattr(args, "block_size", None), writable=writable,
+                      pack=getattr(args, "pack", None),
+                      index_compression=getattr(args, "index_compression", None))
 
 
 def cmd_store_add(args: argparse.Namespace) -> int:
@@ -269,6 +271,7 @@ def register(subparsers: Any) -> None:
     add.add_argument("--block-size", type=size_arg, metavar="SIZE",
                      help="chunk size (fixed when the store is created; default 10M)")
     add_dedup_option(add)
+    add_layout_options(add)  # fixed when the store is created, like --level
     add.set_defaults(func=cmd_store_add)
 
     compact = sub.add_parser("compact", help="rewrite each index table as one data file "

@@ -62,7 +62,7 @@ PROBE_LEVEL = 1
 PROBE_RATIO = 0.97
 
 
-def probe_samples(chunk: bytes | memoryview) -> list[bytes | memoryview]:
+def probe_samples(chunk: zlframe.Bytes) -> list[zlframe.Bytes]:
     """The parts of ``chunk`` the probe compresses."""
     n = len(chunk)
     if n <= PROBE_SAMPLE * PROBE_SAMPLES:
@@ -84,9 +84,9 @@ def probe(chunk: bytes | memoryview) -> bool:
     return probe_many([chunk])[0]
 
 
-def probe_many(chunks: list[bytes | memoryview]) -> list[bool]:
+def probe_many(chunks: list[zlframe.Bytes]) -> list[bool]:
     """:func:`probe` of each chunk, the samples compressed in one call without the GIL."""
-    samples: list[bytes | memoryview] = []
+    samples: list[zlframe.Bytes] = []
     owner: list[int] = []
     for i, chunk in enumerate(chunks):
         if chunk:
@@ -143,7 +143,8 @@ class Encoder:
                                           chain_log=PACK_CHAIN_LOG)
                       if self._fast is not None else None)
 
-    def pack_frames_if_smaller(self, chunks: list[bytes]) -> list[tuple[bytes, ...] | None]:
+    def pack_frames_if_smaller(self, chunks: list[zlframe.Bytes]
+                               ) -> list[tuple[bytes, ...] | None]:
         """:meth:`frames_if_smaller` of packed blobs: zstd with ``PACK_HASH_LOG`` and
         ``PACK_CHAIN_LOG`` in OpenZL's zstd frame shape (without the fast path: the
         binding's frames, which are valid too)."""
@@ -155,11 +156,11 @@ class Encoder:
         """The OpenZL binding's frame (holds the GIL)."""
         return self._binding_encode(chunk)
 
-    def _binding_encode(self, chunk: bytes | memoryview) -> bytes:
+    def _binding_encode(self, chunk: zlframe.Bytes) -> bytes:
         data = chunk if isinstance(chunk, bytes) else bytes(chunk)
         return self._cctx.compress([zl.Input(zl.Type.Serial, data)])  # type: ignore[no-any-return]
 
-    def frame_if_smaller(self, chunk: bytes | memoryview) -> bytes | None:
+    def frame_if_smaller(self, chunk: zlframe.Bytes) -> bytes | None:
         """The chunk's frame when it is smaller than the chunk, else None (store it raw).
         Through ``zstandard`` without the GIL when the self-check passed: the same bytes."""
         if self._fast is not None and len(chunk) <= zlframe.MAX_FAST:
@@ -167,7 +168,7 @@ class Encoder:
         frame = self._binding_encode(chunk)
         return frame if len(frame) < len(chunk) else None
 
-    def frames_if_smaller(self, chunks: list[bytes]) -> list[tuple[bytes, ...] | None]:
+    def frames_if_smaller(self, chunks: list[zlframe.Bytes]) -> list[tuple[bytes, ...] | None]:
         """:meth:`frame_if_smaller` of each chunk, as buffers to write back to back; one
         GIL-free call for all of them on the fast path."""
         if self._fast is not None and all(len(c) <= zlframe.MAX_FAST for c in chunks):
@@ -207,6 +208,23 @@ class Decoder:
         """Read-only views of many ``(frame, expected size)`` decoded at once without the GIL
         where the frames allow it; None for a frame to decode with :meth:`decode_view`."""
         return [None if v is None else v.toreadonly() for v in self._fast.decode_many(frames)]
+
+    def decode_prefix(self, frame: bytes | memoryview, expected_size: int, upto: int
+                      ) -> memoryview | None:
+        """The first ``upto`` (< ``expected_size``) bytes of the chunk, decoded no further, as
+        a read-only view; None for a frame that is not one of our writer's two shapes (the
+        caller decodes it whole). The rest of the frame is not checked here: a slice's BLAKE3
+        is, and ``verify`` decodes every blob whole."""
+        shape = zlframe.parse(frame, expected_size)
+        if shape is None:
+            return None
+        kind, body = shape
+        if kind == "stored":
+            return body[:upto].toreadonly()
+        try:
+            return memoryview(zlframe.zstd_prefix(body, upto)).toreadonly()
+        except ValueError:
+            return None  # the binding decodes it whole and says what is wrong
 
     def decode_pieces(self, frame: bytes | memoryview, expected_size: int, *,
                       piece: int | None = None, where: str = ""

@@ -16,7 +16,8 @@ try:
 except ImportError:  # pragma: no cover  (a pyarrow that moved its private module)
     from pyarrow.compute import SortOptions, call_function
 
-__all__ = ["SortOptions", "call_function", "filter_by", "one_array", "take", "utf8_parts"]
+__all__ = ["SortOptions", "call_function", "filter_by", "numpy_of", "one_array", "take",
+           "utf8_parts"]
 
 
 def take(values: Any, indices: Any) -> Any:
@@ -43,3 +44,39 @@ def utf8_parts(arr: Any) -> tuple[np.ndarray, memoryview]:
     starts = (np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
               if n else np.zeros(1, dtype=np.int32))
     return starts, memoryview(data if data is not None else b"").cast("B")
+
+
+def numpy_of(arr: Any) -> np.ndarray:
+    """An Array of integers or booleans without nulls as numpy, read from its buffers.
+
+    ``Array.to_numpy`` imports pandas on its first call (pyarrow's conversion checks for it):
+    1-3 s on a loaded machine, paid by the first ``find`` of a process. Integers are a
+    zero-copy view; booleans are unpacked from their bitmap. Anything else (nulls, other
+    types) goes through ``to_numpy``."""
+    t = arr.type
+    n = len(arr)
+    if arr.null_count == 0 and n:
+        data = arr.buffers()[1]
+        if t.id == _BOOL_ID:
+            bits = np.frombuffer(data, dtype=np.uint8)
+            first = arr.offset
+            return np.unpackbits(bits[first // 8 : (first + n + 7) // 8 + 1],
+                                 bitorder="little")[first % 8 : first % 8 + n].astype(bool)
+        dtype = _INT_DTYPES.get(t.id)
+        if dtype is not None:
+            return np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
+    elif not n and (t.id == _BOOL_ID or t.id in _INT_DTYPES):
+        return np.zeros(0, dtype=bool if t.id == _BOOL_ID else _INT_DTYPES[t.id])
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _type_ids() -> tuple[int, dict[int, np.dtype]]:
+    import pyarrow as pa
+
+    ints = {pa.int8(): np.int8, pa.int16(): np.int16, pa.int32(): np.int32,
+            pa.int64(): np.int64, pa.uint8(): np.uint8, pa.uint16(): np.uint16,
+            pa.uint32(): np.uint32, pa.uint64(): np.uint64}
+    return pa.bool_().id, {t.id: np.dtype(d) for t, d in ints.items()}
+
+
+_BOOL_ID, _INT_DTYPES = _type_ids()

@@ -30,6 +30,9 @@ from collections.abc import Iterator
 
 import zstandard
 
+#: what ``zstandard``'s batch calls take (their stubs' ``ByteString``)
+Bytes = bytes | bytearray | memoryview
+
 MAGIC_V8 = b"\xc8\xa5\xb1\xd7"
 _ZSTD_SHAPE = b"\x01\x01\x00\x00\x16\x00\x00\x00"
 _STORE_SHAPE = b"\x00\x01\x00"
@@ -71,7 +74,7 @@ class FastEncoder:
                 write_checksum=0, write_dict_id=0)
             self._zstd = zstandard.ZstdCompressor(compression_params=params)
 
-    def frame_if_smaller(self, chunk: bytes | memoryview) -> bytes | None:
+    def frame_if_smaller(self, chunk: Bytes) -> bytes | None:
         """The chunk's OpenZL frame, or None when it would not be smaller than the chunk
         (then OpenZL's own frame would not be either: it is this one or a stored frame)."""
         n = len(chunk)
@@ -81,7 +84,7 @@ class FastEncoder:
             return None
         return head + z
 
-    def frames_if_smaller(self, chunks: list[bytes]) -> list[tuple[bytes, object] | None]:
+    def frames_if_smaller(self, chunks: list[Bytes]) -> list[tuple[bytes, object] | None]:
         """:meth:`frame_if_smaller` for many chunks in one call that holds the GIL only
         before and after (per-chunk calls would each have to win the GIL back). Each frame
         comes as ``(header, zstd frame)``: two buffers to write back to back."""
@@ -109,6 +112,7 @@ def parse(frame: bytes | memoryview, expected_size: int
         return None
     if head[:16] == _ZSTD_HEAD.pack(MAGIC_V8, expected_size, _ZSTD_SHAPE):
         first = head[16] if len(head) > 17 else 0x80
+        length: int | None
         if first < 0x80:  # the LEB128 length of a small frame: one or two bytes
             length, pos = first, 17
         elif head[17] < 0x80:
@@ -168,6 +172,26 @@ def stream_zstd(payload: memoryview, expected_size: int, piece: int) -> "Iterato
         reader.close()
 
 
+def zstd_prefix(payload: memoryview, upto: int) -> bytes:
+    """The first ``upto`` bytes the zstd frame ``payload`` decodes to (the caller knows it
+    holds more); raises ``ValueError`` when zstd refuses it or it ends before."""
+    reader = zstandard.ZstdDecompressor().stream_reader(payload, read_size=1 << 17)
+    parts: list[bytes] = []
+    done = 0
+    try:
+        while done < upto:
+            out = reader.read(upto - done)
+            if not out:
+                raise ValueError(f"decoded {done} bytes, {upto} needed")
+            parts.append(out)
+            done += len(out)
+    except zstandard.ZstdError as exc:
+        raise ValueError(f"not a valid zstd frame ({exc})") from None
+    finally:
+        reader.close()
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
 class FastDecoder:
     """Decodes the zstd shape with ``zstandard`` (GIL released); one per thread."""
 
@@ -196,7 +220,7 @@ class FastDecoder:
         shape, or a frame zstd refuses: then the whole call's are retried one by one)."""
         out: list[memoryview | None] = [None] * len(frames)
         todo: list[int] = []
-        payloads: list[memoryview] = []
+        payloads: list[Bytes] = []
         for i, (frame, size) in enumerate(frames):
             shape = parse(frame, size)
             if shape is None:
@@ -211,8 +235,8 @@ class FastDecoder:
                 decoded = self._zstd.multi_decompress_to_buffer(payloads, threads=1)
             except (zstandard.ZstdError, ValueError, MemoryError):
                 return out
-            for i, seg in zip(todo, decoded):
-                view = memoryview(seg)  # type: ignore[arg-type]
+            for k, i in enumerate(todo):
+                view = memoryview(decoded[k])  # type: ignore[arg-type]
                 if view.nbytes == frames[i][1]:
                     out[i] = view
         return out

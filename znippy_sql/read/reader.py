@@ -27,7 +27,7 @@ from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
                       UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import batch_index, read_batch, read_table
-from ..format.kernels import filter_by, one_array, take, utf8_parts
+from ..format.kernels import filter_by, numpy_of, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
 from ..format.rollback import recover
@@ -54,6 +54,11 @@ if TYPE_CHECKING:
     from .verify import VerifyReport
 
 _T = TypeVar("_T")
+#: a point read of a pack member decodes at least this much of the pack (the files next to it
+#: are often read next, and zstd decodes in blocks of 128 KiB anyway)
+PREFIX_MIN = 256 << 10
+
+
 @dataclass(frozen=True)
 class Chunk:
     chunk_seq: int
@@ -91,15 +96,15 @@ class _Columns:
         n = self.n = lookup.num_rows
         cols = {name: one_array(lookup.column(name)) for name in lookup.column_names}
         self.path_offsets, self.path_data = utf8_parts(cols["relative_path"])
-        self.chunk_seq = cols["chunk_seq"].to_numpy()
-        self.fdata_offset = cols["fdata_offset"].to_numpy()
-        self.compressed = cols["compressed"].to_numpy(zero_copy_only=False)
-        self.uncompressed_size = cols["uncompressed_size"].to_numpy()
-        self.blob_offset = cols["blob_offset"].to_numpy()
-        self.blob_size = cols["blob_size"].to_numpy()
+        self.chunk_seq = numpy_of(cols["chunk_seq"])  # never to_numpy: it imports pandas
+        self.fdata_offset = numpy_of(cols["fdata_offset"])
+        self.compressed = numpy_of(cols["compressed"])
+        self.uncompressed_size = numpy_of(cols["uncompressed_size"])
+        self.blob_offset = numpy_of(cols["blob_offset"])
+        self.blob_size = numpy_of(cols["blob_size"])
         #: FORMAT §3: an archive with packed blobs has the column; others read zeros
         self.packed = INNER in cols
-        self.inner_offset = (cols[INNER].to_numpy() if self.packed
+        self.inner_offset = (numpy_of(cols[INNER]) if self.packed
                              else np.zeros(n, dtype=np.uint64))
         sums = cols["checksum"]
         start = sums.offset * 32
@@ -144,8 +149,9 @@ class Archive:
         self.verify_sections = verify_sections
         self._sound: set[GroupKey] = set()  # ranges whose BLAKE3 matched the manifest
         self._groups: dict[GroupKey, pa.Table] = {}
-        #: the last decoded compressed blob of a packed archive: (offset, size, bytes)
-        self._last_blob: tuple[int, int, memoryview] | None = None
+        #: the last decoded compressed blob of a packed archive: (offset, size, bytes, whole:
+        #: all its bytes, or only a prefix, see :meth:`decoded_blob`; its frame)
+        self._last_blob: tuple[int, int, memoryview, bool, memoryview] | None = None
         self.source: RangeSource = _source(self.path, storage_options, cache)
         try:
             self._open_tail()
@@ -530,14 +536,22 @@ class Archive:
                 if inner + u <= decoded.nbytes:
                     out[i] = decoded[inner : inner + u]
 
-    def decoded_blob(self, offset: int, size: int, where: str = "") -> memoryview:
+    def decoded_blob(self, offset: int, size: int, where: str = "",
+                     upto: int | None = None) -> memoryview:
         """The decoded bytes of a compressed blob whatever its size (a packed blob holds
         several chunks), its declared length bounded first; the last one is kept, so the
-        files of one pack read one after the other decode it once."""
+        files of one pack read one after the other decode it once. ``upto``: only the first
+        ``upto`` bytes are needed (a point read of a pack member): a frame of our zstd shape
+        is decoded that far and no further (``codec.Decoder.decode_prefix``; a cold read of
+        a file early in a 4 MiB pack decodes a fraction of it)."""
         cached = self._last_blob
-        if cached is not None and cached[0] == offset and cached[1] == size:
-            return cached[2]
-        frame = memoryview(self.source.read(offset, size, "blob")).cast("B")
+        again = cached is not None and cached[0] == offset and cached[1] == size
+        if cached is not None and again:
+            if cached[3] or (upto is not None and upto <= cached[2].nbytes):
+                return cached[2]
+            frame = cached[4]  # a prefix of it was decoded: now the whole, from those bytes
+        else:
+            frame = memoryview(self.source.read(offset, size, "blob")).cast("B")
         try:
             n = codec.content_size(frame, where=where)
         except CodecError as exc:
@@ -545,11 +559,17 @@ class Archive:
         if n > MAX_CHUNK_BYTES:
             raise FormatError(f"{where}blob declares {n} bytes, more than the "
                               f"{MAX_CHUNK_BYTES}-byte limit", path=self.path)
+        want = None if upto is None or again else max(upto, PREFIX_MIN)
         try:
+            if want is not None and want < n:
+                prefix = codec.decoder().decode_prefix(frame, n, want)
+                if prefix is not None:
+                    self._last_blob = (offset, size, prefix, False, frame)
+                    return prefix
             data = codec.decoder().decode_view(frame, n)
         except CodecError as exc:
             raise CodecError(where + exc.problem, path=self.path) from None
-        self._last_blob = (offset, size, data)
+        self._last_blob = (offset, size, data, True, frame)
         return data
 
     @cached_property
@@ -584,8 +604,8 @@ class Archive:
                               f"at {self.tail_offset}", path=self.path)
         data: bytes | memoryview
         if chunk.compressed and self.packed:
-            decoded = self.decoded_blob(chunk.blob_offset, chunk.blob_size, where())
             end = chunk.inner_offset + chunk.uncompressed_size
+            decoded = self.decoded_blob(chunk.blob_offset, chunk.blob_size, where(), upto=end)
             if end > decoded.nbytes:
                 raise FormatError(f"{where()}slice [{chunk.inner_offset}, {end}) lies outside "
                                   f"its decoded blob of {decoded.nbytes} bytes", path=self.path)

@@ -21,7 +21,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,12 +32,12 @@ from ..format import codec
 from ..errors import LockError, StoreError
 from ..write.dedup import DedupIndex
 from ..write.ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
-from ..format.schema import GroupKey, resolve_pkg_type
+from ..format.schema import INNER, GroupKey, resolve_pkg_type
 from ..write.feed import Feed
 from ..write.source import Entry
 from ..write.unchanged import same_content
 from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
-from .iceberg import (NS_BLOCK, NS_LEVEL, GroupTable, create_transaction, group_tables,
+from .iceberg import (NS_BLOCK, NS_INDEX, NS_LEVEL, NS_PACK, GroupTable, create_transaction, group_tables,
                       open_catalog, read_rows, table_name)
 
 _STATE_COLUMNS = ("relative_path", "blob_offset", "blob_size", ORDINAL)
@@ -89,7 +89,8 @@ class Store:
     def __init__(self, sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                  namespace: str, catalog: Mapping[str, Any] | None = None, *,
                  level: int | None = None, block_size: int | None = None,
-                 writable: bool = True) -> None:
+                 writable: bool = True, pack: bool | None = None,
+                 index_compression: bool | None = None) -> None:
         self.sidecar = os.fspath(sidecar)
         self.warehouse = os.fspath(warehouse)
         self.namespace = namespace
@@ -100,7 +101,7 @@ class Store:
         self._fd: int | None = None
         #: the dedup index of the committed rows (built at the first add; None: rebuild)
         self._index: DedupIndex | None = None
-        self.options = self._options(level, block_size)
+        self.options = self._options(level, block_size, pack, index_compression)
         if writable:
             fd = os.open(self.sidecar, os.O_RDWR | os.O_CREAT, 0o644)
             try:
@@ -114,8 +115,12 @@ class Store:
         self._load_state()
 
     # -- options and state ------------------------------------------------------------------
-    def _options(self, level: int | None, block_size: int | None) -> WriteOptions:
-        """The store's codec level and block size, recorded once in the namespace."""
+    def _options(self, level: int | None, block_size: int | None, pack: bool | None = None,
+                 index_compression: bool | None = None) -> WriteOptions:
+        """The store's codec level, block size, packing and index compression, recorded once
+        in the namespace. A namespace with a level but no packing recorded was created before
+        packing existed: its store neither packs nor compresses its index (so its later adds
+        keep its tables' schema and its seal the layout it always had)."""
         ns = self.namespace
         if "." in ns and type(self.catalog).__name__ == "SqlCatalog":
             raise StoreError(f"namespace {ns!r}: the SQL catalog takes one-level namespaces "
@@ -137,10 +142,24 @@ class Store:
                                      f"not {given[name]}", path=self.warehouse)
             else:
                 values[name] = given[name] if given[name] is not None else defaults[name]
+        older = recorded[NS_LEVEL] is not None
+        flags: dict[str, bool] = {}
+        for name, want, default in ((NS_PACK, pack, WriteOptions.pack),
+                                    (NS_INDEX, index_compression, WriteOptions.index_compression)):
+            have = props.get(name)
+            if have is not None or older:
+                flags[name] = have == "1"
+                if want is not None and want != flags[name]:
+                    raise StoreError(f"store was created with {name}={int(flags[name])}, "
+                                     f"not {int(want)}", path=self.warehouse)
+            else:
+                flags[name] = default if want is None else want
         missing = {k: str(v) for k, v in values.items() if recorded[k] is None}
+        missing.update({k: str(int(v)) for k, v in flags.items() if props.get(k) is None})
         if missing and self.writable:
             self.catalog.update_namespace_properties(ns, updates=missing)
-        return WriteOptions(level=values[NS_LEVEL], block_size=values[NS_BLOCK])
+        return WriteOptions(level=values[NS_LEVEL], block_size=values[NS_BLOCK],
+                            pack=flags[NS_PACK], index_compression=flags[NS_INDEX])
 
     def _load_state(self) -> None:
         """Live paths (highest ordinal wins), stale copies, next ordinal, committed end."""
@@ -205,8 +224,9 @@ class Store:
         the same files would know at this point)."""
         if self._index is None:
             index = DedupIndex()
-            index.seed([read_rows(g, _DEDUP_COLUMNS) for g in self._groups.values()],
-                       limit=self._end)
+            index.seed([read_rows(g, (*_DEDUP_COLUMNS, *(
+                            (INNER,) if INNER in g.schema.names else ())))
+                        for g in self._groups.values()], limit=self._end)
             self._index = index
         return self._index
 
@@ -272,8 +292,7 @@ class Store:
                              path=self.sidecar)
         if size > start:
             os.ftruncate(fd, start)  # orphans of a crashed add: never referenced
-        options = WriteOptions(level=self.options.level, block_size=self.options.block_size,
-                               workers=workers, dedup=dedup)
+        options = replace(self.options, workers=workers, dedup=dedup)
         index = self._dedup_index() if dedup else None
         hits, saved = (index.hits, index.saved) if index is not None else (0, 0)
         self._index = None  # until this add commits, its entries may point past the end
@@ -299,7 +318,10 @@ class Store:
         try:
             feed.add_all(source)
             sink = ingest.finish()
-            new = {k: t for k, t in sink.tables().items() if t.num_rows}
+            # a packing store's tables always have ``inner_offset`` (one schema for every add;
+            # the seal drops it where FORMAT §3 wants none, as a one-shot writer does)
+            new = {k: t for k, t in sink.tables(inner=options.pack or None).items()
+                   if t.num_rows}
             orders = sink.orders()
             for key, t in new.items():
                 if key in self._groups and not self._groups[key].schema.equals(t.schema):
@@ -454,12 +476,15 @@ class Store:
 def open_store(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                namespace: str, catalog: Mapping[str, Any] | None = None, *,
                level: int | None = None, block_size: int | None = None,
-               writable: bool = True) -> Store:
+               writable: bool = True, pack: bool | None = None,
+               index_compression: bool | None = None) -> Store:
     """Open (creating what is missing) the store of ``sidecar`` + ``warehouse``/``namespace``.
 
     ``catalog``: pyiceberg catalog properties (``{"type": "rest", "uri": ...}``); default: an
-    SQLite ``SqlCatalog`` at ``<warehouse>/catalog.db``. ``level``/``block_size`` are fixed
-    when the store is created; a later open with other values is refused.
+    SQLite ``SqlCatalog`` at ``<warehouse>/catalog.db``. ``level``/``block_size``, ``pack``
+    and ``index_compression`` (default: on, as for ``write_archive``) are fixed when the store
+    is created; a later open with other values is refused. A store created before packing
+    existed neither packs nor compresses its index.
     """
     return Store(sidecar, warehouse, namespace, catalog, level=level, block_size=block_size,
-                 writable=writable)
+                 writable=writable, pack=pack, index_compression=index_compression)

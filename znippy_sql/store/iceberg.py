@@ -34,6 +34,10 @@ PROP_FORMAT = "znippy.format"
 FORMAT = "znippy-store-v1"
 NS_LEVEL = "znippy.openzl.level"
 NS_BLOCK = "znippy.block_size"
+#: packed blobs and compressed index streams, fixed when the store is created ("1"/"0"); a
+#: namespace without them predates both: neither
+NS_PACK = "znippy.pack"
+NS_INDEX = "znippy.index_compression"
 
 
 def open_catalog(warehouse: str | os.PathLike[str], catalog: Mapping[str, Any] | None, *,

@@ -252,9 +252,18 @@ def _options(path: str, old: _Old, level: int | None, block_size: int | None,
     return WriteOptions(level=level if level is not None else recorded_level,
                         block_size=block_size if block_size is not None else recorded_block,
                         workers=workers, dedup=dedup,
-                        pack=(PACK_KEY in old.metadata) if pack is None else pack,
-                        index_compression=(INDEX_KEY in old.metadata
-                                           if index_compression is None else index_compression))
+                        pack=_follow(old, PACK_KEY, pack, WriteOptions.pack),
+                        index_compression=_follow(old, INDEX_KEY, index_compression,
+                                                  WriteOptions.index_compression))
+
+
+def _follow(old: _Old, key: str, given: bool | None, default: bool) -> bool:
+    """An option the archive records by a key on its sub-indexes: as given, else as the
+    archive has it; an archive without sub-indexes (empty) has none: the default, as the
+    one-shot write of the appended files would."""
+    if given is not None:
+        return given
+    return key in old.metadata if old.groups else default
 
 
 # -- merging ------------------------------------------------------------------------------------

@@ -231,8 +231,11 @@ class BlobSink:
         if stored:
             self._pwrite(result.buffer)
 
-    def tables(self) -> dict[GroupKey, pa.Table]:
-        inner = any(g.inner and max(g.inner) > 0 for g in self.groups.values())
+    def tables(self, inner: bool | None = None) -> dict[GroupKey, pa.Table]:
+        """Each group's rows; ``inner_offset`` when any row is a slice of a pack (FORMAT §3),
+        or as ``inner`` says."""
+        if inner is None:
+            inner = any(g.inner and max(g.inner) > 0 for g in self.groups.values())
         return {k: g.table(inner) for k, g in self.groups.items()}
 
     def orders(self) -> dict[GroupKey, np.ndarray]:

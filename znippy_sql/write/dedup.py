@@ -27,8 +27,10 @@ Placed = tuple[list[int], list[int], list[bool], list[memoryview], int, list[int
 
 #: an entry's state: a whole blob (written here or seeded); a member of an open pack of this
 #: write (its offsets unknown); a member of a placed pack; a member of a closed pack (sent to
-#: the codec, not placed yet)
-WHOLE, PENDING, PACKED, CLOSED = 0, 1, 2, 3
+#: the codec, not placed yet); a member of a placed pack written as its own raw blob (a whole
+#: blob, but one a later pack member may point at as at any member: its pack closed in input
+#: order, so whether it is placed yet must not matter)
+WHOLE, PENDING, PACKED, CLOSED, PACK_WHOLE = 0, 1, 2, 3, 4
 
 
 def distinct_blob_bytes(tables: Iterable[pa.Table]) -> int:
@@ -137,8 +139,8 @@ class DedupIndex:
         """Whether a chunk of this content has a blob already (safe from a worker thread:
         entries are only ever added, so a True stays true)."""
         slot = self._slots.get(digest)
-        return slot >= 0 and self._lengths[slot] == length and self._state[slot] in (WHOLE,
-                                                                                     PACKED)
+        return slot >= 0 and self._lengths[slot] == length and self._state[slot] in (
+            WHOLE, PACKED, PACK_WHOLE)
 
     def _enter(self, digest: bytes, length: int, offset: int, size: int,
                compressed: bool, inner: int = 0, state: int = WHOLE) -> int:
@@ -167,7 +169,7 @@ class DedupIndex:
             return -1, self._enter(digest, length, 0, 0, False, 0, PENDING)
         if self._lengths[slot] == length:
             state = self._state[slot]
-            if state == PACKED or state == CLOSED or (state == PENDING and slot in pack_slots) \
+            if state in (PACKED, CLOSED, PACK_WHOLE) or (state == PENDING and slot in pack_slots) \
                     or (state == WHOLE
                         and self._offsets[slot] + self._sizes[slot] <= self.limit):
                 return slot, -1
@@ -185,7 +187,7 @@ class DedupIndex:
         self._flags[slot] = compressed
         self._inner[slot] = inner
         self._state[slot] = PACKED if size and (inner or size != self._lengths[slot]
-                                                or compressed) else WHOLE
+                                                or compressed) else PACK_WHOLE
 
     def entry(self, slot: int) -> tuple[int, int, bool, int]:
         """``(blob_offset, blob_size, compressed, inner_offset)`` of a placed entry."""
@@ -252,7 +254,8 @@ class DedupIndex:
                 continue
             d = digests[32 * i : 32 * i + 32]
             slot = find(d)
-            if slot >= 0 and known_lengths[slot] == n and state[slot] in (WHOLE, PACKED):
+            if slot >= 0 and known_lengths[slot] == n and state[slot] in (WHOLE, PACKED,
+                                                                          PACK_WHOLE):
                 if run < pos:
                     pieces.append(view[run:pos])
                 pos += s

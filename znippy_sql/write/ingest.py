@@ -51,9 +51,9 @@ class WriteOptions:
     dedup: bool = True
     #: small files packed into shared frames (``write/pack.py``; False: the layout before
     #: packing, byte for byte)
-    pack: bool = False
+    pack: bool = True
     #: Arrow IPC body compression of the index streams (``format/ipc.py``)
-    index_compression: bool = False
+    index_compression: bool = True
 
     def schema_metadata(self) -> dict[str, str]:
         """Recorded on every data sub-index schema (docs/format.md)."""
@@ -140,6 +140,9 @@ class Ingest:
                 f"duplicate relative_path {path!r}: from {_origin(first, path)} and "
                 f"{entry.origin}", path=entry.origin)
         self.seen[path] = self._where(entry.file, path)
+        if self.packer is not None:
+            for pack in self.packer.turn(path):
+                self._send_pack(pack)
         rows = self._group(entry)
         size = entry.size()
         extra = None

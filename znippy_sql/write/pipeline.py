@@ -166,7 +166,7 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
     return BatchResult(digests, compressed, stored, buffer, encoded)
 
 
-def incompressible(enc: codec.Encoder, chunk: bytes) -> bool:
+def incompressible(enc: codec.Encoder, chunk: bytes | memoryview) -> bool:
     """True when samples at the start, middle and end of a big chunk do not shrink."""
     n = len(chunk)
     view = memoryview(chunk)

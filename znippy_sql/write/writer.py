@@ -118,8 +118,8 @@ class ArchiveWriter:
         skip_unsafe: bool = False,
         compat: Compat | None = None,
         dedup: bool = True,
-        pack: bool = False,
-        index_compression: bool = False,
+        pack: bool = True,
+        index_compression: bool = True,
     ) -> None:
         self.path = os.fspath(out)
         if level > MAX_LEVEL:  # OpenZL would say so only from a worker, after the walk began
@@ -289,8 +289,8 @@ def write_archive(
     compat: Compat | None = None,
     storage_options: Mapping[str, Any] | None = None,
     dedup: bool = True,
-    pack: bool = False,
-    index_compression: bool = False,
+    pack: bool = True,
+    index_compression: bool = True,
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
 
@@ -301,11 +301,11 @@ def write_archive(
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
     clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
     ``dedup=False``: every file in ``block_size`` chunks, skip-listed files stored raw, every
-    chunk its own blob (no zip-entry cuts, no probe, no shared blobs). ``pack=True``: small
-    files packed into shared frames (docs/format.md, "Packed blobs"); ``index_compression=True``:
-    the index streams' record batches ZSTD-compressed (docs/format.md, "Compressed index
-    streams"). Both off (the default for now): the layout before them, byte for byte;
-    ``compat="rust-0.8"`` turns both off."""
+    chunk its own blob (no zip-entry cuts, no probe, no shared blobs). ``pack`` (default on):
+    small files packed into shared frames (docs/format.md, "Packed blobs");
+    ``index_compression`` (default on): the index streams' record batches ZSTD-compressed
+    (docs/format.md, "Compressed index streams"). Both off: the layout before them, byte for
+    byte; ``compat="rust-0.8"`` turns both off."""
     from ..remote import is_url, local_path
 
     if is_url(out):
