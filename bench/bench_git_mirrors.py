@@ -31,7 +31,7 @@ from znippy_sql.duckdb import register
 from znippy_sql.git.fastindex import index_with_idx
 from znippy_sql.git.graph import generations, reach_layout, select_commits, topo_order
 from znippy_sql.git.objects import GitObjects
-from znippy_sql.git.sections import WALK_BOUND
+from znippy_sql.git.sections import WALK_BOUND, graph_input
 
 CLI = os.path.join(os.path.dirname(sys.executable), "znippy-sql")
 
@@ -112,26 +112,26 @@ def orders(repo: str) -> dict[str, int]:
     """The stored bitmaps' bytes with positions in the traversal order, in the packs' own
     order and in oid order; and stored as XOR with the nearest stored first-parent ancestor;
     and a bitmap for every commit."""
-    objects: dict[bytes, tuple[int, int]] = {}
-    commits: dict = {}
-    trees: dict = {}
-    for k, path in enumerate(pack_files(repo)):
+    packs = []
+    for path in pack_files(repo):
         data = memoryview(open(path, "rb").read())
-        pack = index_with_idx(data, open(path[:-5] + ".idx", "rb").read(), name=path)
-        for oid, off in zip(pack.oids, pack.offsets):
-            objects.setdefault(oid, (k, off))
-        commits.update(pack.commits)
-        trees.update(pack.trees)
+        packs.append(index_with_idx(data, open(path[:-5] + ".idx", "rb").read(), name=path))
+    got = graph_input(packs)
+    commits = got.commits
     gen, _ = generations(commits, topo_order(commits))
-    prefer = {bytes.fromhex(ln.split()[0]) for ln in
-              git(repo, "for-each-ref", "--format=%(objectname)").splitlines()}
-    layout = reach_layout(commits, trees, objects, gen, chosen=select_commits(commits, prefer),
-                          bound=WALK_BOUND)
+    refs = [bytes.fromhex(ln.split()[0]) for ln in
+            git(repo, "for-each-ref", "--format=%(objectname)").splitlines()]
+    prefer = {c for c in got.table.find(np.frombuffer(b"".join(refs), dtype=np.uint8)
+                                        .reshape(-1, 20)).tolist() if c in commits}
+    objects = range(len(got.table))
+    layout = reach_layout(commits, got.trees, objects, gen,
+                          chosen=select_commits(commits, prefer), bound=WALK_BOUND)
     out = {"traversal": sum(len(b.serialize()) for b in layout.kept.values())}
-    maps = {"pack": {o: i for i, o in enumerate(sorted(objects, key=objects.__getitem__))},
-            "oid": {o: i for i, o in enumerate(sorted(objects))}}
+    in_pack = np.empty(len(objects), dtype=np.int64)
+    in_pack[np.lexsort((got.offsets, got.rows))] = np.arange(len(objects))
+    maps = {"pack": in_pack, "oid": np.arange(len(objects))}
     for name, m in maps.items():
-        tr = np.array([m[o] for o in layout.positions], dtype=np.uint32)
+        tr = m[np.array(layout.positions, dtype=np.int64)].astype(np.uint32)
         total = 0
         for b in layout.kept.values():
             x = BitMap(np.sort(tr[np.frombuffer(b.to_array(), dtype=np.uint32)]))
@@ -148,7 +148,8 @@ def orders(repo: str) -> dict[str, int]:
         x.run_optimize()
         xor += min(len(x.serialize()), len(b.serialize()))
     out["xor"] = xor
-    every = reach_layout(commits, trees, objects, gen, chosen=set(commits), bound=WALK_BOUND)
+    every = reach_layout(commits, got.trees, objects, gen, chosen=set(commits),
+                         bound=WALK_BOUND)
     out["every"] = sum(len(b.serialize()) for b in every.kept.values())
     out["stored"] = len(layout.kept)
     out["irregular"] = layout.irregular

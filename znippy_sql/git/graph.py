@@ -16,20 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from .roaring import BitMap
 
 from ..errors import FormatError
 
-Commit = tuple[bytes, tuple[bytes, ...], int]          # tree, parents, committer time
-Tree = tuple[list[bytes], list[bytes]]                 # subtree oids, blob oids
+#: an object's key: its id, or (git/sections.py) its ordinal, an absent id a negative code
+K = TypeVar("K", bytes, int)
+Commit = tuple[K, tuple[K, ...], int]          # tree, parents, committer time
+Tree = tuple[list[K], list[K]]                 # subtree keys, blob keys
 
 
-def post_order(commits: Mapping[bytes, Commit], roots: Iterable[bytes]) -> list[bytes]:
+def post_order(commits: Mapping[K, Commit[K]], roots: Iterable[K]) -> list[K]:
     """Depth-first post-order from ``roots``, first parent first (iterative): every commit
     after all its parents. A commit no root reaches (only in a cycle) is left out."""
-    seen: set[bytes] = set()
-    out: list[bytes] = []
+    seen: set[K] = set()
+    out: list[K] = []
     for root in roots:
         if root in seen:
             continue
@@ -50,13 +53,13 @@ def post_order(commits: Mapping[bytes, Commit], roots: Iterable[bytes]) -> list[
     return out
 
 
-def tips(commits: Mapping[bytes, Commit]) -> list[bytes]:
+def tips(commits: Mapping[K, Commit[K]]) -> list[K]:
     """Commits no other commit names as a parent, in oid order."""
     has_child = {p for c in commits.values() for p in c[1]}
     return sorted(c for c in commits if c not in has_child)
 
 
-def topo_order(commits: Mapping[bytes, Commit]) -> list[bytes]:
+def topo_order(commits: Mapping[K, Commit[K]]) -> list[K]:
     """Every commit after all its parents (deterministic: post-order from the tips)."""
     order = post_order(commits, tips(commits))
     if len(order) != len(commits):
@@ -64,11 +67,11 @@ def topo_order(commits: Mapping[bytes, Commit]) -> list[bytes]:
     return order
 
 
-def generations(commits: Mapping[bytes, Commit], order: Iterable[bytes]
-                ) -> tuple[dict[bytes, int], dict[bytes, int]]:
+def generations(commits: Mapping[K, Commit[K]], order: Iterable[K]
+                ) -> tuple[dict[K, int], dict[K, int]]:
     """``(generation, corrected_date)`` of every commit, given a topological order."""
-    gen: dict[bytes, int] = {}
-    corrected: dict[bytes, int] = {}
+    gen: dict[K, int] = {}
+    corrected: dict[K, int] = {}
     for oid in order:
         _tree, parents, when = commits[oid]
         present = [p for p in parents if p in gen]
@@ -77,7 +80,7 @@ def generations(commits: Mapping[bytes, Commit], order: Iterable[bytes]
     return gen, corrected
 
 
-def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree],
+def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree[bytes]],
                  ordinal: Callable[[bytes], int | None]) -> None:
     """Add ``root`` and every tree and blob under it to ``into``, skipping trees already in
     it (their closures are there too)."""
@@ -99,19 +102,19 @@ def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree],
 # -- positions: a traversal order in which reachable sets are runs ------------------------------
 
 @dataclass
-class Layout:
+class Layout(Generic[K]):
     """Bitmap positions and the stored bitmaps (docs/git-sections.md, "Positions")."""
 
-    positions: list[bytes]                 #: every object once, in position order
-    blocks: dict[bytes, tuple[int, int]]   #: commit → (its position, its block's length)
-    kept: dict[bytes, BitMap]              #: stored commits → reachable positions (runs)
+    positions: list[K]                     #: every object once, in position order
+    blocks: dict[K, tuple[int, int]]       #: commit → (its position, its block's length)
+    kept: dict[K, BitMap]                  #: stored commits → reachable positions (runs)
     irregular: int                         #: commits stored because their block is not enough
     absent: int                            #: ids commits and trees name, absent from the archive
 
 
-def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
-                 objects: Collection[bytes], gen: Mapping[bytes, int], *,
-                 chosen: Collection[bytes], bound: int) -> Layout:
+def reach_layout(commits: Mapping[K, Commit[K]], trees: Mapping[K, Tree[K]],
+                 objects: Collection[K], gen: Mapping[K, int], *,
+                 chosen: Collection[K], bound: int) -> Layout[K]:
     """Place every object and keep the bitmaps of the commits to store.
 
     Commits are placed in depth-first post-order from the tips (largest generation first,
@@ -123,25 +126,25 @@ def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
     (counted as 1 + the sum over its parents, an upper bound). So a walk that completes an
     unstored commit visits at most ``bound`` commits and reads no tree.
     """
-    where: dict[bytes, int] = {}
-    positions: list[bytes] = []
-    blocks: dict[bytes, tuple[int, int]] = {}
-    kept: dict[bytes, BitMap] = {}
-    pending: dict[bytes, int] = {}
+    where: dict[K, int] = {}
+    positions: list[K] = []
+    blocks: dict[K, tuple[int, int]] = {}
+    kept: dict[K, BitMap] = {}
+    pending: dict[K, int] = {}
     for c in commits.values():
         for p in set(c[1]):
             if p in commits:
                 pending[p] = pending.get(p, 0) + 1
-    sets: dict[bytes, BitMap] = {}
-    est: dict[bytes, int] = {}
+    sets: dict[K, BitMap] = {}
+    est: dict[K, int] = {}
     irregular = 0
-    absent: set[bytes] = set()
+    absent: set[K] = set()
 
-    def place(oid: bytes) -> None:
+    def place(oid: K) -> None:
         where[oid] = len(positions)
         positions.append(oid)
 
-    def emit(oid: bytes) -> None:
+    def emit(oid: K) -> None:
         nonlocal irregular
         tree, parents, _when = commits[oid]
         present = [p for p in dict.fromkeys(parents) if p in commits]
@@ -221,8 +224,7 @@ def next_commit_index(idx: int) -> int:
     return max(min(idx - MIN_REGION, MAX_COMMITS), MIN_COMMITS)
 
 
-def select_commits(commits: Mapping[bytes, Commit], prefer: Collection[bytes] = ()
-                   ) -> set[bytes]:
+def select_commits(commits: Mapping[K, Commit[K]], prefer: Collection[K] = ()) -> set[K]:
     """git's ``bitmap_writer_select_commits``: commits newest (committer time) first; each of
     the 100 newest, then one in every window of up to 100 (up to 20,000), then windows
     growing to 5,000. In a window the first commit a ref names wins, else the last merge,
@@ -231,7 +233,7 @@ def select_commits(commits: Mapping[bytes, Commit], prefer: Collection[bytes] = 
     n = len(ordered)
     if n < MUST_REGION:
         return set(ordered)
-    chosen: set[bytes] = set()
+    chosen: set[K] = set()
     i = 0
     while True:
         step = next_commit_index(i)
