@@ -29,7 +29,7 @@ from pyroaring import BitMap
 from znippy_sql import open_archive
 from znippy_sql.duckdb import register
 from znippy_sql.git.fastindex import index_with_idx
-from znippy_sql.git.graph import generations, reach_layout, select_commits, topo_order
+from znippy_sql.git.graph import generations, layout_ordinals, select_commits, topo_order
 from znippy_sql.git.objects import GitObjects
 from znippy_sql.git.sections import WALK_BOUND, graph_input
 
@@ -124,8 +124,8 @@ def orders(repo: str) -> dict[str, int]:
     prefer = {c for c in got.table.find(np.frombuffer(b"".join(refs), dtype=np.uint8)
                                         .reshape(-1, 20)).tolist() if c in commits}
     objects = range(len(got.table))
-    layout = reach_layout(commits, got.trees, objects, gen,
-                          chosen=select_commits(commits, prefer), bound=WALK_BOUND)
+    layout = layout_ordinals(len(objects), commits, got.trees, gen,
+                             chosen=select_commits(commits, prefer), bound=WALK_BOUND)
     out = {"traversal": sum(len(b.serialize()) for b in layout.kept.values())}
     in_pack = np.empty(len(objects), dtype=np.int64)
     in_pack[np.lexsort((got.offsets, got.rows))] = np.arange(len(objects))
@@ -148,8 +148,8 @@ def orders(repo: str) -> dict[str, int]:
         x.run_optimize()
         xor += min(len(x.serialize()), len(b.serialize()))
     out["xor"] = xor
-    every = reach_layout(commits, got.trees, objects, gen, chosen=set(commits),
-                         bound=WALK_BOUND)
+    every = layout_ordinals(len(objects), commits, got.trees, gen, chosen=set(commits),
+                            bound=WALK_BOUND)
     out["every"] = sum(len(b.serialize()) for b in every.kept.values())
     out["stored"] = len(layout.kept)
     out["irregular"] = layout.irregular

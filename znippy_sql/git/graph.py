@@ -112,40 +112,61 @@ class Layout(Generic[K]):
     absent: int                            #: ids commits and trees name, absent from the archive
 
 
-def reach_layout(commits: Mapping[K, Commit[K]], trees: Mapping[K, Tree[K]],
-                 objects: Collection[K], gen: Mapping[K, int], *,
-                 chosen: Collection[K], bound: int) -> Layout[K]:
+def reach_layout(commits: Mapping[bytes, Commit[bytes]], trees: Mapping[bytes, Tree[bytes]],
+                 objects: Collection[bytes], gen: Mapping[bytes, int], *,
+                 chosen: Collection[bytes], bound: int) -> Layout[bytes]:
+    """:func:`layout_ordinals` keyed by object id: objects get their oid-order ordinals, an
+    id not in ``objects`` an absent code, and the layout is given back in ids."""
+    ids = sorted(objects)
+    ordinal = {o: i for i, o in enumerate(ids)}
+    absent: dict[bytes, int] = {}
+
+    def key(oid: bytes) -> int:
+        hit = ordinal.get(oid)
+        return hit if hit is not None else -2 - absent.setdefault(oid, len(absent))
+
+    got = layout_ordinals(
+        len(ids),
+        {key(c): (key(t), tuple(key(p) for p in ps), when)
+         for c, (t, ps, when) in commits.items()},
+        {key(t): ([key(x) for x in subs], [key(x) for x in blobs])
+         for t, (subs, blobs) in trees.items()},
+        {key(c): g for c, g in gen.items()}, chosen={key(c) for c in chosen}, bound=bound)
+    return Layout([ids[o] for o in got.positions], {ids[c]: v for c, v in got.blocks.items()},
+                  {ids[c]: v for c, v in got.kept.items()}, got.irregular, got.absent)
+
+
+def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
+                    trees: Mapping[int, Tree[int]], gen: Mapping[int, int], *,
+                    chosen: Collection[int], bound: int) -> Layout[int]:
     """Place every object and keep the bitmaps of the commits to store.
 
-    Commits are placed in depth-first post-order from the tips (largest generation first,
-    first parent first), each followed by the trees and blobs its tree reaches that are not
-    placed yet: its *block*. A commit's set is then its parents' sets plus its block — runs —
-    unless its tree reaches an object placed by a commit that is not its ancestor; such a
-    commit is *irregular* and always stored. A commit is stored when ``chosen`` names it, when
-    it is irregular, or when completing it could walk more than ``bound`` unstored commits
-    (counted as 1 + the sum over its parents, an upper bound). So a walk that completes an
-    unstored commit visits at most ``bound`` commits and reads no tree.
+    Objects are ordinals ``0 .. count-1``; a negative key is an id the archive does not hold
+    (counted in ``absent``, never placed). Commits are placed in depth-first post-order from
+    the tips (largest generation first, first parent first), each followed by the trees and
+    blobs its tree reaches that are not placed yet: its *block*. A commit's set is then its
+    parents' sets plus its block — runs — unless its tree reaches an object placed by a commit
+    that is not its ancestor; such a commit is *irregular* and always stored. A commit is
+    stored when ``chosen`` names it, when it is irregular, or when completing it could walk
+    more than ``bound`` unstored commits (counted as 1 + the sum over its parents, an upper
+    bound). So a walk that completes an unstored commit visits at most ``bound`` commits and
+    reads no tree.
     """
-    where: dict[K, int] = {}
-    positions: list[K] = []
-    blocks: dict[K, tuple[int, int]] = {}
-    kept: dict[K, BitMap] = {}
-    pending: dict[K, int] = {}
+    where = [-1] * count                 # ordinal → position; -1: not placed yet
+    positions: list[int] = []
+    place = positions.append
+    blocks: dict[int, tuple[int, int]] = {}
+    kept: dict[int, BitMap] = {}
+    pending: dict[int, int] = {}
     for c in commits.values():
         for p in set(c[1]):
             if p in commits:
                 pending[p] = pending.get(p, 0) + 1
-    sets: dict[K, BitMap] = {}
-    est: dict[K, int] = {}
+    sets: dict[int, BitMap] = {}
+    est: dict[int, int] = {}
     irregular = 0
-    absent: set[K] = set()
-
-    def place(oid: K) -> None:
-        where[oid] = len(positions)
-        positions.append(oid)
-
-    def emit(oid: K) -> None:
-        nonlocal irregular
+    absent: set[int] = set()
+    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
         tree, parents, _when = commits[oid]
         present = [p for p in dict.fromkeys(parents) if p in commits]
         if len(present) < len(parents):
@@ -153,16 +174,18 @@ def reach_layout(commits: Mapping[K, Commit[K]], trees: Mapping[K, Tree[K]],
         s = (BitMap() if not present else sets[present[0]].copy() if len(present) == 1
              else BitMap.union(*(sets[p] for p in present)))
         start = len(positions)
+        where[oid] = start
         place(oid)
         odd = False
         todo = [tree]
         while todo:
             t = todo.pop()
-            at = where.get(t)
-            if at is None:
-                if t not in objects:
-                    absent.add(t)               # a partial clone's: not listed
-                    continue
+            if t < 0:
+                absent.add(t)                   # a partial clone's: not listed
+                continue
+            at = where[t]
+            if at < 0:
+                where[t] = len(positions)
                 place(t)
             elif at >= start or at in s:
                 continue                        # its closure is in the set already
@@ -174,12 +197,13 @@ def reach_layout(commits: Mapping[K, Commit[K]], trees: Mapping[K, Tree[K]],
                 continue
             subtrees, blobs = entry
             for b in blobs:
-                at = where.get(b)
-                if at is None:
-                    if b in objects:
-                        place(b)
-                    else:
-                        absent.add(b)
+                if b < 0:
+                    absent.add(b)
+                    continue
+                at = where[b]
+                if at < 0:
+                    where[b] = len(positions)
+                    place(b)
                 elif at < start and at not in s:
                     odd = True
                     s.add(at)
@@ -200,13 +224,9 @@ def reach_layout(commits: Mapping[K, Commit[K]], trees: Mapping[K, Tree[K]],
                 del sets[p]
         if pending.get(oid, 0) == 0:
             del sets[oid]
-
-    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
-        emit(oid)
     if len(blocks) != len(commits):
         raise FormatError("the commits' parent links form a cycle")
-    rest = sorted(o for o in objects if o not in where)   # tags, unreachable objects
-    positions.extend(rest)
+    positions.extend(o for o in range(count) if where[o] < 0)   # tags, unreachable objects
     return Layout(positions, blocks, kept, irregular, len(absent))
 
 

@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
+import numpy as np
+
 from .roaring import BitMap
 
 from ..errors import NotFoundError, ZnippyError
@@ -201,6 +203,21 @@ class Names:
                     heapq.heappush(heap, (-graph[p][2], count, p))
                     count += 1
         return out
+
+    def log_rows_of(self, oid: bytes, name: str | None = None) -> np.ndarray:
+        """:meth:`log_of` as rows of ``__gunnar_graph__`` (``int64``): no id made per row."""
+        commit = self.commit_of(oid, name)
+        if not self.grafts_matter():
+            return np.array(self.objects.log_rows(commit), dtype=np.int64)
+        row = self.objects._dag[1]
+        return np.array([row[c] for c in self.log_of(commit, name)], dtype=np.int64)
+
+    def reachable_array_of(self, oid: bytes) -> np.ndarray:
+        """:meth:`reachable_of` as a sorted ``uint32`` array of ordinals."""
+        tags, _target, kind = peel(self.objects, oid)
+        if kind == "commit" and not tags and not self.grafts_matter():
+            return self.objects.reachable_array(oid)
+        return np.array(self.reachable_of(oid).to_array(), dtype=np.uint32)
 
     def reachable(self, name: str) -> BitMap:
         """Ordinals of what ``git rev-list --objects <name>`` lists."""

@@ -5,7 +5,7 @@ in pack-ordinal order, wins) and, since version 2, the bitmap position order;
 ``__gunnar_graph__`` has one row per commit (with its position and block),
 ``__gunnar_reach__`` one Roaring bitmap of positions per *selected* commit (git's selection,
 :func:`~.graph.select_commits`, plus what keeps every completing walk within ``walk_bound``
-commits, :func:`~.graph.reach_layout`). Rows are in oid order, so the sections depend on the
+commits, :func:`~.graph.layout_ordinals`). Rows are in oid order, so the sections depend on the
 objects only, not on the order packs were pushed in.
 
 The packs' ids stay ``uint8[n, 20]`` arrays (git/bulk.py): objects are sorted and deduplicated
@@ -26,7 +26,7 @@ from ..format.gitindex import encode_sorted, id_order
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..format.sections import ReservedSection
 from .bulk import OID, PackGraph, ids_of
-from .graph import Commit, Tree, generations, reach_layout, select_commits, topo_order
+from .graph import Commit, Tree, generations, layout_ordinals, select_commits, topo_order
 from .pack import ParsedPack
 
 OID_TYPE = pa.binary(20)
@@ -193,8 +193,8 @@ def git_sections(packs: Sequence[tuple[int, ParsedPack]], *, walk_bound: int = W
     else:
         wanted = table.find(ids_of(b"".join(o for o in prefer if len(o) == OID)))
         chosen = select_commits(commits, {c for c in wanted.tolist() if c in commits})
-    layout = reach_layout(commits, got.trees, range(len(table)), gen, chosen=chosen,
-                          bound=max(walk_bound, 1))
+    layout = layout_ordinals(len(table), commits, got.trees, gen, chosen=chosen,
+                             bound=max(walk_bound, 1))
     rows = got.commit_rows.tolist()
     lists = pa.ListArray.from_arrays(pa.array(got.parent_offsets.astype(np.int32)),
                                      _fixed(got.parent_ids),
