@@ -240,6 +240,8 @@ class Names:
     def grafts_matter(self) -> bool:
         """True when a shallow boundary commit has a parent in the archive: git cuts that
         edge, the stored graph and bitmaps do not, so log and reach must walk."""
+        if not self.refs.shallow:
+            return False                 # (without reading the whole graph into a dict)
         graph = self.objects._graph
         return any(p in graph for c in self.refs.shallow if c in graph for p in graph[c][1])
 
