@@ -202,10 +202,31 @@ def inflate_wanted(pack: memoryview, offsets: list[int], types: list[int], base:
             raise PackError(f"pack {name}: object at offset {offsets[i]}: bad zlib stream "
                             f"({exc})") from None
 
+    inflater = zlib.decompressobj
     for i, kind in enumerate(types):
-        if kind not in want or i in out:
+        if kind not in want:
             continue
-        chain = []
+        j = base[i]
+        if j < 0:                          # a whole object: the common case, kept short
+            d = inflater()
+            try:
+                content = d.decompress(pack[data[i]:bounds[i]])
+            except zlib.error:
+                content = b""              # raw() below names the problem
+            if d.eof and not d.unused_data:
+                out[i] = content
+                continue
+        elif j < i and j in out:           # a delta on a base already made (OFS: it is before)
+            try:
+                got = apply_delta(out[j], raw(i))
+            except (ApplyDeltaError, ValueError) as exc:
+                raise PackError(f"pack {name}: object at offset {offsets[i]}: delta does not "
+                                f"apply ({exc})") from None
+            out[i] = got[0] if len(got) == 1 else b"".join(got)
+            continue
+        if i in out:
+            continue
+        chain = []                         # (and a stream that does not end: raw() says so)
         j = i
         while j not in out and base[j] >= 0:
             chain.append(j)
