@@ -79,7 +79,7 @@ def _pack_files(objects: str) -> list[str]:
 
 
 def _loose_ids(objects: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for d in sorted(os.listdir(objects)):
         if len(d) == 2 and all(c in "0123456789abcdef" for c in d):
             out.extend(d + n for n in sorted(os.listdir(os.path.join(objects, d)))
