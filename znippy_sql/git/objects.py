@@ -235,19 +235,28 @@ class GitObjects:
         start = row[oid]
         seen = bytearray(len(parents))
         seen[start] = 1
-        heap = [keys[start] | start]
+        heap: list[int] = []
+        key = keys[start] | start
         count = 1
         out = []
-        pop, push = heapq.heappop, heapq.heappush
-        while heap:
-            cur = pop(heap) & mask
+        pop, push, pushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
+        while True:
+            cur = key & mask
             out.append(cur)
+            last = -1
             for p in parents[cur]:
                 if not seen[p]:
                     seen[p] = 1
-                    push(heap, keys[p] | (count << bits) | p)
+                    if last >= 0:
+                        push(heap, last)
+                    last = keys[p] | (count << bits) | p
                     count += 1
-        return out
+            if last >= 0:      # push it and pop the least: no heap work when it is the least
+                key = pushpop(heap, last)
+            elif heap:
+                key = pop(heap)
+            else:
+                return out
 
     def log(self, oid: bytes) -> list[bytes]:
         """Commits reachable from ``oid`` in ``git log``'s order: newest committer time
