@@ -172,15 +172,16 @@ def _trees(table: OidTable, graphs: list[PackGraph]) -> dict[int, Tree]:
         fresh = np.array([t not in trees for t in owners], dtype=bool)
         edges = fresh[g.edge_tree]
         tree_k, sub = g.edge_tree[edges], g.edge_sub[edges]
-        order = np.lexsort((~sub, tree_k))            # per tree: its subtrees, then its blobs
-        codes = table.find(g.edge_ids[edges][order]).tolist()
-        size = np.bincount(tree_k, minlength=len(owners))
-        first = np.concatenate(([0], np.cumsum(size)[:-1]))
-        split = first + np.bincount(tree_k[sub], minlength=len(owners))
-        for t, ok, a, b, n in zip(owners, fresh.tolist(), first.tolist(), split.tolist(),
-                                  size.tolist()):
+        codes = table.find(g.edge_ids[edges])
+        # each tree's entries are together, in entry order: split them, order kept
+        subs, blobs = codes[sub].tolist(), codes[~sub].tolist()
+        sub_end = np.cumsum(np.bincount(tree_k[sub], minlength=len(owners))).tolist()
+        blob_end = np.cumsum(np.bincount(tree_k[~sub], minlength=len(owners))).tolist()
+        a = b = 0
+        for t, ok, x, y in zip(owners, fresh.tolist(), sub_end, blob_end):
             if ok:
-                trees[t] = (codes[a:b], codes[b:a + n])
+                trees[t] = (subs[a:x], blobs[b:y])
+            a, b = x, y
     return trees
 
 
