@@ -29,9 +29,9 @@ from pyroaring import BitMap
 from znippy_sql import open_archive
 from znippy_sql.duckdb import register
 from znippy_sql.git.fastindex import index_with_idx
-from znippy_sql.git.graph import generations, reach_layout, select_commits, topo_order
+from znippy_sql.git.graph import generations, layout_ordinals, select_commits, topo_order
 from znippy_sql.git.objects import GitObjects
-from znippy_sql.git.sections import WALK_BOUND
+from znippy_sql.git.sections import WALK_BOUND, graph_input
 
 CLI = os.path.join(os.path.dirname(sys.executable), "znippy-sql")
 
@@ -108,30 +108,81 @@ def pack_files(repo: str) -> list[str]:
     return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".pack"))
 
 
+def load() -> str:
+    """The 1-minute load average now (the machine is shared)."""
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def import_stages(repo: str) -> dict[str, float]:
+    """CPU seconds (``process_time``, best of 3) of the import's own steps in this process:
+    where the import's time goes, beside the whole process's figure."""
+    from znippy_sql.git.pack import object_id
+    from znippy_sql.git import bulk, fastindex as fx
+    from znippy_sql.git.sections import no_gc
+
+    best: dict[str, float] = {}
+    for _round in range(3):
+        took: dict[str, float] = {}
+
+        def step(name: str, fn: Callable[[], object]) -> object:
+            t = time.process_time()
+            got = fn()
+            took[name] = took.get(name, 0.0) + time.process_time() - t
+            return got
+
+        with no_gc():
+            packs = []
+            for path in pack_files(repo):
+                data = memoryview(open(path, "rb").read())
+                idx = open(path[:-5] + ".idx", "rb").read()
+                oids, offs = step(".idx checks (SHA-1s, CRC32s)",
+                                  lambda: fx.read_idx(idx, data, name=path))
+                types, base, at = step("entry headers", lambda: fx.entry_types(
+                    data, oids, offs, name=path))
+                got = step("inflate commits and trees", lambda: fx.inflate_wanted(
+                    data, offs, types, base, at, frozenset((1, 2)), name=path))
+                step("hash them", lambda: [object_id(types[i], c) for i, c in got.items()])
+                cs = [(oids[i], c) for i, c in got.items() if types[i] == 1]
+                ts = [(oids[i], c) for i, c in got.items() if types[i] == 2]
+                pack = fx.ParsedPack(path, oids, types, offs)
+                pack.graph = step("parse them (bulk)", lambda: bulk.pack_graph(cs, ts,
+                                                                               name=path))
+                packs.append(pack)
+            gi = step("objects, ordinals, tree lists", lambda: graph_input(packs))
+            commits = gi.commits
+            gen, _ = step("generations", lambda: generations(commits, topo_order(commits)))
+            chosen = step("selection", lambda: select_commits(commits))
+            step("layout and bitmaps", lambda: layout_ordinals(
+                len(gi.table), commits, gi.trees, gen, chosen=chosen, bound=WALK_BOUND))
+        for k, v in took.items():
+            best[k] = min(best.get(k, v), v)
+    return best
+
+
 def orders(repo: str) -> dict[str, int]:
     """The stored bitmaps' bytes with positions in the traversal order, in the packs' own
     order and in oid order; and stored as XOR with the nearest stored first-parent ancestor;
     and a bitmap for every commit."""
-    objects: dict[bytes, tuple[int, int]] = {}
-    commits: dict = {}
-    trees: dict = {}
-    for k, path in enumerate(pack_files(repo)):
+    packs = []
+    for path in pack_files(repo):
         data = memoryview(open(path, "rb").read())
-        pack = index_with_idx(data, open(path[:-5] + ".idx", "rb").read(), name=path)
-        for oid, off in zip(pack.oids, pack.offsets):
-            objects.setdefault(oid, (k, off))
-        commits.update(pack.commits)
-        trees.update(pack.trees)
+        packs.append(index_with_idx(data, open(path[:-5] + ".idx", "rb").read(), name=path))
+    got = graph_input(packs)
+    commits = got.commits
     gen, _ = generations(commits, topo_order(commits))
-    prefer = {bytes.fromhex(ln.split()[0]) for ln in
-              git(repo, "for-each-ref", "--format=%(objectname)").splitlines()}
-    layout = reach_layout(commits, trees, objects, gen, chosen=select_commits(commits, prefer),
-                          bound=WALK_BOUND)
+    refs = [bytes.fromhex(ln.split()[0]) for ln in
+            git(repo, "for-each-ref", "--format=%(objectname)").splitlines()]
+    prefer = {c for c in got.table.find(np.frombuffer(b"".join(refs), dtype=np.uint8)
+                                        .reshape(-1, 20)).tolist() if c in commits}
+    objects = range(len(got.table))
+    layout = layout_ordinals(len(objects), commits, got.trees, gen,
+                             chosen=select_commits(commits, prefer), bound=WALK_BOUND)
     out = {"traversal": sum(len(b.serialize()) for b in layout.kept.values())}
-    maps = {"pack": {o: i for i, o in enumerate(sorted(objects, key=objects.__getitem__))},
-            "oid": {o: i for i, o in enumerate(sorted(objects))}}
+    in_pack = np.empty(len(objects), dtype=np.int64)
+    in_pack[np.lexsort((got.offsets, got.rows))] = np.arange(len(objects))
+    maps = {"pack": in_pack, "oid": np.arange(len(objects))}
     for name, m in maps.items():
-        tr = np.array([m[o] for o in layout.positions], dtype=np.uint32)
+        tr = m[np.array(layout.positions, dtype=np.int64)].astype(np.uint32)
         total = 0
         for b in layout.kept.values():
             x = BitMap(np.sort(tr[np.frombuffer(b.to_array(), dtype=np.uint32)]))
@@ -148,7 +199,8 @@ def orders(repo: str) -> dict[str, int]:
         x.run_optimize()
         xor += min(len(x.serialize()), len(b.serialize()))
     out["xor"] = xor
-    every = reach_layout(commits, trees, objects, gen, chosen=set(commits), bound=WALK_BOUND)
+    every = layout_ordinals(len(objects), commits, got.trees, gen, chosen=set(commits),
+                            bound=WALK_BOUND)
     out["every"] = sum(len(b.serialize()) for b in every.kept.values())
     out["stored"] = len(layout.kept)
     out["irregular"] = layout.irregular
@@ -170,6 +222,7 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
     out = os.path.join(work, f"{safe}.znippy")
     tar = os.path.join(work, f"{safe}.tar.zst")
     ours, peer, ours_cpu, peer_cpu = [], [], [], []
+    loads = [load()]
     for _round in range(3):
         if os.path.exists(out):
             os.unlink(out)
@@ -180,6 +233,8 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
                               f"{os.path.basename(repo)} | zstd -3 -T2 -q -f -o {tar}")
         peer.append(wall)
         peer_cpu.append(cpu)
+        loads.append(load())
+    stages = import_stages(repo)
     size = os.path.getsize(out)
     with open_archive(out) as a:
         section = {r.key.module_name: r.index_len for r in a.manifest_rows
@@ -204,6 +259,7 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
     worst = sorted(range(len(commit_refs)), key=lambda i: -reach_t[i] - log_t[i])[:5]
     picked += [commit_refs[i] for i in worst]
     sql_reach, sql_log, git_reach, git_log = [], [], [], []
+    loads.append(load())
     for ref, c in picked:
         hexid = c.hex()
         got = {o for (o,) in con.execute("SELECT lower(hex(oid)) FROM git_reachable('m', ?)",
@@ -221,6 +277,7 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
         git_reach.append(timed(lambda: git(repo, "rev-list", "--objects",
                                            "--missing=allow-any", hexid)))
         git_log.append(timed(lambda: git(repo, "log", "--format=%H", hexid)))
+    loads.append(load())
     o = orders(repo)
 
     def dist(xs: list[float]) -> str:
@@ -254,6 +311,9 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
         f"{mib(os.path.getsize(tar))} | |",
         f"| import / tar+zstd | {a / b:.1f}× wall, "
         f"{statistics.median(ours_cpu) / statistics.median(peer_cpu):.1f}× CPU | ≤ 3× |",
+        "| the import's steps in process (CPU, best of 3) | "
+        + ", ".join(f"{k} {v * 1e3:,.0f} ms" for k, v in stages.items())
+        + f"; sum {sum(stages.values()) * 1e3:,.0f} ms | |",
         f"| `reachable` in process, all {len(commit_refs):,} refs (median / p99 / max) | "
         f"{dist(reach_t)} | |",
         f"| `log` in process, all refs | {dist(log_t)} | |",
@@ -266,4 +326,6 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
         f"those {len(picked)} refs (checked, not timed). Stored bitmaps' bytes by position "
         f"order: traversal {o['traversal']:,} B, the packs' own order {o['pack']:,} B, oid "
         f"order {o['oid']:,} B; as XOR with the nearest stored first-parent ancestor "
-        f"{o['xor']:,} B; a bitmap for every commit (traversal order) {o['every']:,} B.", ""]
+        f"{o['xor']:,} B; a bitmap for every commit (traversal order) {o['every']:,} B. "
+        f"Load (1-minute average) before the import rounds, after each, before the SQL "
+        f"refs and at the end: {', '.join(loads)}.", ""]

@@ -60,22 +60,8 @@ def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len:
         bad = next(r[0] for r in rows if len(r[0]) != oid_len)
         raise ValueError(f"object id {bad.hex()} is not {oid_len} bytes")
     ids = np.frombuffer(joined, dtype=np.uint8).reshape(n, oid_len)
-    # lexicographic order of the ids: sort by big-endian words, last word first
-    words = [ids[:, k:k + 8].copy().view(">u8")[:, 0] if k + 8 <= oid_len
-             else ids[:, k:].copy().view(">u4")[:, 0] for k in range(0, oid_len, 8)]
-    sort = np.lexsort(tuple(reversed(words))) if n else np.zeros(0, dtype=np.int64)
-    ids = ids[sort]
-    if n > 1:
-        same = (ids[1:] == ids[:-1]).all(axis=1)
-        if bool(same.any()):
-            raise ValueError(f"object id {ids[int(same.argmax())].tobytes().hex()} given twice")
-    kinds = np.array([r[3] for r in rows], dtype=np.int64)[sort]
-    if n and not bool(np.isin(kinds, list(TYPE_NAMES)).all()):
-        bad_at = int(np.argmin(np.isin(kinds, list(TYPE_NAMES))))
-        raise ValueError(f"object {ids[bad_at].tobytes().hex()}: unknown git object type "
-                         f"{int(kinds[bad_at])}")
-    fanout = np.bincount(ids[:, 0], minlength=256) if n else np.zeros(256, dtype=np.int64)
-    order = b""
+    sort = id_order(ids)
+    order = None
     if positions is not None:
         rank = np.empty(n, dtype=np.int64)
         rank[sort] = np.arange(n)
@@ -84,16 +70,59 @@ def encode_oid_index(objects: Iterable[tuple[bytes, int, int, int]], *, oid_len:
             at = np.array([index_of[o] for o in positions], dtype=np.int64)
         except KeyError:
             raise ValueError("positions must list every object id once") from None
-        if len(at) != n or (n and not bool((np.bincount(at, minlength=n) == 1).all())):
+        order = rank[at]
+    return encode_sorted(ids[sort], np.array([r[1] for r in rows], dtype=np.int64)[sort],
+                         np.array([r[2] for r in rows], dtype=np.int64)[sort],
+                         np.array([r[3] for r in rows], dtype=np.int64)[sort], order=order)
+
+
+def id_order(ids: np.ndarray) -> np.ndarray:
+    """The permutation that sorts ``uint8[n, oid_len]`` ids bytewise (stable)."""
+    n, oid_len = ids.shape
+    # lexicographic order of the ids: sort by big-endian words, last word first
+    words = [ids[:, k:k + 8].copy().view(">u8")[:, 0] if k + 8 <= oid_len
+             else ids[:, k:].copy().view(">u4")[:, 0] for k in range(0, oid_len, 8)]
+    return np.lexsort(tuple(reversed(words))) if n else np.zeros(0, dtype=np.int64)
+
+
+def encode_sorted(ids: np.ndarray, pack_rows: np.ndarray, offsets: np.ndarray,
+                  kinds: np.ndarray, *, order: np.ndarray | None = None) -> bytes:
+    """The section bytes of objects already in oid order: ``ids`` ``uint8[n, oid_len]``,
+    then one value per object; ``order[p]`` = the ordinal at bitmap position p (version 2;
+    checked to be a permutation)."""
+    n, oid_len = ids.shape
+    if oid_len not in OID_LENS:
+        raise ValueError(f"oid_len must be 20 or 32, not {oid_len}")
+    if n > 1:
+        diff = ids[1:] != ids[:-1]
+        first = diff.argmax(axis=1)
+        rows = np.arange(n - 1)
+        same = ~diff.any(axis=1)
+        if bool(same.any()):
+            raise ValueError(f"object id {ids[int(same.argmax())].tobytes().hex()} given twice")
+        if bool((ids[rows, first] > ids[rows + 1, first]).any()):
+            raise ValueError("object ids are not in ascending order")
+    kinds = np.asarray(kinds, dtype=np.int64)
+    known = np.isin(kinds, list(TYPE_NAMES))
+    if n and not bool(known.all()):
+        bad_at = int(np.argmin(known))
+        raise ValueError(f"object {ids[bad_at].tobytes().hex()}: unknown git object type "
+                         f"{int(kinds[bad_at])}")
+    fanout = np.bincount(ids[:, 0], minlength=256) if n else np.zeros(256, dtype=np.int64)
+    packed = b""
+    if order is not None:
+        order = np.asarray(order, dtype=np.int64)
+        if len(order) != n or (n and (int(order.min()) < 0 or int(order.max()) >= n or not bool(
+                (np.bincount(order, minlength=n) == 1).all()))):
             raise ValueError("positions must list every object id once")
-        order = rank[at].astype("<u4").tobytes()
+        packed = order.astype("<u4").tobytes()
     parts = [
-        HEADER.pack(MAGIC, 1 if positions is None else 2, oid_len, n, 0),
+        HEADER.pack(MAGIC, 1 if order is None else 2, oid_len, n, 0),
         np.cumsum(fanout).astype("<u4").tobytes(),
-        np.array([r[2] for r in rows], dtype="<u8")[sort].tobytes(),
-        np.array([r[1] for r in rows], dtype="<u4")[sort].tobytes(),
-        order,
-        ids.tobytes(),
+        np.asarray(offsets).astype("<u8").tobytes(),
+        np.asarray(pack_rows).astype("<u4").tobytes(),
+        packed,
+        np.ascontiguousarray(ids).tobytes(),
         kinds.astype(np.uint8).tobytes(),
     ]
     return b"".join(parts)

@@ -23,9 +23,9 @@ from dulwich.errors import ApplyDeltaError
 from dulwich.pack import apply_delta
 
 from ..errors import PackError
-from .pack import (COMMIT, OFS_DELTA, REF_DELTA, TREE, TYPE_NAMES, ParsedPack, check_header,
-                   check_trailer, entry_header, object_id, ofs_distance, parse_commit,
-                   tree_links)
+from .bulk import pack_graph
+from .pack import (COMMIT, OFS_DELTA, REF_DELTA, TREE, ParsedPack, check_header,
+                   check_trailer, object_id)
 
 IDX_MAGIC = b"\xfftOc"
 
@@ -100,46 +100,87 @@ def read_idx(idx: bytes, pack: memoryview, *, name: str) -> tuple[list[bytes], l
 def entry_types(pack: memoryview, oids: list[bytes], offsets: list[int], *, name: str
                 ) -> tuple[list[int], list[int], list[int]]:
     """``(types, bases, data)``: each entry's real type (its header's, or a delta's base's,
-    bases in this pack), its delta base's entry (-1: none) and where its zlib data starts."""
+    bases in this pack), its delta base's entry (-1: none) and where its zlib data starts.
+    Read for all entries at once (numpy): the varints are at most 10 bytes, so each is a few
+    array steps; a header that runs past its entry is a :class:`PackError`."""
+    n = len(offsets)
     end = len(pack) - 20
-    at_offset = {o: i for i, o in enumerate(offsets)}
-    by_id = {o: i for i, o in enumerate(oids)}
-    base: list[int] = [-1] * len(offsets)
-    data = [0] * len(offsets)
-    types = [0] * len(offsets)
-    for i, at in enumerate(offsets):
-        try:
-            kind, _size, pos = entry_header(pack, at, end)
-            if kind == OFS_DELTA:
-                dist, pos = ofs_distance(pack, pos, end)
-                b = at_offset.get(at - dist)
-            elif kind == REF_DELTA:
-                b = by_id.get(bytes(pack[pos:pos + 20]))
-                pos += 20
-            elif kind in TYPE_NAMES:
-                types[i], data[i] = kind, pos
-                continue
-            else:
-                raise PackError(f"pack {name}: object at offset {at}: unknown type {kind}")
-        except IndexError:
-            raise PackError(f"pack {name}: object at offset {at}: entry header runs past the "
-                            "end") from None
-        if b is None:
-            raise PackError(f"pack {name}: object at offset {at}: its delta base is not in "
-                            "this pack")
-        base[i], data[i] = b, pos
-    for i in range(len(offsets)):
-        chain = []
-        j = i
-        while types[j] == 0:
-            chain.append(j)
-            j = base[j]
-            if len(chain) > len(offsets):
-                raise PackError(f"pack {name}: object at offset {offsets[i]}: its delta "
-                                "chain loops")
-        for k in chain:
-            types[k] = types[j]
-    return types, base, data
+    buf = np.frombuffer(pack, dtype=np.uint8)
+    at = np.asarray(offsets, dtype=np.int64)
+    limit = np.append(at[1:], end) if n else at          # each entry's end (tiled by the CRCs)
+
+    def byte(pos: np.ndarray, which: np.ndarray | slice = slice(None)) -> np.ndarray:
+        past = pos >= limit[which]
+        if bool(past.any()):
+            bad = int(at[which][int(np.argmax(past))])
+            raise PackError(f"pack {name}: object at offset {bad}: entry header runs past "
+                            "the end")
+        return buf[pos].astype(np.int64)
+
+    c = byte(at)
+    kind = (c >> 4) & 7
+    pos = at + 1
+    more = (c & 0x80) != 0
+    for _ in range(10):                                  # the size varint
+        if not bool(more.any()):
+            break
+        c = byte(np.where(more, pos, at))
+        pos = np.where(more, pos + 1, pos)
+        more &= (c & 0x80) != 0
+    if bool(more.any()):
+        bad = int(at[int(np.argmax(more))])
+        raise PackError(f"pack {name}: object at offset {bad}: entry header runs past the end")
+    unknown = (kind == 0) | (kind == 5)
+    if bool(unknown.any()):
+        i = int(np.argmax(unknown))
+        raise PackError(f"pack {name}: object at offset {offsets[i]}: unknown type "
+                        f"{int(kind[i])}")
+    base = np.full(n, -1, dtype=np.int64)
+    ofs = np.flatnonzero(kind == OFS_DELTA)
+    if len(ofs):                                         # git's offset encoding
+        p = pos[ofs]
+        c = byte(p, ofs)
+        dist = c & 0x7F
+        p = p + 1
+        more = (c & 0x80) != 0
+        for _ in range(9):
+            if not bool(more.any()):
+                break
+            c = byte(np.where(more, p, at[ofs]), ofs)
+            dist = np.where(more, ((dist + 1) << 7) | (c & 0x7F), dist)
+            p = np.where(more, p + 1, p)
+            more &= (c & 0x80) != 0
+        target = at[ofs] - dist
+        k = np.minimum(np.searchsorted(at, target), max(n - 1, 0))
+        found = (dist > 0) & (at[k] == target) & ~more
+        if not bool(found.all()):
+            i = int(ofs[int(np.argmin(found))])
+            raise PackError(f"pack {name}: object at offset {offsets[i]}: its delta base is "
+                            "not in this pack")
+        base[ofs] = k
+        pos[ofs] = p
+    ref = np.flatnonzero(kind == REF_DELTA)
+    if len(ref):
+        by_id = {o: i for i, o in enumerate(oids)}
+        for i in ref.tolist():
+            q = int(pos[i])
+            b = by_id.get(bytes(pack[q:q + 20])) if q + 20 <= int(limit[i]) else None
+            if b is None:
+                raise PackError(f"pack {name}: object at offset {offsets[i]}: its delta base "
+                                "is not in this pack")
+            base[i] = b
+        pos[ref] += 20
+    types = np.where(kind < OFS_DELTA, kind, 0)
+    todo = np.flatnonzero(types == 0)
+    while len(todo):                                     # a delta takes its base's type
+        got = types[base[todo]]
+        types[todo] = got
+        left = todo[got == 0]
+        if len(left) == len(todo):
+            raise PackError(f"pack {name}: object at offset {offsets[int(left[0])]}: its "
+                            "delta chain loops")
+        todo = left
+    return types.tolist(), base.tolist(), pos.tolist()
 
 
 def inflate_wanted(pack: memoryview, offsets: list[int], types: list[int], base: list[int],
@@ -161,10 +202,31 @@ def inflate_wanted(pack: memoryview, offsets: list[int], types: list[int], base:
             raise PackError(f"pack {name}: object at offset {offsets[i]}: bad zlib stream "
                             f"({exc})") from None
 
+    inflater = zlib.decompressobj
     for i, kind in enumerate(types):
-        if kind not in want or i in out:
+        if kind not in want:
             continue
-        chain = []
+        j = base[i]
+        if j < 0:                          # a whole object: the common case, kept short
+            d = inflater()
+            try:
+                content = d.decompress(pack[data[i]:bounds[i]])
+            except zlib.error:
+                content = b""              # raw() below names the problem
+            if d.eof and not d.unused_data:
+                out[i] = content
+                continue
+        elif j < i and j in out:           # a delta on a base already made (OFS: it is before)
+            try:
+                got = apply_delta(out[j], raw(i))
+            except (ApplyDeltaError, ValueError) as exc:
+                raise PackError(f"pack {name}: object at offset {offsets[i]}: delta does not "
+                                f"apply ({exc})") from None
+            out[i] = got[0] if len(got) == 1 else b"".join(got)
+            continue
+        if i in out:
+            continue
+        chain = []                         # (and a stream that does not end: raw() says so)
         j = i
         while j not in out and base[j] >= 0:
             chain.append(j)
@@ -187,18 +249,14 @@ def index_with_idx(pack: memoryview, idx: bytes, *, name: str) -> ParsedPack:
     oids, offsets = read_idx(idx, pack, name=name)
     types, base, data = entry_types(pack, oids, offsets, name=name)
     parsed = ParsedPack(name, oids, types, offsets)
+    commits: list[tuple[bytes, bytes]] = []
+    trees: list[tuple[bytes, bytes]] = []
     for i, content in inflate_wanted(pack, offsets, types, base, data,
                                      frozenset((COMMIT, TREE)), name=name).items():
         oid, kind = oids[i], types[i]
         if object_id(kind, content) != oid:
             raise IdxMismatch(f"pack {name}: object at offset {offsets[i]} does not hash "
                               f"to its .idx id {oid.hex()}")
-        try:
-            if kind == COMMIT:
-                parsed.commits[oid] = parse_commit(content)
-            else:
-                parsed.trees[oid] = tree_links(content)
-        except (ValueError, IndexError) as exc:
-            raise PackError(f"pack {name}: {TYPE_NAMES[kind].decode()} {oid.hex()} is "
-                            f"malformed: {exc}") from None
+        (commits if kind == COMMIT else trees).append((oid, content))
+    parsed.graph = pack_graph(commits, trees, name=name)
     return parsed

@@ -16,20 +16,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from .roaring import BitMap
 
 from ..errors import FormatError
 
-Commit = tuple[bytes, tuple[bytes, ...], int]          # tree, parents, committer time
-Tree = tuple[list[bytes], list[bytes]]                 # subtree oids, blob oids
+#: an object's key: its id, or (git/sections.py) its ordinal, an absent id a negative code
+K = TypeVar("K", bytes, int)
+Commit = tuple[K, tuple[K, ...], int]          # tree, parents, committer time
+Tree = tuple[list[K], list[K]]                 # subtree keys, blob keys
 
 
-def post_order(commits: Mapping[bytes, Commit], roots: Iterable[bytes]) -> list[bytes]:
+def post_order(commits: Mapping[K, Commit[K]], roots: Iterable[K]) -> list[K]:
     """Depth-first post-order from ``roots``, first parent first (iterative): every commit
     after all its parents. A commit no root reaches (only in a cycle) is left out."""
-    seen: set[bytes] = set()
-    out: list[bytes] = []
+    seen: set[K] = set()
+    out: list[K] = []
     for root in roots:
         if root in seen:
             continue
@@ -50,13 +53,13 @@ def post_order(commits: Mapping[bytes, Commit], roots: Iterable[bytes]) -> list[
     return out
 
 
-def tips(commits: Mapping[bytes, Commit]) -> list[bytes]:
+def tips(commits: Mapping[K, Commit[K]]) -> list[K]:
     """Commits no other commit names as a parent, in oid order."""
     has_child = {p for c in commits.values() for p in c[1]}
     return sorted(c for c in commits if c not in has_child)
 
 
-def topo_order(commits: Mapping[bytes, Commit]) -> list[bytes]:
+def topo_order(commits: Mapping[K, Commit[K]]) -> list[K]:
     """Every commit after all its parents (deterministic: post-order from the tips)."""
     order = post_order(commits, tips(commits))
     if len(order) != len(commits):
@@ -64,11 +67,11 @@ def topo_order(commits: Mapping[bytes, Commit]) -> list[bytes]:
     return order
 
 
-def generations(commits: Mapping[bytes, Commit], order: Iterable[bytes]
-                ) -> tuple[dict[bytes, int], dict[bytes, int]]:
+def generations(commits: Mapping[K, Commit[K]], order: Iterable[K]
+                ) -> tuple[dict[K, int], dict[K, int]]:
     """``(generation, corrected_date)`` of every commit, given a topological order."""
-    gen: dict[bytes, int] = {}
-    corrected: dict[bytes, int] = {}
+    gen: dict[K, int] = {}
+    corrected: dict[K, int] = {}
     for oid in order:
         _tree, parents, when = commits[oid]
         present = [p for p in parents if p in gen]
@@ -77,7 +80,7 @@ def generations(commits: Mapping[bytes, Commit], order: Iterable[bytes]
     return gen, corrected
 
 
-def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree],
+def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree[bytes]],
                  ordinal: Callable[[bytes], int | None]) -> None:
     """Add ``root`` and every tree and blob under it to ``into``, skipping trees already in
     it (their closures are there too)."""
@@ -99,50 +102,71 @@ def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree],
 # -- positions: a traversal order in which reachable sets are runs ------------------------------
 
 @dataclass
-class Layout:
+class Layout(Generic[K]):
     """Bitmap positions and the stored bitmaps (docs/git-sections.md, "Positions")."""
 
-    positions: list[bytes]                 #: every object once, in position order
-    blocks: dict[bytes, tuple[int, int]]   #: commit → (its position, its block's length)
-    kept: dict[bytes, BitMap]              #: stored commits → reachable positions (runs)
+    positions: list[K]                     #: every object once, in position order
+    blocks: dict[K, tuple[int, int]]       #: commit → (its position, its block's length)
+    kept: dict[K, BitMap]                  #: stored commits → reachable positions (runs)
     irregular: int                         #: commits stored because their block is not enough
     absent: int                            #: ids commits and trees name, absent from the archive
 
 
-def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
+def reach_layout(commits: Mapping[bytes, Commit[bytes]], trees: Mapping[bytes, Tree[bytes]],
                  objects: Collection[bytes], gen: Mapping[bytes, int], *,
-                 chosen: Collection[bytes], bound: int) -> Layout:
+                 chosen: Collection[bytes], bound: int) -> Layout[bytes]:
+    """:func:`layout_ordinals` keyed by object id: objects get their oid-order ordinals, an
+    id not in ``objects`` an absent code, and the layout is given back in ids."""
+    ids = sorted(objects)
+    ordinal = {o: i for i, o in enumerate(ids)}
+    absent: dict[bytes, int] = {}
+
+    def key(oid: bytes) -> int:
+        hit = ordinal.get(oid)
+        return hit if hit is not None else -2 - absent.setdefault(oid, len(absent))
+
+    got = layout_ordinals(
+        len(ids),
+        {key(c): (key(t), tuple(key(p) for p in ps), when)
+         for c, (t, ps, when) in commits.items()},
+        {key(t): ([key(x) for x in subs], [key(x) for x in blobs])
+         for t, (subs, blobs) in trees.items()},
+        {key(c): g for c, g in gen.items()}, chosen={key(c) for c in chosen}, bound=bound)
+    return Layout([ids[o] for o in got.positions], {ids[c]: v for c, v in got.blocks.items()},
+                  {ids[c]: v for c, v in got.kept.items()}, got.irregular, got.absent)
+
+
+def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
+                    trees: Mapping[int, Tree[int]], gen: Mapping[int, int], *,
+                    chosen: Collection[int], bound: int) -> Layout[int]:
     """Place every object and keep the bitmaps of the commits to store.
 
-    Commits are placed in depth-first post-order from the tips (largest generation first,
-    first parent first), each followed by the trees and blobs its tree reaches that are not
-    placed yet: its *block*. A commit's set is then its parents' sets plus its block — runs —
-    unless its tree reaches an object placed by a commit that is not its ancestor; such a
-    commit is *irregular* and always stored. A commit is stored when ``chosen`` names it, when
-    it is irregular, or when completing it could walk more than ``bound`` unstored commits
-    (counted as 1 + the sum over its parents, an upper bound). So a walk that completes an
-    unstored commit visits at most ``bound`` commits and reads no tree.
+    Objects are ordinals ``0 .. count-1``; a negative key is an id the archive does not hold
+    (counted in ``absent``, never placed). Commits are placed in depth-first post-order from
+    the tips (largest generation first, first parent first), each followed by the trees and
+    blobs its tree reaches that are not placed yet: its *block*. A commit's set is then its
+    parents' sets plus its block — runs — unless its tree reaches an object placed by a commit
+    that is not its ancestor; such a commit is *irregular* and always stored. A commit is
+    stored when ``chosen`` names it, when it is irregular, or when completing it could walk
+    more than ``bound`` unstored commits (counted as 1 + the sum over its parents, an upper
+    bound). So a walk that completes an unstored commit visits at most ``bound`` commits and
+    reads no tree.
     """
-    where: dict[bytes, int] = {}
-    positions: list[bytes] = []
-    blocks: dict[bytes, tuple[int, int]] = {}
-    kept: dict[bytes, BitMap] = {}
-    pending: dict[bytes, int] = {}
+    where = [-1] * count                 # ordinal → position; -1: not placed yet
+    positions: list[int] = []
+    place = positions.append
+    blocks: dict[int, tuple[int, int]] = {}
+    kept: dict[int, BitMap] = {}
+    pending: dict[int, int] = {}
     for c in commits.values():
         for p in set(c[1]):
             if p in commits:
                 pending[p] = pending.get(p, 0) + 1
-    sets: dict[bytes, BitMap] = {}
-    est: dict[bytes, int] = {}
+    sets: dict[int, BitMap] = {}
+    est: dict[int, int] = {}
     irregular = 0
-    absent: set[bytes] = set()
-
-    def place(oid: bytes) -> None:
-        where[oid] = len(positions)
-        positions.append(oid)
-
-    def emit(oid: bytes) -> None:
-        nonlocal irregular
+    absent: set[int] = set()
+    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
         tree, parents, _when = commits[oid]
         present = [p for p in dict.fromkeys(parents) if p in commits]
         if len(present) < len(parents):
@@ -150,16 +174,18 @@ def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
         s = (BitMap() if not present else sets[present[0]].copy() if len(present) == 1
              else BitMap.union(*(sets[p] for p in present)))
         start = len(positions)
+        where[oid] = start
         place(oid)
         odd = False
         todo = [tree]
         while todo:
             t = todo.pop()
-            at = where.get(t)
-            if at is None:
-                if t not in objects:
-                    absent.add(t)               # a partial clone's: not listed
-                    continue
+            if t < 0:
+                absent.add(t)                   # a partial clone's: not listed
+                continue
+            at = where[t]
+            if at < 0:
+                where[t] = len(positions)
                 place(t)
             elif at >= start or at in s:
                 continue                        # its closure is in the set already
@@ -171,12 +197,13 @@ def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
                 continue
             subtrees, blobs = entry
             for b in blobs:
-                at = where.get(b)
-                if at is None:
-                    if b in objects:
-                        place(b)
-                    else:
-                        absent.add(b)
+                if b < 0:
+                    absent.add(b)
+                    continue
+                at = where[b]
+                if at < 0:
+                    where[b] = len(positions)
+                    place(b)
                 elif at < start and at not in s:
                     odd = True
                     s.add(at)
@@ -197,13 +224,9 @@ def reach_layout(commits: Mapping[bytes, Commit], trees: Mapping[bytes, Tree],
                 del sets[p]
         if pending.get(oid, 0) == 0:
             del sets[oid]
-
-    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
-        emit(oid)
     if len(blocks) != len(commits):
         raise FormatError("the commits' parent links form a cycle")
-    rest = sorted(o for o in objects if o not in where)   # tags, unreachable objects
-    positions.extend(rest)
+    positions.extend(o for o in range(count) if where[o] < 0)   # tags, unreachable objects
     return Layout(positions, blocks, kept, irregular, len(absent))
 
 
@@ -221,8 +244,7 @@ def next_commit_index(idx: int) -> int:
     return max(min(idx - MIN_REGION, MAX_COMMITS), MIN_COMMITS)
 
 
-def select_commits(commits: Mapping[bytes, Commit], prefer: Collection[bytes] = ()
-                   ) -> set[bytes]:
+def select_commits(commits: Mapping[K, Commit[K]], prefer: Collection[K] = ()) -> set[K]:
     """git's ``bitmap_writer_select_commits``: commits newest (committer time) first; each of
     the 100 newest, then one in every window of up to 100 (up to 20,000), then windows
     growing to 5,000. In a window the first commit a ref names wins, else the last merge,
@@ -231,7 +253,7 @@ def select_commits(commits: Mapping[bytes, Commit], prefer: Collection[bytes] = 
     n = len(ordered)
     if n < MUST_REGION:
         return set(ordered)
-    chosen: set[bytes] = set()
+    chosen: set[K] = set()
     i = 0
     while True:
         step = next_commit_index(i)

@@ -30,7 +30,7 @@ from .fastindex import IdxMismatch, index_with_idx
 from .pack import ParsedPack, index_pack
 from .refs import repo_refs
 from .seal import PackSet, seal_packs
-from .sections import WALK_BOUND
+from .sections import WALK_BOUND, no_gc
 
 Mode = Literal["packs", "one-pack"]
 
@@ -79,7 +79,7 @@ def _pack_files(objects: str) -> list[str]:
 
 
 def _loose_ids(objects: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for d in sorted(os.listdir(objects)):
         if len(d) == 2 and all(c in "0123456789abcdef" for c in d):
             out.extend(d + n for n in sorted(os.listdir(os.path.join(objects, d)))
@@ -103,6 +103,12 @@ def _refs(repo: str) -> pa.Table:
 def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *,
                       mode: Mode = "packs", walk_bound: int = WALK_BOUND) -> ImportReport:
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
+    with no_gc():
+        return _import(repo_dir, out, mode=mode, walk_bound=walk_bound)
+
+
+def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
+            walk_bound: int) -> ImportReport:
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
     out = _local_output(out)

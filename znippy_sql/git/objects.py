@@ -153,8 +153,7 @@ class GitObjects:
         if "position" not in t.column_names or "block" not in t.column_names:
             raise FormatError(f"{GIT_GRAPH}: no position/block columns, but {GIT_OID} has "
                               "positions", path=self.archive.path)
-        at = t.column("position").to_numpy().astype(np.int64)
-        size = t.column("block").to_numpy().astype(np.int64)
+        at, size = _int64s(t.column("position")), _int64s(t.column("block"))
         if len(at) and int((at + size).max()) > self.index.count:
             raise FormatError(f"{GIT_GRAPH}: a commit's block ends past the "
                               f"{self.index.count} objects", path=self.archive.path)
@@ -202,11 +201,14 @@ class GitObjects:
         """The graph by row: (table, oid → row, each row's parent rows, committer times)."""
         t = self.archive.section(GIT_GRAPH)
         assert not isinstance(t, memoryview)
-        ids = t.column("oid").to_pylist()
-        row = {o: i for i, o in enumerate(ids)}
-        parents = [tuple(row[p] for p in ps if p in row)
-                   for ps in t.column("parents").to_pylist()]
-        return t, row, parents, t.column("commit_time").to_pylist()
+        oids = t.column("oid").combine_chunks()
+        row = {o: i for i, o in enumerate(_ids(oids))}
+        lists = t.column("parents").combine_chunks()
+        hits = [row.get(p, -1) for p in _ids(lists.values)]
+        bounds = _int64s(lists.offsets).tolist()
+        parents = [tuple(hits[a:b]) for a, b in zip(bounds, bounds[1:])]
+        parents = [ps if -1 not in ps else tuple(p for p in ps if p >= 0) for ps in parents]
+        return t, row, parents, _int64s(t.column("commit_time")).tolist()
 
     @cached_property
     def _log_keys(self) -> tuple[list[int], int]:
@@ -217,28 +219,44 @@ class GitObjects:
         top = max(times, default=0) + 1
         return [(top - t) << (2 * bits) for t in times], bits
 
+    def _row(self, oid: bytes) -> int:
+        """The graph row of a commit (an error naming it if it is not one)."""
+        hit = self._dag[1].get(oid)
+        if hit is None:
+            self._commit(oid)             # raises, naming it
+        return self._dag[1][oid]
+
     def log_rows(self, oid: bytes) -> list[int]:
         """:meth:`log` as rows of ``__gunnar_graph__``."""
-        self._commit(oid)
+        self._row(oid)
         row, parents = self._dag[1], self._dag[2]
         keys, bits = self._log_keys
         mask = (1 << bits) - 1
         start = row[oid]
         seen = bytearray(len(parents))
         seen[start] = 1
-        heap = [keys[start] | start]
+        heap: list[int] = []
+        key = keys[start] | start
         count = 1
         out = []
-        pop, push = heapq.heappop, heapq.heappush
-        while heap:
-            cur = pop(heap) & mask
+        pop, push, pushpop = heapq.heappop, heapq.heappush, heapq.heappushpop
+        while True:
+            cur = key & mask
             out.append(cur)
+            last = -1
             for p in parents[cur]:
                 if not seen[p]:
                     seen[p] = 1
-                    push(heap, keys[p] | (count << bits) | p)
+                    if last >= 0:
+                        push(heap, last)
+                    last = keys[p] | (count << bits) | p
                     count += 1
-        return out
+            if last >= 0:      # push it and pop the least: no heap work when it is the least
+                key = pushpop(heap, last)
+            elif heap:
+                key = pop(heap)
+            else:
+                return out
 
     def log(self, oid: bytes) -> list[bytes]:
         """Commits reachable from ``oid`` in ``git log``'s order: newest committer time
@@ -257,7 +275,7 @@ class GitObjects:
 
     def reachable_array(self, oid: bytes) -> np.ndarray:
         """:meth:`reachable` as a sorted ``uint32`` array of ordinals."""
-        self._commit(oid)
+        self._row(oid)
         order = self.index.order
         if order is None:
             return np.frombuffer(self._reachable_v1(oid).to_array(), dtype=np.uint32)
@@ -322,6 +340,22 @@ class GitObjects:
                 result.add(own)
             tree_closure(result, self._graph[cur][0], trees, self.index.find)
         return result
+
+
+def _int64s(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An integer column without nulls as ``int64`` (from its buffer: pyarrow's ``to_numpy``
+    imports pandas, a second of CPU, the first time)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    width = arr.type.bit_width // 8
+    kind = "i" if pa.types.is_signed_integer(arr.type) else "u"
+    raw = np.frombuffer(arr.buffers()[1], dtype=f"<{kind}{width}", count=len(arr) + arr.offset)
+    return raw[arr.offset:].astype(np.int64)
+
+
+def _ids(arr: pa.Array) -> list[bytes]:
+    """A FixedSizeBinary(20) array without nulls as a list of ids."""
+    raw = arr.buffers()[1].to_pybytes()[20 * arr.offset:20 * (arr.offset + len(arr))]
+    return [raw[i:i + 20] for i in range(0, len(raw), 20)]
 
 
 class _TreeReader:

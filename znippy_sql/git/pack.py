@@ -30,6 +30,8 @@ from dulwich.errors import ApplyDeltaError
 from dulwich.pack import apply_delta
 
 from ..errors import PackError
+from .bulk import PackGraph, pack_graph
+from .bulk import tree_links as tree_links  # re-exported: readers parse one tree with it
 
 COMMIT, TREE, BLOB, TAG, OFS_DELTA, REF_DELTA = 1, 2, 3, 4, 6, 7
 TYPE_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
@@ -57,10 +59,9 @@ class ParsedPack:
     types: list[int] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
     external_bases: int = 0  # REF deltas resolved against objects of earlier packs
-    #: commit oid -> (tree, parents, committer time), filled by :func:`index_pack`
-    commits: dict[bytes, tuple[bytes, tuple[bytes, ...], int]] = field(default_factory=dict)
-    #: tree oid -> (subtree oids, blob oids) (gitlinks left out, as ``rev-list`` does)
-    trees: dict[bytes, tuple[list[bytes], list[bytes]]] = field(default_factory=dict)
+    #: its commits (tree, parents, committer time) and trees (subtrees, blobs; gitlinks left
+    #: out, as ``rev-list`` does), as arrays: filled by :func:`index_pack`
+    graph: PackGraph = field(default_factory=PackGraph.empty)
 
 
 def entry_header(data: memoryview, pos: int, end: int) -> tuple[int, int, int]:
@@ -342,37 +343,18 @@ def tree_entries(content: bytes) -> list[tuple[int, bytes, bytes]]:
     return out
 
 
-_ENTRY = re.compile(rb"([0-7]+) [^\x00]*\x00(.{20})", re.S)
-
-
-def tree_links(content: bytes) -> tuple[list[bytes], list[bytes]]:
-    """``(subtree oids, blob oids)`` of a tree object's bytes; gitlinks (mode 160000, a
-    commit of another repository) left out, as ``git rev-list --objects`` leaves them."""
-    subtrees, blobs = [], []
-    for mode, oid in _ENTRY.findall(content):
-        if mode == b"40000":
-            subtrees.append(oid)
-        elif mode != b"160000":
-            blobs.append(oid)
-    return subtrees, blobs
-
-
 def index_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | None = None
                ) -> ParsedPack:
     """:func:`parse_pack`, keeping each commit's links and each tree's children."""
-    commits: dict[bytes, tuple[bytes, tuple[bytes, ...], int]] = {}
-    trees: dict[bytes, tuple[list[bytes], list[bytes]]] = {}
+    commits: list[tuple[bytes, bytes]] = []
+    trees: list[tuple[bytes, bytes]] = []
 
     def visit(oid: bytes, kind: int, content: bytes) -> None:
-        try:
-            if kind == COMMIT:
-                commits[oid] = parse_commit(content)
-            elif kind == TREE:
-                trees[oid] = tree_links(content)
-        except (ValueError, IndexError) as exc:
-            raise PackError(f"pack {name}: {TYPE_NAMES[kind].decode()} {oid.hex()} is "
-                            f"malformed: {exc}") from None
+        if kind == COMMIT:
+            commits.append((oid, content))
+        elif kind == TREE:
+            trees.append((oid, content))
 
     pack = parse_pack(data, name=name, external=external, visit=visit)
-    pack.commits, pack.trees = commits, trees
+    pack.graph = pack_graph(commits, trees, name=name)
     return pack

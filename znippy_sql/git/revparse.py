@@ -22,6 +22,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
+import numpy as np
+
 from .roaring import BitMap
 
 from ..errors import NotFoundError, ZnippyError
@@ -202,6 +204,21 @@ class Names:
                     count += 1
         return out
 
+    def log_rows_of(self, oid: bytes, name: str | None = None) -> np.ndarray:
+        """:meth:`log_of` as rows of ``__gunnar_graph__`` (``int64``): no id made per row."""
+        commit = self.commit_of(oid, name)
+        if not self.grafts_matter():
+            return np.array(self.objects.log_rows(commit), dtype=np.int64)
+        row = self.objects._dag[1]
+        return np.array([row[c] for c in self.log_of(commit, name)], dtype=np.int64)
+
+    def reachable_array_of(self, oid: bytes) -> np.ndarray:
+        """:meth:`reachable_of` as a sorted ``uint32`` array of ordinals."""
+        tags, _target, kind = peel(self.objects, oid)
+        if kind == "commit" and not tags and not self.grafts_matter():
+            return self.objects.reachable_array(oid)
+        return np.array(self.reachable_of(oid).to_array(), dtype=np.uint32)
+
     def reachable(self, name: str) -> BitMap:
         """Ordinals of what ``git rev-list --objects <name>`` lists."""
         return self.reachable_of(self.resolve(name))
@@ -223,6 +240,8 @@ class Names:
     def grafts_matter(self) -> bool:
         """True when a shallow boundary commit has a parent in the archive: git cuts that
         edge, the stored graph and bitmaps do not, so log and reach must walk."""
+        if not self.refs.shallow:
+            return False                 # (without reading the whole graph into a dict)
         graph = self.objects._graph
         return any(p in graph for c in self.refs.shallow if c in graph for p in graph[c][1])
 

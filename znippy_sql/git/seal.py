@@ -184,10 +184,10 @@ def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
                     row_of = {p: r for r, p in enumerate(lookup.column("relative_path")
                                                          .to_pylist())}
                     packs = _parse_live(view, live, parsed)
-                    counts[0] = len({o for _, p in packs for o in p.oids})
-                    counts[1] = len({c for _, p in packs for c in p.commits})
-                    return git_sections([(row_of[pack_path(i)], p) for i, p in packs],
+                    made = git_sections([(row_of[pack_path(i)], p) for i, p in packs],
                                         walk_bound=every, prefer=prefer)
+                    counts[0], counts[1] = made.objects, made.commits
+                    return made.sections
                 builders.append(build)
             groups = {GroupKey(0, "", ""): rows} if live else {}
             info = write_tail(fh, blob_bytes, groups, sections=reserved,

@@ -156,7 +156,7 @@ class SafeWriter(_BlobFile):
         with self._jlock:
             self._jbuf += encode_row(offset, size)            # 3. the row that claims them
             if not self.faults.skip_journal_flush:
-                write_all(self._jfd, self._jbuf)              # 4. userspace -> kernel
+                write_all(self._jfd, bytes(self._jbuf))       # 4. userspace -> kernel
                 self._jbuf.clear()
             os.fsync(self._jfd)                               # 5. kernel -> disk
         return offset, size

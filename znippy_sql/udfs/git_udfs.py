@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from znippy_sql.git.objects import GitObjects
@@ -63,28 +64,47 @@ def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | No
 
 
 def log_udf(archives: Any, oids: Any) -> pa.Array:
-    """``znippy_git_log(archive, commit) -> STRUCT(seq, oid)[]`` in ``git log`` order."""
-    out: list[list[dict[str, Any]] | None] = []
+    """``znippy_git_log(archive, commit) -> STRUCT(seq, oid)[]`` in ``git log`` order; built
+    as Arrow arrays (the graph's ids taken by row), not a Python object per commit."""
+    sizes: list[int] = []
+    ids: list[pa.Array] = []
+    nulls: list[bool] = []
     for row in _rows(archives, oids):
-        if row is None:
-            out.append(None)
-            continue
-        objects, oid = row
-        ids = [] if oid is None else _names(objects).log_of(oid)
-        out.append([{"seq": i, "oid": c} for i, c in enumerate(ids)])
-    return pa.array(out, pa.list_(pa.struct([("seq", pa.uint32()), ("oid", pa.binary())])))
+        rows = np.zeros(0, dtype=np.int64)
+        if row is not None and row[1] is not None:
+            objects = row[0]
+            rows = _names(objects).log_rows_of(row[1])
+            ids.append(objects._dag[0].column("oid").take(pa.array(rows)).combine_chunks()
+                       .cast(pa.binary()))
+        nulls.append(row is None)
+        sizes.append(len(rows))
+    seq = np.concatenate([np.arange(n, dtype=np.uint32) for n in sizes] or
+                         [np.zeros(0, dtype=np.uint32)])
+    values = pa.StructArray.from_arrays(
+        [pa.array(seq), pa.concat_arrays(ids) if ids else pa.array([], pa.binary())],
+        fields=[pa.field("seq", pa.uint32()), pa.field("oid", pa.binary())])
+    return pa.ListArray.from_arrays(_offsets(sizes), values, mask=pa.array(nulls, pa.bool_()))
 
 
 def reachable_udf(archives: Any, oids: Any) -> pa.Array:
     """``znippy_git_reachable(archive, commit) -> UINTEGER[]``: object ordinals."""
-    out: list[list[int] | None] = []
+    parts: list[np.ndarray] = []
+    nulls: list[bool] = []
     for row in _rows(archives, oids):
-        if row is None:
-            out.append(None)
-            continue
-        objects, oid = row
-        out.append([] if oid is None else list(_names(objects).reachable_of(oid)))
-    return pa.array(out, pa.list_(pa.uint32()))
+        got = np.zeros(0, dtype=np.uint32)
+        if row is not None and row[1] is not None:
+            got = _names(row[0]).reachable_array_of(row[1]).astype(np.uint32)
+        nulls.append(row is None)
+        parts.append(got)
+    values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
+    return pa.ListArray.from_arrays(_offsets([len(p) for p in parts]), pa.array(values),
+                                    mask=pa.array(nulls, pa.bool_()))
+
+
+def _offsets(sizes: list[int]) -> pa.Array:
+    out = np.zeros(len(sizes) + 1, dtype=np.int32)
+    np.cumsum(sizes, out=out[1:])
+    return pa.array(out)
 
 
 def shallow_udf(archives: Any) -> pa.Array:
