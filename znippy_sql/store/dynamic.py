@@ -28,10 +28,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..format import codec
 from ..errors import LockError, StoreError
 from ..write.dedup import DedupIndex
-from ..write.ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from ..write.ingest import Ingest, WriteOptions
+from ..write.options import resolve
 from ..format.schema import GroupKey, resolve_pkg_type
 from ..write.feed import Feed
 from ..write.source import Entry
@@ -40,6 +40,8 @@ from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
 from .iceberg import (NS_BLOCK, NS_LEVEL, GroupTable, create_transaction, group_tables,
                       open_catalog, read_rows, table_name)
 
+#: the options a store fixes when it is created (an add with other values is refused)
+STORE_FIXED = ("level", "block_size", "pack", "index_compression")
 _STATE_COLUMNS = ("relative_path", "blob_offset", "blob_size", ORDINAL)
 _CHUNK_SCHEMA = pa.schema([pa.field("relative_path", pa.utf8(), nullable=False),
                            pa.field("chunk_seq", pa.uint32(), nullable=False),
@@ -88,8 +90,8 @@ class Store:
 
     def __init__(self, sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                  namespace: str, catalog: Mapping[str, Any] | None = None, *,
-                 level: int | None = None, block_size: int | None = None,
-                 writable: bool = True) -> None:
+                 options: WriteOptions | None = None, level: int | None = None,
+                 block_size: int | None = None, writable: bool = True) -> None:
         self.sidecar = os.fspath(sidecar)
         self.warehouse = os.fspath(warehouse)
         self.namespace = namespace
@@ -100,6 +102,9 @@ class Store:
         self._fd: int | None = None
         #: the dedup index of the committed rows (built at the first add; None: rebuild)
         self._index: DedupIndex | None = None
+        if options is not None:  # its level and block size are the store's (fixed at creation)
+            given, _ = resolve(options, what="open_store", level=level, block_size=block_size)
+            level, block_size = given.level, given.block_size
         self.options = self._options(level, block_size)
         if writable:
             fd = os.open(self.sidecar, os.O_RDWR | os.O_CREAT, 0o644)
@@ -127,7 +132,7 @@ class Store:
         props = self.catalog.load_namespace_properties(ns)
         recorded = {NS_LEVEL: props.get(NS_LEVEL), NS_BLOCK: props.get(NS_BLOCK)}
         given = {NS_LEVEL: level, NS_BLOCK: block_size}
-        defaults = {NS_LEVEL: codec.DEFAULT_LEVEL, NS_BLOCK: DEFAULT_BLOCK_SIZE}
+        defaults = {NS_LEVEL: WriteOptions().level, NS_BLOCK: WriteOptions().block_size}
         values: dict[str, int] = {}
         for name in (NS_LEVEL, NS_BLOCK):
             if recorded[name] is not None:
@@ -141,6 +146,19 @@ class Store:
         if missing and self.writable:
             self.catalog.update_namespace_properties(ns, updates=missing)
         return WriteOptions(level=values[NS_LEVEL], block_size=values[NS_BLOCK])
+
+    def _add_options(self, options: WriteOptions | None, **given: Any) -> WriteOptions:
+        """The options of one add: the store's, or ``options`` if its fixed settings are the
+        store's, with ``given`` (``workers``, ``dedup``) applied."""
+        if options is not None:
+            for f in STORE_FIXED:
+                mine, theirs = getattr(self.options, f), getattr(options, f)
+                if mine != theirs:
+                    raise StoreError(f"store was created with {f}={mine!r}, not {theirs!r}",
+                                     path=self.warehouse)
+        out, _ = resolve(options if options is not None else self.options, what="Store.add",
+                         **given)
+        return out
 
     def _load_state(self) -> None:
         """Live paths (highest ordinal wins), stale copies, next ordinal, committed end."""
@@ -251,15 +269,18 @@ class Store:
             raise StoreError(f"no table for group {tuple(key)}", path=self.warehouse) from None
 
     # -- writing ----------------------------------------------------------------------------
-    def add(self, source: str | os.PathLike[str] | Iterable[Entry], *, repo: str = "",
-            pkg_type: int | str = 0, workers: int | None = None,
-            dedup: bool = True) -> AddReport:
+    def add(self, source: str | os.PathLike[str] | Iterable[Entry], *,
+            options: WriteOptions | None = None, repo: str = "", pkg_type: int | str = 0,
+            workers: int | None = None, dedup: bool | None = None) -> AddReport:
         """Add ``source`` (a directory or :class:`Entry` objects): blobs, fsync, commits.
 
         A file stored already in the same group with the same chunk sizes and checksums is
         skipped (``files_unchanged``); a directory source never yields the sidecar or the
         warehouse. With ``dedup`` a chunk identical to one in the store's rows (or earlier in
-        this add) points at its blob, as a one-shot writer's would."""
+        this add) points at its blob, as a one-shot writer's would. ``options`` (a
+        :class:`~znippy_sql.WriteOptions`): its ``workers`` and ``dedup`` apply (``workers=``,
+        ``dedup=`` override them); the settings the store fixed at creation (level, block
+        size) must be the store's."""
         if self._fd is None:
             raise StoreError("store is closed or read-only", path=self.sidecar)
         if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
@@ -272,8 +293,8 @@ class Store:
                              path=self.sidecar)
         if size > start:
             os.ftruncate(fd, start)  # orphans of a crashed add: never referenced
-        options = WriteOptions(level=self.options.level, block_size=self.options.block_size,
-                               workers=workers, dedup=dedup)
+        options = self._add_options(options, workers=workers, dedup=dedup)
+        dedup = options.dedup
         index = self._dedup_index() if dedup else None
         hits, saved = (index.hits, index.saved) if index is not None else (0, 0)
         self._index = None  # until this add commits, its entries may point past the end
@@ -453,13 +474,14 @@ class Store:
 
 def open_store(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                namespace: str, catalog: Mapping[str, Any] | None = None, *,
-               level: int | None = None, block_size: int | None = None,
-               writable: bool = True) -> Store:
+               options: WriteOptions | None = None, level: int | None = None,
+               block_size: int | None = None, writable: bool = True) -> Store:
     """Open (creating what is missing) the store of ``sidecar`` + ``warehouse``/``namespace``.
 
     ``catalog``: pyiceberg catalog properties (``{"type": "rest", "uri": ...}``); default: an
-    SQLite ``SqlCatalog`` at ``<warehouse>/catalog.db``. ``level``/``block_size`` are fixed
-    when the store is created; a later open with other values is refused.
+    SQLite ``SqlCatalog`` at ``<warehouse>/catalog.db``. ``level``/``block_size`` (or those
+    of ``options``, a :class:`~znippy_sql.WriteOptions`) are fixed when the store is created;
+    a later open with other values is refused.
     """
-    return Store(sidecar, warehouse, namespace, catalog, level=level, block_size=block_size,
-                 writable=writable)
+    return Store(sidecar, warehouse, namespace, catalog, options=options, level=level,
+                 block_size=block_size, writable=writable)

@@ -23,6 +23,8 @@ from ..format import codec
 from .. import modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
+from .compat import Compat
+from .limits import check
 from .pack import PACK_MEMBER_MAX, Pack, Packer
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, ZnippyError
@@ -42,8 +44,29 @@ IN_MEMORY = "<data>"
 ZIP_READ_WHOLE = 64 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WriteOptions:
+    """How every writer writes: ``write_archive``, ``ArchiveWriter``, ``append_archive``,
+    ``compact``, the store and its seal, and the CLI (``znippy_sql.WriteOptions``).
+
+    Frozen and checked once, when made: a bad value raises :class:`~znippy_sql.OptionError`
+    naming the option, the value and what is accepted. These fields are the one place the
+    defaults live (``write/options.py`` maps the keyword arguments onto them). With
+    ``compat="rust-0.8"``, ``pack`` and ``index_compression`` are off (the Rust 0.8 reader
+    reads neither) and ``posix`` is refused.
+
+    >>> WriteOptions(level=5).block_size == WriteOptions().block_size
+    True
+    """
+
+    #: ``"rust-0.8"``: an archive the Rust tool 0.8 reads (``write/compat.py``)
+    compat: Compat | None = None
+    #: record modes, mtimes, symbolic links and directories of a walked source (``__meta__``)
+    posix: bool = False
+    #: leave out (and report) files whose paths the format refuses, instead of failing
+    skip_unsafe: bool = False
+    #: fsync the file and its directory before the rename (False: scratch output only)
+    fsync: bool = True
     level: int = codec.DEFAULT_LEVEL
     block_size: int = DEFAULT_BLOCK_SIZE
     workers: int | None = None
@@ -67,6 +90,12 @@ class WriteOptions:
             **({INDEX_KEY: "zstd"} if self.index_compression else {}),
         }
 
+    def __post_init__(self) -> None:
+        check(self)
+        if self.compat is not None:  # the Rust 0.8 reader reads neither (FORMAT §1, §3)
+            object.__setattr__(self, "pack", False)
+            object.__setattr__(self, "index_compression", False)
+
 
 class Ingest:
     """``existing``: rows whose blobs lie before ``start`` (an archive's), which new chunks
@@ -76,8 +105,6 @@ class Ingest:
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
                  pkg_type: int | str | None = 0, existing: Iterable[pa.Table] = (),
                  index: DedupIndex | None = None, track_order: bool = False) -> None:
-        if options.block_size <= 0:
-            raise ValueError("block_size must be positive")
         self.options = options
         self.default_repo = repo
         self.default_pkg_type = pkg_type
