@@ -25,6 +25,7 @@ from ..errors import CatalogError, StoreError, ZnippyError
 from ..store.iceberg import CATALOG_NAME, open_catalog as _open_iceberg
 from .rows import ARCHIVES_ARROW, ArchiveRows, archive_uri, local_identity, read_rows
 from .schema import ARCHIVES, FILES, FORMAT, NAMESPACE, PROP_FORMAT, table_spec
+from .schema import upgrade
 
 PathLike = str | os.PathLike[str]
 DEFAULT_BATCH_ARCHIVES = 100
@@ -134,6 +135,7 @@ class Catalog:
                 raise CatalogError(f"table {self.ident(name)} is not a znippy catalog table "
                                    f"({PROP_FORMAT}={props.get(PROP_FORMAT)!r})",
                                    path=self.warehouse)
+        upgrade(self.table(FILES), self.warehouse)  # old column names (schema.RENAMED)
 
     def ident(self, name: str) -> str:
         return f"{self.namespace}.{name}"
