@@ -131,7 +131,7 @@ class Store:
             self.catalog.create_namespace(ns)
         props = self.catalog.load_namespace_properties(ns)
         recorded = {NS_LEVEL: props.get(NS_LEVEL), NS_BLOCK: props.get(NS_BLOCK)}
-        given = {NS_LEVEL: level, NS_BLOCK: block_size}
+        given: dict[str, Any] = {NS_LEVEL: level, NS_BLOCK: block_size}  # None: not given
         defaults = {NS_LEVEL: WriteOptions().level, NS_BLOCK: WriteOptions().block_size}
         values: dict[str, int] = {}
         for name in (NS_LEVEL, NS_BLOCK):
@@ -412,7 +412,9 @@ class Store:
                 tx = self._groups[key].table.transaction()
             gone = deletes.get(key)
             if gone:
-                tx.delete(In("relative_path", sorted(gone)))
+                # pyiceberg's expressions take (term, values) positionally at run time; their
+                # pydantic-generated signature names them as keywords only
+                tx.delete(In("relative_path", sorted(gone)))  # type: ignore[call-arg, arg-type]
             if key in new:
                 tx.append(to_iceberg(new[key], ordinals[key]), snapshot_properties=props)
             tx.commit_transaction()

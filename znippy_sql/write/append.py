@@ -40,7 +40,7 @@ from .source import Entry, as_entry
 from .unchanged import same_content
 from .tail import TailInfo, write_tail
 from ..format.lookup import with_inner
-from .writer import optional_sections, staging_prefix
+from .writer import meta_of, optional_sections, staging_prefix
 
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
@@ -243,7 +243,8 @@ def _options(path: str, old: _Old, options: WriteOptions | None,
     own = {"level": recorded("znippy.openzl.level", WriteOptions().level),
            "block_size": recorded("znippy.block_size", WriteOptions().block_size)}
     if options is None:
-        options = WriteOptions(**own, pack=PACK_KEY in old.metadata,
+        options = WriteOptions(level=own["level"], block_size=own["block_size"],
+                               pack=PACK_KEY in old.metadata,
                                index_compression=INDEX_KEY in old.metadata)
     options, _ = resolve(options, what="append_archive", **given)
     if old.groups:
@@ -459,7 +460,7 @@ class Appender:
             self._fh.close()  # releases the lock
 
     def _commit(self, old: _Old) -> None:
-        assert self._ingest is not None
+        assert self._ingest is not None and self._fh is not None
         sink = self._ingest.finish()
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
         sections, builders, meta_state = self._sections(old, new)
@@ -494,11 +495,10 @@ class Appender:
         (:func:`~znippy_sql.provenance.meta.merge_meta`), the signature builder if any."""
         extra_sections, builders = optional_sections(self.provenance.meta,
                                                      self.provenance.signer)
-        old_meta = next((s.payload for s in old.sections if s.name == META), None)
-        new_meta = next((s.payload for s in extra_sections if s.name == META), None)
+        old_meta, new_meta = meta_of(old.sections), meta_of(extra_sections)
         facts = self._feed.facts if self._feed is not None else None
         if facts:
-            new_meta = with_rows(new_meta, facts.rows())  # type: ignore[arg-type]
+            new_meta = with_rows(new_meta, facts.rows())
         sections = [s for s in old.sections if s.name != META]
         sections += [s for s in extra_sections if s.name != META]
         state = "none" if old_meta is None else "kept"
@@ -508,10 +508,10 @@ class Appender:
             rewritten = pc.unique(pa.chunked_array(
                 [t.column("relative_path") for t in new.values()], pa.utf8())).to_pylist() \
                 if new else []
-            merged = merge_meta(old_meta, new_meta, rewritten=rewritten)  # type: ignore[arg-type]
+            merged = merge_meta(old_meta, new_meta, rewritten=rewritten)
             state = "updated"
         else:
-            merged = old_meta  # type: ignore[assignment]
+            merged = old_meta
         if merged is not None:
             sections.append(ReservedSection(META, merged))
         return sections, builders, state

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 
@@ -170,8 +171,8 @@ class Ingest:
         rows = self._group(entry)
         size = entry.size()
         extra = None
-        if rows.has_extra:
-            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))  # type: ignore
+        if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
+            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))
         dedup = self.options.dedup
         mode = codec.COMPRESS
         if codec.is_skipped(path):
@@ -294,7 +295,7 @@ class Ingest:
             if isinstance(tag, Pack):
                 self.sink.put_pack(tag.members, result)
             else:
-                batch, tags = tag  # type: ignore[misc]
+                batch, tags = cast("tuple[list[Job], list[ChunkTag]]", tag)
                 self.sink.put_batch(tags, batch, result)
 
     def finish(self) -> BlobSink:
@@ -331,5 +332,6 @@ def _read_exactly(fd: int, size: int) -> bytes:
 def _read_all(entry: Entry) -> bytes:
     if entry.data is not None:
         return entry.data
-    with open(entry.file, "rb") as fh:  # type: ignore[arg-type]
+    assert entry.file is not None  # an Entry holds data= or file=
+    with open(entry.file, "rb") as fh:
         return fh.read()

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Unpack
 
+import pyarrow as pa
+
 from ..errors import ZnippyError
 from ..format.schema import META
 from .feed import Feed
@@ -67,6 +69,14 @@ class WriteReport:
     @property
     def ratio(self) -> float:
         return self.bytes_in / self.archive_bytes if self.archive_bytes else 0.0
+
+
+def meta_of(sections: Iterable[ReservedSection]) -> pa.Table | None:
+    """The ``__meta__`` rows among ``sections`` (an Arrow section), or None."""
+    for s in sections:
+        if s.name == META and isinstance(s.payload, pa.Table):
+            return s.payload
+    return None
 
 
 def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], list[SectionBuilder]]:
@@ -181,8 +191,7 @@ class ArchiveWriter:
             return self.sections
         rows = self._feed.facts.rows()
         out = [s for s in self.sections if s.name != META]
-        meta = next((s.payload for s in self.sections if s.name == META), None)
-        out.append(ReservedSection(META, with_rows(meta, rows)))  # type: ignore[arg-type]
+        out.append(ReservedSection(META, with_rows(meta_of(self.sections), rows)))
         return out
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
