@@ -13,9 +13,8 @@ from .query.duckdb import (VIEW_SUFFIXES, connect, default_name, files_arrow, in
                            sanitize_name, unregister)
 
 
-if TYPE_CHECKING:
-    import duckdb
-
+if TYPE_CHECKING:  # (through the wrapper: tests/test_native_guard.py)
+    from .query.duckdb import duckdb
     from .store.dynamic import Store
 
 

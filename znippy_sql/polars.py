@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 from .query.polars import read_files, scan
 
-if TYPE_CHECKING:
-    import polars as pl
-
+if TYPE_CHECKING:  # (through the wrapper: tests/test_native_guard.py)
+    from .query.polars import pl
     from .store.dynamic import Store
 
 

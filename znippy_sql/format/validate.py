@@ -25,6 +25,7 @@ from collections.abc import Iterable
 import numpy as np
 import pyarrow as pa
 
+from .build import numpy_of
 from .kernels import call_function, one_array
 from .schema import (BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, LOOKUP_SCHEMA, META_SCHEMA,
                      PACKED_LOOKUP_SCHEMA, GroupKey)
@@ -166,7 +167,7 @@ def union_problem(schemas: Iterable[tuple[str, pa.Schema]]) -> str | None:
 
 
 def _u64(table: pa.Table, name: str) -> np.ndarray:
-    return one_array(table.column(name)).to_numpy(zero_copy_only=False)
+    return numpy_of(one_array(table.column(name)))
 
 
 def rows_problem(table: pa.Table, tail_offset: int) -> str | None:
@@ -180,7 +181,7 @@ def rows_problem(table: pa.Table, tail_offset: int) -> str | None:
         return None
     off, size = _u64(table, "blob_offset"), _u64(table, "blob_size")
     usz, fdo = _u64(table, "uncompressed_size"), _u64(table, "fdata_offset")
-    packed = one_array(table.column("compressed")).to_numpy(zero_copy_only=False)
+    packed = numpy_of(one_array(table.column("compressed")))
     tail = np.uint64(max(tail_offset, 0))
     bad = (size > tail) | (off > tail - np.minimum(size, tail))
     if bad.any():
@@ -227,9 +228,9 @@ def lookup_problem(lookup: pa.Table) -> str | None:
     same = np.zeros(n, dtype=bool)  # same[i]: row i continues the file of row i - 1
     if n > 1:
         eq = call_function("equal", [paths.slice(0, n - 1), paths.slice(1)])
-        same[1:] = eq.to_numpy(zero_copy_only=False)
+        same[1:] = numpy_of(eq)
         less = call_function("less", [paths.slice(0, n - 1), paths.slice(1)])
-        order = less.to_numpy(zero_copy_only=False) | same[1:]
+        order = numpy_of(less) | same[1:]
         if not order.all():
             return _row_problem(lookup, np.append(False, ~order), "is not sorted by path")
     first = ~same
