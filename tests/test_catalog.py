@@ -314,3 +314,36 @@ def test_sql_in_a_given_connection_and_duckdb_relation_results(tmp_path, fleet):
     t = cat.sql("SELECT count(*) n FROM files", con=con)
     assert t.to_pylist() == [{"n": 8}]
     assert con.sql("SELECT count(*) FROM files").fetchall() == [(8,)]
+
+
+def test_module_name_column_and_a_catalog_written_before_it(tmp_path, fleet):
+    """The ``files`` table names the group's module ``module_name`` (as every view does); a
+    catalog written when it was ``module`` is renamed when opened (metadata only), its data
+    files, written under either name, read on."""
+    from znippy_sql.catalog.rows import read_rows
+
+    wh = tmp_path / "wh"
+    cat = open_catalog(wh, create=True)
+    cat.add([fleet["a"]])
+    assert cat.files_table.schema().find_field(6).name == "module_name"
+    plain = plain_catalog(wh)
+    table = plain.load_table("fleet.files")
+    with table.update_schema() as update:  # the schema of a catalog written before
+        update.rename_column("module_name", "module")
+    table = plain.load_table("fleet.files")
+    rows = read_rows(str(fleet["b"])).files.rename_columns(
+        {"module_name": "module"})  # a data file written under the old name, by any client
+    arrow = table.schema().as_arrow()
+    table.append(pa.Table.from_arrays(
+        [rows.column(f.name).cast(f.type) if f.name in rows.schema.names
+         else pa.nulls(rows.num_rows, f.type) for f in arrow], schema=arrow))
+    assert "module_name" not in {f.name for f in plain.load_table("fleet.files").schema().fields}
+    again = open_catalog(wh)
+    names = [f.name for f in again.files_table.schema().fields]
+    assert "module_name" in names and "module" not in names
+    got = again.sql("SELECT archive_uri, module_name, count(*) n FROM files "
+                    "GROUP BY ALL ORDER BY ALL").to_pylist()
+    assert got == [{"archive_uri": str(fleet["a"]), "module_name": "maven", "n": 8},
+                   {"archive_uri": str(fleet["b"]), "module_name": "", "n": 6}]
+    again.add([fleet["b"]])  # replaced under the new name
+    assert again.sql("SELECT count(*) n FROM files").to_pylist() == [{"n": 14}]

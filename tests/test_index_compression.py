@@ -223,7 +223,7 @@ def test_compressed_stream_with_dictionary_columns() -> None:
 
 def test_first_find_imports_no_pandas(tmp_path: Path) -> None:
     """``Array.to_numpy`` imports pandas (1-3 s on a loaded machine): a point read turns the
-    lookup's columns into numpy from their buffers (``kernels.numpy_of``) instead."""
+    lookup's columns into numpy from their buffers (``build.numpy_of``) instead."""
     import subprocess
     import sys
 
@@ -243,7 +243,7 @@ def test_first_find_imports_no_pandas(tmp_path: Path) -> None:
 def test_numpy_of_matches_to_numpy() -> None:
     import numpy as np
 
-    from znippy_sql.format.kernels import numpy_of
+    from znippy_sql.format.build import numpy_of
 
     rnd = random.Random(3)
     for n in (0, 1, 7, 8, 9, 100):

@@ -103,3 +103,35 @@ def test_remote_reads_coalesce_into_few_gets(server: RangeServer, archive: Path)
         assert not a.source._transient  # every unit's ranges were released
     assert got == want
     assert gets < len(want) / 50
+
+
+def test_extract_reads_through_the_bulk_reader(server: RangeServer, tmp_path: Path) -> None:
+    """``Archive.extract`` takes its units through ``read.many.unit_views`` (one reader of
+    many files): remote blobs fetched in few coalesced GETs, every unit's ranges released,
+    each packed blob read once, the files those of ``read_many``, byte for byte."""
+    import ast
+    import znippy_sql.read.extract as extract_module
+
+    calls = {n.func.attr for n in ast.walk(ast.parse(Path(extract_module.__file__).read_text()))
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)}
+    assert not calls & {"one_chunk_views", "prefetch"}, "extract reads past the bulk reader"
+    packed = tmp_path / "packed.znippy"
+    unshared = [e for e in _entries() if not e.relative_path.startswith("dup/")]
+    write_archive(packed, unshared, block_size=64 << 10, workers=2, fsync=False, pack=True)
+    server.put("packed.znippy", packed.read_bytes())
+    with open_archive(packed) as a:
+        want = dict(a.read_many(a.select()))
+        blobs = {(int(o), int(n)) for o, n in zip(a.lookup.column("blob_offset").to_pylist(),
+                                                  a.lookup.column("blob_size").to_pylist())}
+        a.source.bytes_read = 0
+        assert a.extract(str(tmp_path / "local"), workers=1).ok
+        assert a.source.bytes_read == sum(n for _, n in blobs)  # each blob, a pack too, once
+    with open_archive(f"{server.url}/packed.znippy", cache=False) as r:
+        r.lookup  # noqa: B018  (the tail first: then count the blob requests)
+        server.reset()
+        assert r.extract(str(tmp_path / "remote"), workers=2).ok
+        assert len(server.gets()) < len(want) / 50 and not r.source._transient
+    for root in ("local", "remote"):
+        got = {str(p.relative_to(tmp_path / root)): p.read_bytes()
+               for p in (tmp_path / root).rglob("*") if p.is_file()}
+        assert got == want

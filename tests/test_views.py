@@ -165,6 +165,31 @@ def test_plain_archive_imports_no_git_code(tmp_path: Path) -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_register_imports_no_pandas(tmp_path: Path) -> None:
+    """pyarrow's Python converters and ``to_numpy`` import pandas where it is installed (~40 MB,
+    ~1 s on the first call): ``register`` and the first scans of its views go without them
+    (format/build.py)."""
+    pytest.importorskip("pandas")
+    from znippy_sql import Entry
+
+    rich = tmp_path / "rich.znippy"
+    write_archive(rich, [Entry("org/x/y/1.0/y-1.0.pom", data=b"<project/>", pkg_type="auto"),
+                         Entry("plain.txt", data=b"plain", repo="r")],
+                  meta={"k": "v"}, fsync=False)
+    code = (
+        "import sys, duckdb\n"
+        "import znippy_sql.duckdb as zd\n"
+        f"con = duckdb.connect(); zd.register(con, {str(rich)!r}, 'p')\n"
+        "print(con.execute('SELECT count(*), sum(files) FROM p_groups').fetchall(),\n"
+        "      con.execute('SELECT archive FROM p__archive').fetchall(),\n"
+        "      [con.execute(f'SELECT count(*) FROM p_{v}').fetchall()[0][0]\n"
+        "       for v in ('files', 'chunks', 'lookup', 'manifest', 'meta')],\n"
+        "      'pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == f"[(2, 2)] [({str(rich)!r},)] [2, 2, 2, 5, 3] False"
+
+
 def test_remote_archive_gives_the_same_rows(full: Path, tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     from remote_server import RangeServer

@@ -14,6 +14,7 @@ from .errors import (
     FormatError,
     LockError,
     NotFoundError,
+    OptionError,
     RemoteError,
     SignatureError,
     StoreError,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from .format.sections import ReservedSection
     from .read.verify import VerifyReport
     from .write.writer import ArchiveWriter, WriteReport, write_archive
+    from .write.options import Provenance, WriteOptions
 
 __version__ = "0.1.0"
 
@@ -46,6 +48,8 @@ _LAZY = {
     "ArchiveWriter": ("znippy_sql.write.writer", "ArchiveWriter"),
     "WriteReport": ("znippy_sql.write.writer", "WriteReport"),
     "write_archive": ("znippy_sql.write.writer", "write_archive"),
+    "WriteOptions": ("znippy_sql.write.options", "WriteOptions"),
+    "Provenance": ("znippy_sql.write.options", "Provenance"),
     "append_archive": ("znippy_sql.write.append", "append_archive"),
     "AppendReport": ("znippy_sql.write.append", "AppendReport"),
     "seal": ("znippy_sql.store.seal", "seal"),
@@ -77,6 +81,8 @@ __all__ = [
     "GroupKey",
     "LockError",
     "NotFoundError",
+    "OptionError",
+    "Provenance",
     "RemoteError",
     "ReservedSection",
     "SealReport",
@@ -85,6 +91,7 @@ __all__ = [
     "UnsafePathError",
     "UnsealedArchiveError",
     "VerifyReport",
+    "WriteOptions",
     "WriteReport",
     "ZnippyError",
     "__version__",

@@ -82,7 +82,8 @@ class RemoteError(ZnippyError):
 
 
 class OptionError(ZnippyError, ValueError):
-    """An option has a value this project does not take (an unknown pkg_type, ...)."""
+    """An option has a value this project does not take (an unknown pkg_type, a
+    ``WriteOptions`` field out of range, ...): the message names the option and the value."""
 
 
 __all__ = [

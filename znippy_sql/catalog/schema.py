@@ -40,7 +40,7 @@ FILES_SCHEMA = Schema(
     NestedField(3, "repo", StringType(), required=True),
     NestedField(4, "pkg_type", IntegerType(), required=True),
     NestedField(5, "pkg_type_name", StringType(), required=True),
-    NestedField(6, "module", StringType(), required=True),
+    NestedField(6, "module_name", StringType(), required=True),
     NestedField(7, "size", LongType(), required=True),
     NestedField(8, "digest", FixedType(32), required=True),
     NestedField(9, "chunks", ListType(10, _CHUNK, element_required=True), required=True),
@@ -90,6 +90,36 @@ def table_spec(name: str) -> dict[str, Any]:
         return {"schema": FILES_SCHEMA, "partition_spec": FILES_SPEC, "sort_order": FILES_SORT,
                 "properties": FILES_PROPERTIES}
     return {"schema": ARCHIVES_SCHEMA, "properties": ARCHIVES_PROPERTIES}
+
+
+#: columns of ``files`` renamed since the first catalogs, old name → new: a catalog written
+#: before is renamed when opened (Iceberg renames keep the field id: its data files read on)
+RENAMED = {"module": "module_name"}
+
+
+def upgrade(table: Any, where: str) -> Any:
+    """``table`` (the ``files`` table) with the old names of :data:`RENAMED` renamed, in one
+    schema commit (metadata only: no data file is rewritten); the table as it now stands."""
+    from ..errors import CatalogError
+
+    def todo(t: Any) -> dict[str, str]:
+        names = {f.name for f in t.schema().fields}
+        return {old: new for old, new in RENAMED.items() if old in names and new not in names}
+
+    if not todo(table):
+        return table
+    try:
+        with table.update_schema() as update:
+            for old, new in todo(table).items():
+                update.rename_column(old, new)
+    except Exception as exc:  # noqa: BLE001  (a lost race, or no write access: see below)
+        table.refresh()
+        if todo(table):
+            raise CatalogError(f"the files table names its column 'module' (a catalog written "
+                               f"before 'module_name'); renaming it failed ({exc}): open the "
+                               "catalog once where it may be written", path=where) from None
+    table.refresh()
+    return table
 
 
 def module_field(field: pa.Field) -> pa.Field:

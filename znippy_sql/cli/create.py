@@ -14,7 +14,6 @@ from typing import Any
 
 from ..errors import ZnippyError
 from ..format.codec import DEFAULT_LEVEL
-from ..format.schema import DEFAULT_BLOCK_SIZE
 from ..write.compat import COMPAT_MODES
 from .common import (Interrupted, counted, create_pkg_type_arg, done, human,
                      level_arg, os_problem, positive_int, progress_for, size_arg)
@@ -42,12 +41,9 @@ def cmd_create(args: argparse.Namespace) -> int:
     if progress is not None:  # a terminal: totals first, from a listing of the tree
         progress.total, progress.total_bytes = Walk(args.src).count()
     try:
-        report = write_archive(
-            args.out, args.src, repo=args.repo, pkg_type=args.pkg_type, level=args.level,
-            block_size=args.block_size, workers=args.workers, progress=progress,
-            posix=not args.no_posix and args.compat is None, skip_unsafe=args.skip_unsafe,
-            compat=args.compat, dedup=args.dedup, **layout_kwargs(args), **extra,
-        )
+        report = write_archive(args.out, args.src, options=options_from(args),
+                               repo=args.repo, pkg_type=args.pkg_type, progress=progress,
+                               **extra)
     except KeyboardInterrupt:
         raise Interrupted(f"create: interrupted; nothing was written under {args.out}") \
             from None
@@ -88,7 +84,7 @@ _SECTION_OPTIONS = ("--meta", "--meta-file", "--sign-key", "--sign-cert")
 
 def add_dedup_option(p: Any) -> None:
     """``--no-dedup``: fixed-size chunks, skip-listed files raw, no shared blobs."""
-    p.add_argument("--no-dedup", dest="dedup", action="store_false",
+    p.add_argument("--no-dedup", dest="dedup", action="store_false", default=None,
                    help="no zip-entry chunks, no probe of skip-listed files, no shared blobs "
                         "(the layout of archives written before dedup)")
 
@@ -96,7 +92,7 @@ def add_dedup_option(p: Any) -> None:
 def add_layout_options(p: Any) -> None:
     """``--pack``/``--no-pack`` and ``--index-compression``/``--no-index-compression``
     (docs/format.md, "Packed blobs" and "Compressed index streams"); unset: the default of
-    ``write_archive``, or for ``append`` what the archive was written with."""
+    ``WriteOptions``, or for ``append`` what the archive was written with."""
     p.add_argument("--pack", action=argparse.BooleanOptionalAction, default=None,
                    help="pack small files into shared frames (the default; --no-pack: "
                         "each its own frame, the layout before packing)")
@@ -105,10 +101,29 @@ def add_layout_options(p: Any) -> None:
                         "--no-index-compression: stored as they are)")
 
 
-def layout_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """The layout options given on the command line (unset ones left to the API default)."""
-    return {k: v for k, v in (("pack", args.pack),
-                              ("index_compression", args.index_compression)) if v is not None}
+#: the flags that name a ``WriteOptions`` field (``--block-size`` → ``block_size``); unset
+#: (None): the field's default, or for ``append`` the archive's own
+_OPTION_FLAGS = ("level", "block_size", "workers", "dedup", "pack", "index_compression",
+                 "compat")
+
+
+def option_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The write options a command line gives, as the keywords every writer takes (those not
+    given left out); ``--no-posix``/``--skip-unsafe`` where the command has them."""
+    out = {name: getattr(args, name) for name in _OPTION_FLAGS
+           if getattr(args, name, None) is not None}
+    if getattr(args, "skip_unsafe", False):
+        out["skip_unsafe"] = True
+    if hasattr(args, "no_posix"):  # recorded by default (never with --compat)
+        out["posix"] = not args.no_posix and getattr(args, "compat", None) is None
+    return out
+
+
+def options_from(args: argparse.Namespace) -> Any:
+    """The :class:`~znippy_sql.WriteOptions` of a ``create`` command line (checked once)."""
+    from ..write.options import resolve
+
+    return resolve(None, what="create", **option_kwargs(args))[0]
 
 
 def register(subparsers: Any) -> None:
@@ -119,11 +134,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
                    help="package type: a module's name (maven|cargo|npm|pypi|...), raw, auto "
                         "(modules claim files) or a number (default: raw)")
-    p.add_argument("--level", type=level_arg, default=DEFAULT_LEVEL, metavar="L",
+    p.add_argument("--level", type=level_arg, default=None, metavar="L",
                    help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
                    help="compression threads (default: CPU count)")
-    p.add_argument("--block-size", type=size_arg, default=DEFAULT_BLOCK_SIZE, metavar="BYTES",
+    p.add_argument("--block-size", type=size_arg, default=None, metavar="BYTES",
                    help="chunk size, e.g. 10M (default: 10 MiB)")
     p.add_argument("--no-posix", action="store_true",
                    help="do not record modes, mtimes, symbolic links and directories "

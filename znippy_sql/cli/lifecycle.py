@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ZnippyError
 from .common import Interrupted, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
-from .create import add_dedup_option, add_layout_options
+from .create import add_dedup_option, add_layout_options, option_kwargs
 
 
 def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str, Any]:
@@ -70,11 +70,8 @@ def cmd_append(args: argparse.Namespace) -> int:
         raise ZnippyError("source is not a directory", path=args.source)
     try:
         r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
-                           workers=args.workers, drop_signatures=args.drop_signatures,
-                           move=args.move, posix=not args.no_posix,
-                           skip_unsafe=args.skip_unsafe, dedup=args.dedup, pack=args.pack,
-                           index_compression=args.index_compression,
-                           **_writer_kwargs(args, only_if_asked=True))
+                           drop_signatures=args.drop_signatures, move=args.move,
+                           **option_kwargs(args), **_writer_kwargs(args, only_if_asked=True))
     except KeyboardInterrupt:
         raise Interrupted(f"append: interrupted; {args.archive} was rolled back to what it "
                           "was") from None

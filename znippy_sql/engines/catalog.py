@@ -22,8 +22,6 @@ from ..native import guard
 from .parts import CONTENT, contents
 from .predicates import Conjunct
 
-#: the catalog's column for each column a conjunct may name
-_COLUMNS = {"module_name": "module"}
 #: data files per part
 FILES_PER_PART = 8
 
@@ -104,7 +102,6 @@ def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
     known = {f.name for f in schema.fields}
     out: Any = AlwaysTrue()
     for column, op, values in conjuncts:
-        column = _COLUMNS.get(column, column)
         if column not in known or not values or any(v is None for v in values):
             continue
         # pyiceberg's expressions take (term, literal(s)) positionally at run time; their

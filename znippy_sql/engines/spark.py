@@ -142,7 +142,7 @@ def _conjuncts(filters: list[Any]) -> tuple[list[Conjunct], list[Any]]:
     for f in filters:
         attribute: tuple[str, ...] = getattr(f, "attribute", ())  # Not, And, Or: none
         column = attribute[0] if len(attribute) == 1 else None
-        if column not in PUSHABLE and column != "module":
+        if column not in PUSHABLE:
             continue
         if isinstance(f, EqualTo):
             got.append((column, "in", (f.value,)))

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from .build import numpy_of  # one definition (re-exported: read.reader, validate)
+
 try:
     from pyarrow._compute import SortOptions, call_function
 except ImportError:  # pragma: no cover  (a pyarrow that moved its private module)
@@ -44,30 +46,6 @@ def utf8_parts(arr: Any) -> tuple[np.ndarray, memoryview]:
     starts = (np.frombuffer(offsets, dtype=np.int32, count=n + 1, offset=arr.offset * 4)
               if n else np.zeros(1, dtype=np.int32))
     return starts, memoryview(data if data is not None else b"").cast("B")
-
-
-def numpy_of(arr: Any) -> np.ndarray:
-    """An Array of integers or booleans without nulls as numpy, read from its buffers.
-
-    ``Array.to_numpy`` imports pandas on its first call (pyarrow's conversion checks for it):
-    1-3 s on a loaded machine, paid by the first ``find`` of a process. Integers are a
-    zero-copy view; booleans are unpacked from their bitmap. Anything else (nulls, other
-    types) goes through ``to_numpy``."""
-    t = arr.type
-    n = len(arr)
-    if arr.null_count == 0 and n:
-        data = arr.buffers()[1]
-        if t.id == _BOOL_ID:
-            bits = np.frombuffer(data, dtype=np.uint8)
-            first = arr.offset
-            return np.unpackbits(bits[first // 8 : (first + n + 7) // 8 + 1],
-                                 bitorder="little")[first % 8 : first % 8 + n].astype(bool)
-        dtype = _INT_DTYPES.get(t.id)
-        if dtype is not None:
-            return np.frombuffer(data, dtype=dtype, count=n, offset=arr.offset * dtype.itemsize)
-    elif not n and (t.id == _BOOL_ID or t.id in _INT_DTYPES):
-        return np.zeros(0, dtype=bool if t.id == _BOOL_ID else _INT_DTYPES[t.id])
-    return arr.to_numpy(zero_copy_only=False)
 
 
 def _type_ids() -> tuple[int, dict[int, np.dtype]]:

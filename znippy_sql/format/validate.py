@@ -25,7 +25,8 @@ from collections.abc import Iterable
 import numpy as np
 import pyarrow as pa
 
-from .kernels import call_function, numpy_of, one_array
+from .build import numpy_of
+from .kernels import call_function, one_array
 from .schema import (BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, LOOKUP_SCHEMA, META_SCHEMA,
                      PACKED_LOOKUP_SCHEMA, GroupKey)
 

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from .. import views
+from ..format import build
 from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
 from ..format.validate import lookup_schema_problem, union_problem
 from ..read.reader import Archive, group_what, open_archive
@@ -161,7 +162,7 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
         "lookup", lookup_schema, lambda: archive.lookup, LOOKUP))
     # the macros (znippy_cat, ...) find the archive here: a scan checks the stamp, so they
     # refuse an archive changed since it was registered, as the views do (tables.CHANGED)
-    path_only = pa.table({"archive": [archive.path]})
+    path_only = build.table({"archive": [archive.path]}, _ARCHIVE_PATH)
     plan.add_view("_archive", "SELECT archive FROM " + plan.add_part(
         "archive", path_only.schema, lambda: path_only, "the archive"))
     _sections(plan, trust)
@@ -182,7 +183,8 @@ def _file_count(archive: Archive) -> int:
     return len(archive.trie)  # (a damaged trie: a FormatError)
 
 
-_MANIFEST_COLUMNS = tuple(GROUPS_SCHEMA.names[:7])  # the groups view's manifest columns
+_MANIFEST_COLUMNS = tuple(GROUPS_SCHEMA.names[:7])
+_ARCHIVE_PATH = pa.schema([pa.field("archive", pa.utf8())])  # the groups view's manifest columns
 
 
 def _group_rows(archive: Archive) -> pa.Table:

@@ -537,37 +537,20 @@ def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor 
 
 def _write_unit(archive: "Archive", unit: list[_Part], sink: Sink
                 ) -> list[tuple[str, Outcome]]:
-    span = _prefetch(archive, unit) if archive.source.fetches else None
-    try:
-        return _write_parts(archive, unit, sink)
-    finally:
-        if span is not None:  # a remote unit's fetched blobs go with it
-            archive.source.release(*span)
+    """One unit through :func:`~znippy_sql.read.many.unit_views` (the bulk reader's unit:
+    its blobs fetched at once when remote, its one-chunk files decoded together)."""
+    from .many import unit_views
+
+    items = [(p.path, p.row, p.end) if p.chunks is None else (p.path, -1, -1) for p in unit]
+    runs = [ch for p in unit for ch in p.chunks or ()]
+    with unit_views(archive, items, runs, verify=True) as ready:
+        return _write_parts(archive, unit, ready, sink)
 
 
-def _prefetch(archive: "Archive", unit: list[_Part]) -> tuple[int, int] | None:
-    """Ask a remote source for the unit's blobs at once (it coalesces and fetches them in
-    parallel); the span they cover, or None."""
-    c = archive._cols
-    rows = [r for p in unit if p.chunks is None and 0 <= p.row < p.end <= c.n
-            for r in range(p.row, p.end)]
-    offsets = c.blob_offset[rows].tolist() + [ch.blob_offset for p in unit for ch in p.chunks or ()]
-    sizes = c.blob_size[rows].tolist() + [ch.blob_size for p in unit for ch in p.chunks or ()]
-    if not offsets:
-        return None
-    archive.source.prefetch(offsets, sizes)
-    start = min(offsets)
-    return start, max(o + n for o, n in zip(offsets, sizes)) - start
-
-
-def _write_parts(archive: "Archive", unit: list[_Part], sink: Sink
-                 ) -> list[tuple[str, Outcome]]:
+def _write_parts(archive: "Archive", unit: list[_Part], ready: list[memoryview | None],
+                 sink: Sink) -> list[tuple[str, Outcome]]:
     out: list[tuple[str, Outcome]] = []
     made: set[str] = set()  # directories this unit has made sure of
-    # the one-chunk files' bytes, checked and decoded together (one GIL-free call)
-    ready = archive.one_chunk_views(
-        [(p.path, p.row if p.chunks is None and p.end == p.row + 1 else -1) for p in unit],
-        verify=True)
     for part, data in zip(unit, ready):
         try:
             if part.chunks is None:
@@ -587,11 +570,6 @@ def _write_parts(archive: "Archive", unit: list[_Part], sink: Sink
                 out.append((part.path, _Fatal(why)))
                 break
             out.append((part.path, why))
-    rows = [p.row for p, d in zip(unit, ready) if d is not None]
-    if rows:  # the small files' blobs: one release for the span they cover
-        c = archive._cols
-        start = int(c.blob_offset[rows].min())
-        archive.source.release(start, int((c.blob_offset[rows] + c.blob_size[rows]).max()) - start)
     return out
 
 

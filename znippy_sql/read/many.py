@@ -8,11 +8,12 @@ Plan, then read:
    it keep the order they were given), unless ``ordered=True`` keeps the given order.
 3. They are cut into units of consecutive files: up to ``unit_bytes`` of original bytes or 256
    files; a bigger file is a unit of its own.
-4. Worker threads decode the units: a remote archive first fetches each unit's blob ranges in
-   one go (``source.prefetch``: neighbouring ranges coalesced into few ranged GETs, released
-   after the unit); one-chunk files go through the vectorised path (frames decoded in one
-   GIL-free call), others chunk by chunk, every chunk checked against its BLAKE3 (unless
-   ``verify=False`` or the archive was opened without checksums).
+4. Worker threads decode the units (:func:`unit_views`, which ``Archive.extract`` uses too): a
+   remote archive first fetches each unit's blob ranges in one go (neighbouring ranges
+   coalesced into few ranged GETs, released after the unit); one-chunk files go through the
+   vectorised path (frames decoded in one GIL-free call, a packed blob once), others chunk by
+   chunk, every chunk checked against its BLAKE3 (unless ``verify=False`` or the archive was
+   opened without checksums).
 5. ``(path, bytes)`` pairs are yielded unit by unit in that order. At most ``workers + 1``
    units are decoded ahead of the consumer, so memory stays bounded by about
    ``(workers + 2) * unit_bytes`` (a file bigger than that is held whole: use
@@ -28,12 +29,13 @@ import os
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 
 if TYPE_CHECKING:
-    from .reader import Archive, FileInfo
+    from .reader import Archive, Chunk, FileInfo
 
 #: original bytes per unit of work
 UNIT_BYTES = 8 << 20
@@ -64,32 +66,60 @@ def plan_units(infos: Sequence["FileInfo"], *, ordered: bool = False,
     return units
 
 
+@contextmanager
+def unit_views(archive: "Archive", items: Sequence[tuple[str, int, int]],
+               chunks: Iterable["Chunk"] = (), *, verify: bool | None = None
+               ) -> Iterator[list[memoryview | None]]:
+    """One unit of a bulk read (``read_many`` and ``Archive.extract`` alike).
+
+    ``items``: each file as ``(path, first lookup row, the row after its last)`` (rows -1:
+    unknown); ``chunks``: other chunks the unit reads (runs of a big file). A remote archive
+    fetches every blob of the unit at once (neighbouring ranges coalesced, in parallel). Yields
+    each one-chunk file's checked bytes, decoded together (one GIL-free call; a packed blob
+    decoded once for all its files); None where the caller reads the file chunk by chunk
+    (``Archive.chunk_views``/``file_at``, which also word any problem). On exit the unit's
+    fetched ranges, and the mapped pages of its one-chunk files' blobs, are released: the
+    yielded views must not be kept."""
+    src = archive.source
+    c = archive._cols
+    rows = [r for _, row, end in items if 0 <= row < end <= c.n for r in range(row, end)]
+    offsets = c.blob_offset[rows].tolist() if rows else []
+    sizes = c.blob_size[rows].tolist() if rows else []
+    for ch in chunks:
+        offsets.append(ch.blob_offset)
+        sizes.append(ch.blob_size)
+    span = None
+    if src.fetches and offsets:
+        src.prefetch(offsets, sizes)
+        span = (min(offsets), max(o + n for o, n in zip(offsets, sizes)) - min(offsets))
+    try:
+        ready = archive.one_chunk_views(
+            [(path, row if end == row + 1 else -1) for path, row, end in items], verify=verify)
+        yield ready
+        small = [row for (_, row, _), data in zip(items, ready) if data is not None]
+        if small:  # the small files' blobs: one release for the span they cover
+            start = int(c.blob_offset[small].min())
+            src.release(start, int((c.blob_offset[small] + c.blob_size[small]).max()) - start)
+    finally:
+        if span is not None:  # a remote unit's fetched blobs go with it
+            src.release(*span)
+
+
 def _decode(archive: "Archive", infos: Sequence["FileInfo"], verify: bool | None
             ) -> list[bytes]:
     """The contents of one unit's files, checked."""
-    src = archive.source
-    spans = [(c.blob_offset, c.blob_size) for info in infos for c in info.chunks]
-    remote = bool(getattr(src, "fetches", False)) and bool(spans)
-    if remote:
-        src.prefetch([o for o, _ in spans], [n for _, n in spans])
-    try:
-        single = [k for k, info in enumerate(infos) if len(info.chunks) == 1]
-        views = archive.one_chunk_views([(infos[k].relative_path, infos[k].lookup_row) for k in single],
-                                        verify=verify) if single else []
-        fast = {k: v for k, v in zip(single, views) if v is not None}
+    items = [(i.relative_path, i.lookup_row, i.lookup_row + 1) if len(i.chunks) == 1
+             else (i.relative_path, -1, -1) for i in infos]
+    others = [c for i in infos if len(i.chunks) != 1 for c in i.chunks]
+    with unit_views(archive, items, others, verify=verify) as fast:
         out = []
-        for k, info in enumerate(infos):
-            view = fast.get(k)
+        for info, view in zip(infos, fast):
             if view is not None:
                 out.append(bytes(view))
             else:
                 parts = archive.chunk_views(info.relative_path, info.chunks, verify=verify)
                 out.append(b"".join(parts))
         return out
-    finally:
-        if remote:
-            lo = min(o for o, _ in spans)
-            src.release(lo, max(o + n for o, n in spans) - lo)
 
 
 def read_many(archive: "Archive", paths: Iterable[str], *, verify: bool | None = None,

@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..format import b3 as blake3
 import numpy as np
@@ -27,7 +27,8 @@ from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
                       UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import batch_index, read_batch, read_table
-from ..format.kernels import filter_by, numpy_of, one_array, take, utf8_parts
+from ..format.build import numpy_of
+from ..format.kernels import filter_by, one_array, take, utf8_parts
 from ..format.manifest import ManifestRow, decode_manifest
 from ..format.rangeio import MappedSource, RangeSource
 from ..format.rollback import recover
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     from .extract import ExtractReport
     from .fileobj import ArchiveFile
     from .verify import VerifyReport
+    from .memlookup import SortedPaths
 
 _T = TypeVar("_T")
 #: a point read of a pack member decodes at least this much of the pack (the files next to it
@@ -331,7 +333,7 @@ class Archive:
 
     @cached_property
     @with_writer
-    def trie(self) -> Any:
+    def trie(self) -> "TrieMap | SortedPaths":
         """``__trie__`` as a :class:`~..format.trie.TrieMap`, or, in an archive without one, a
         :class:`~.memlookup.SortedPaths` over the in-memory lookup (the same ``get``/``len``)."""
         if self.lookup_in_memory:
@@ -472,10 +474,10 @@ class Archive:
         nexts = offs[np.minimum(rows + 2, c.n)].tolist()
         prevs = offs[np.maximum(rows - 1, 0)].tolist()
         whole = self._bytes
-        frames: list[tuple[memoryview, int]] = []
+        frames: list[tuple[bytes | memoryview, int]] = []
         at: list[int] = []  # item of each frame
-        raw: list[int] = []
         n = c.n
+        fetched = 0  # bytes of the blobs viewed (packed ones counted once, below)
         inner = c.inner_offset[rows].tolist() if c.packed else None
         blobs: dict[int, list[tuple[int, int, int]]] = {}  # packed: blob → (item, inner, size)
         blob_views: dict[int, memoryview] = {}
@@ -495,23 +497,22 @@ class Archive:
                 blobs.setdefault(b, []).append((i, inner[k], u))
                 continue
             view = whole[b : b + s] if whole is not None else self.source.view(b, s)
+            fetched += s
             if p:
                 frames.append((view, u))
                 at.append(i)
             else:
                 out[i] = view
-                raw.append(i)
-        self.source.bytes_read += sum(v[0].nbytes for v in frames) + sum(
-            out[i].nbytes for i in raw) + sum(v.nbytes for v in blob_views.values())  # type: ignore[union-attr]
-        for i, view in zip(at, codec.decoder().decode_views(frames)):
-            out[i] = view
+        self.source.bytes_read += fetched + sum(v.nbytes for v in blob_views.values())
+        for i, decoded in zip(at, codec.decoder().decode_views(frames)):
+            out[i] = decoded
         if blobs:
             self._slice_packs(blob_views, blobs, out)
         if self.verify_checksums if verify is None else verify:
-            for i, view in enumerate(out):
-                if view is not None:
+            for i, got in enumerate(out):
+                if got is not None:
                     row = items[i][1] * 32
-                    if blake3.blake3(view).digest() != sums[row : row + 32]:
+                    if blake3.blake3(got).digest() != sums[row : row + 32]:
                         out[i] = None  # chunk_view says what is wrong
         return out
 
@@ -520,7 +521,8 @@ class Archive:
                      out: list[memoryview | None]) -> None:
         """Decode each packed blob once (one GIL-free call for all) and give each member its
         slice; a member whose slice does not fit is left to :meth:`chunk_view` (it says so)."""
-        keys, frames = [], []
+        keys: list[int] = []
+        frames: list[tuple[bytes | memoryview, int]] = []
         for b, view in views.items():
             try:
                 size = codec.content_size(view)
@@ -682,7 +684,7 @@ class Archive:
         tail = self.tail_offset
         whole = self._bytes
         out: list[bytes | memoryview | None] = [None] * len(chunks)
-        frames: list[tuple[memoryview, int]] = []
+        frames: list[tuple[bytes | memoryview, int]] = []
         at: list[int] = []
         slow: list[int] = []
         fetched = 0
@@ -699,18 +701,18 @@ class Archive:
             else:
                 out[i] = view
         self.source.bytes_read += fetched
-        for i, view in zip(at, codec.decoder().decode_views(frames)):
-            if view is None:
+        for i, decoded in zip(at, codec.decoder().decode_views(frames)):
+            if decoded is None:
                 slow.append(i)
             else:
-                out[i] = view
+                out[i] = decoded
         if self.verify_checksums if verify is None else verify:
-            for i, view in enumerate(out):
-                if view is not None and blake3.blake3(view).digest() != chunks[i].checksum:
+            for i, got in enumerate(out):
+                if got is not None and blake3.blake3(got).digest() != chunks[i].checksum:
                     slow.append(i)
         for i in slow:  # raises for a bad chunk; decodes one the batch could not
             out[i] = self.chunk_view(path, chunks[i], verify=verify)
-        return out  # type: ignore[return-value]
+        return cast("list[bytes | memoryview]", out)  # every slot filled above
 
     def iter_chunks(self, path: str, *, verify: bool | None = None) -> Iterator[bytes]:
         info = self._need(path)

@@ -21,17 +21,17 @@ import fcntl
 import os
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..format import codec
 from ..errors import LockError, StoreError
 from ..write.dedup import DedupIndex
-from ..write.ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from ..write.ingest import Ingest, WriteOptions
+from ..write.options import resolve
 from ..format.schema import INNER, GroupKey, resolve_pkg_type
 from ..write.feed import Feed
 from ..write.source import Entry
@@ -40,6 +40,8 @@ from .convert import ORDINAL, from_iceberg, in_order, to_iceberg
 from .iceberg import (NS_BLOCK, NS_INDEX, NS_LEVEL, NS_PACK, GroupTable, create_transaction, group_tables,
                       open_catalog, read_rows, table_name)
 
+#: the options a store fixes when it is created (an add with other values is refused)
+STORE_FIXED = ("level", "block_size", "pack", "index_compression")
 _STATE_COLUMNS = ("relative_path", "blob_offset", "blob_size", ORDINAL)
 _CHUNK_SCHEMA = pa.schema([pa.field("relative_path", pa.utf8(), nullable=False),
                            pa.field("chunk_seq", pa.uint32(), nullable=False),
@@ -88,9 +90,9 @@ class Store:
 
     def __init__(self, sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                  namespace: str, catalog: Mapping[str, Any] | None = None, *,
-                 level: int | None = None, block_size: int | None = None,
-                 writable: bool = True, pack: bool | None = None,
-                 index_compression: bool | None = None) -> None:
+                 options: WriteOptions | None = None, level: int | None = None,
+                 block_size: int | None = None, writable: bool = True,
+                 pack: bool | None = None, index_compression: bool | None = None) -> None:
         self.sidecar = os.fspath(sidecar)
         self.warehouse = os.fspath(warehouse)
         self.namespace = namespace
@@ -101,6 +103,11 @@ class Store:
         self._fd: int | None = None
         #: the dedup index of the committed rows (built at the first add; None: rebuild)
         self._index: DedupIndex | None = None
+        if options is not None:  # its fixed settings are the store's (fixed at creation)
+            given, _ = resolve(options, what="open_store", level=level, block_size=block_size,
+                               pack=pack, index_compression=index_compression)
+            level, block_size = given.level, given.block_size
+            pack, index_compression = given.pack, given.index_compression
         self.options = self._options(level, block_size, pack, index_compression)
         if writable:
             fd = os.open(self.sidecar, os.O_RDWR | os.O_CREAT, 0o644)
@@ -131,8 +138,8 @@ class Store:
             self.catalog.create_namespace(ns)
         props = self.catalog.load_namespace_properties(ns)
         recorded = {NS_LEVEL: props.get(NS_LEVEL), NS_BLOCK: props.get(NS_BLOCK)}
-        given = {NS_LEVEL: level, NS_BLOCK: block_size}
-        defaults = {NS_LEVEL: codec.DEFAULT_LEVEL, NS_BLOCK: DEFAULT_BLOCK_SIZE}
+        given: dict[str, Any] = {NS_LEVEL: level, NS_BLOCK: block_size}  # None: not given
+        defaults = {NS_LEVEL: WriteOptions().level, NS_BLOCK: WriteOptions().block_size}
         values: dict[str, int] = {}
         for name in (NS_LEVEL, NS_BLOCK):
             if recorded[name] is not None:
@@ -160,6 +167,19 @@ class Store:
             self.catalog.update_namespace_properties(ns, updates=missing)
         return WriteOptions(level=values[NS_LEVEL], block_size=values[NS_BLOCK],
                             pack=flags[NS_PACK], index_compression=flags[NS_INDEX])
+
+    def _add_options(self, options: WriteOptions | None, **given: Any) -> WriteOptions:
+        """The options of one add: the store's, or ``options`` if its fixed settings are the
+        store's, with ``given`` (``workers``, ``dedup``) applied."""
+        if options is not None:
+            for f in STORE_FIXED:
+                mine, theirs = getattr(self.options, f), getattr(options, f)
+                if mine != theirs:
+                    raise StoreError(f"store was created with {f}={mine!r}, not {theirs!r}",
+                                     path=self.warehouse)
+        out, _ = resolve(options if options is not None else self.options, what="Store.add",
+                         **given)
+        return out
 
     def _load_state(self) -> None:
         """Live paths (highest ordinal wins), stale copies, next ordinal, committed end."""
@@ -271,15 +291,18 @@ class Store:
             raise StoreError(f"no table for group {tuple(key)}", path=self.warehouse) from None
 
     # -- writing ----------------------------------------------------------------------------
-    def add(self, source: str | os.PathLike[str] | Iterable[Entry], *, repo: str = "",
-            pkg_type: int | str = 0, workers: int | None = None,
-            dedup: bool = True) -> AddReport:
+    def add(self, source: str | os.PathLike[str] | Iterable[Entry], *,
+            options: WriteOptions | None = None, repo: str = "", pkg_type: int | str = 0,
+            workers: int | None = None, dedup: bool | None = None) -> AddReport:
         """Add ``source`` (a directory or :class:`Entry` objects): blobs, fsync, commits.
 
         A file stored already in the same group with the same chunk sizes and checksums is
         skipped (``files_unchanged``); a directory source never yields the sidecar or the
         warehouse. With ``dedup`` a chunk identical to one in the store's rows (or earlier in
-        this add) points at its blob, as a one-shot writer's would."""
+        this add) points at its blob, as a one-shot writer's would. ``options`` (a
+        :class:`~znippy_sql.WriteOptions`): its ``workers`` and ``dedup`` apply (``workers=``,
+        ``dedup=`` override them); the settings the store fixed at creation (level, block
+        size) must be the store's."""
         if self._fd is None:
             raise StoreError("store is closed or read-only", path=self.sidecar)
         if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
@@ -292,7 +315,8 @@ class Store:
                              path=self.sidecar)
         if size > start:
             os.ftruncate(fd, start)  # orphans of a crashed add: never referenced
-        options = replace(self.options, workers=workers, dedup=dedup)
+        options = self._add_options(options, workers=workers, dedup=dedup)
+        dedup = options.dedup
         index = self._dedup_index() if dedup else None
         hits, saved = (index.hits, index.saved) if index is not None else (0, 0)
         self._index = None  # until this add commits, its entries may point past the end
@@ -413,7 +437,9 @@ class Store:
                 tx = self._groups[key].table.transaction()
             gone = deletes.get(key)
             if gone:
-                tx.delete(In("relative_path", sorted(gone)))
+                # pyiceberg's expressions take (term, values) positionally at run time; their
+                # pydantic-generated signature names them as keywords only
+                tx.delete(In("relative_path", sorted(gone)))  # type: ignore[call-arg, arg-type]
             if key in new:
                 tx.append(to_iceberg(new[key], ordinals[key]), snapshot_properties=props)
             tx.commit_transaction()
@@ -475,16 +501,18 @@ class Store:
 
 def open_store(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                namespace: str, catalog: Mapping[str, Any] | None = None, *,
-               level: int | None = None, block_size: int | None = None,
-               writable: bool = True, pack: bool | None = None,
-               index_compression: bool | None = None) -> Store:
+               options: WriteOptions | None = None, level: int | None = None,
+               block_size: int | None = None, writable: bool = True,
+               pack: bool | None = None, index_compression: bool | None = None) -> Store:
     """Open (creating what is missing) the store of ``sidecar`` + ``warehouse``/``namespace``.
 
     ``catalog``: pyiceberg catalog properties (``{"type": "rest", "uri": ...}``); default: an
     SQLite ``SqlCatalog`` at ``<warehouse>/catalog.db``. ``level``/``block_size``, ``pack``
-    and ``index_compression`` (default: on, as for ``write_archive``) are fixed when the store
-    is created; a later open with other values is refused. A store created before packing
-    existed neither packs nor compresses its index.
+    and ``index_compression`` (default: on, as for ``write_archive``), or those of
+    ``options`` (a :class:`~znippy_sql.WriteOptions`), are fixed when the store is created; a
+    later open with other values is refused. A store created before packing existed neither
+    packs nor compresses its index.
     """
-    return Store(sidecar, warehouse, namespace, catalog, level=level, block_size=block_size,
-                 writable=writable, pack=pack, index_compression=index_compression)
+    return Store(sidecar, warehouse, namespace, catalog, options=options, level=level,
+                 block_size=block_size, writable=writable, pack=pack,
+                 index_compression=index_compression)

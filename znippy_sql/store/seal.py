@@ -28,6 +28,8 @@ from ..errors import StoreError
 from ..write.dedup import distinct_blob_bytes
 from ..write.tail import write_tail
 from ..format.fsio import copy_range, fsync_dir
+from ..write.ingest import WriteOptions
+from ..write.options import Provenance, resolve
 from ..write.writer import check_output, optional_sections
 from .dynamic import Store
 
@@ -52,15 +54,20 @@ class SealReport:
 
 def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], namespace: str,
          out: str | os.PathLike[str], *, catalog: Mapping[str, Any] | None = None,
-         meta: Any = None, signer: Any = None, fsync: bool = True) -> SealReport:
+         options: WriteOptions | None = None, provenance: Provenance | None = None,
+         meta: Any = None, signer: Any = None, fsync: bool | None = None) -> SealReport:
     """Write the store's live content as a static archive at ``out``.
 
-    ``meta=`` and ``signer=`` add the ``__meta__`` and signature sections, as for
-    :func:`~znippy_sql.write_archive`; ``fsync=False`` skips the file and directory fsyncs
-    (as ``write_archive(..., fsync=False)``: for scratch output only). The store may keep growing while it is sealed: the seal
-    takes each table's committed snapshot and copies only bytes those rows reference.
+    ``provenance`` (or ``meta=``, ``signer=``) adds the ``__meta__`` and signature sections,
+    as for :func:`~znippy_sql.write_archive`. The blobs are the store's, copied verbatim: of
+    ``options`` (a :class:`~znippy_sql.WriteOptions`) only ``fsync`` applies (``fsync=False``
+    skips the file and directory fsyncs: for scratch output only). The store may keep growing
+    while it is sealed: the seal takes each table's committed snapshot and copies only bytes
+    those rows reference.
     """
     started = time.perf_counter()
+    fsync = resolve(options, what="seal", fsync=fsync)[0].fsync
+    provenance = resolve(None, provenance, what="seal", meta=meta, signer=signer)[1]
     out = os.fspath(out)
     check_output(out)  # a directory or a missing parent: refused before any work
     store = Store(sidecar, warehouse, namespace, catalog, writable=False)
@@ -81,7 +88,7 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
     size = os.path.getsize(sidecar)
     if size < blob_end:
         raise StoreError(f"sidecar is {size} bytes, its rows reach {blob_end}", path=sidecar)
-    sections, builders = optional_sections(meta, signer)
+    sections, builders = optional_sections(provenance.meta, provenance.signer)
     staging = os.path.join(os.path.dirname(os.path.abspath(out)),
                            f".{os.path.basename(out)}.znippy-staging-{os.getpid()}")
     try:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from znippy_sql.format import build
 from znippy_sql.format.files import file_digest
 from znippy_sql.read.reader import Archive, open_archive
 from znippy_sql.remote import is_url, local_path
@@ -70,7 +71,7 @@ def digest_udf(paths: Any, checksums: Any) -> pa.Array:
         None if p is None or c is None else file_digest(p, c)
         for p, c in zip(_plain(paths).to_pylist(), _plain(checksums).to_pylist())
     ]
-    return pa.array(out, pa.binary())
+    return build.binary(out)  # (pa.array would import pandas: format/build.py)
 
 
 def read_udf(archives: Any, paths: Any) -> pa.Array:

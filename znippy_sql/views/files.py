@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format import build
 from ..format.files import file_digest
 from ..format.kernels import call_function, one_array, take
 from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
@@ -272,9 +273,9 @@ def _read_groups(archive: Archive, request: Request) -> Iterator[pa.Table]:
                       else dict.fromkeys(_GROUP_STATS, 0))
         for name, value in values.items():
             rows[name].append(value)
-    pool = pa.system_memory_pool()  # a few rows: not worth the Arrow pool's first reservation
-    yield pa.table({f.name: pa.array(rows[f.name], f.type, memory_pool=pool)
-                    for f in GROUPS_SCHEMA}, schema=GROUPS_SCHEMA)
+    # a few rows: not worth the Arrow pool's first reservation, nor pyarrow's converters (which
+    # import pandas where it is installed: format/build.py)
+    yield build.table(rows, GROUPS_SCHEMA, pa.system_memory_pool())
 
 
 GROUPS = View("groups", lambda a: GROUPS_SCHEMA, _read_groups, grouped=True,

@@ -17,13 +17,12 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO, Unpack
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import DuplicatePathError, FormatError, RemoteError, SignatureError, ZnippyError
-from ..format import codec
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
                                write_journal)
@@ -33,14 +32,15 @@ from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SE
 from ..format.sections import ReservedSection
 from ..read.reader import open_archive
 from ..read.verify import refuse_damaged
-from .ingest import DEFAULT_BLOCK_SIZE, INDEX_KEY, PACK_KEY, Ingest, WriteOptions
+from .ingest import INDEX_KEY, PACK_KEY, Ingest, WriteOptions
+from .options import OptionKwargs, Provenance, resolve
 from .feed import Feed
 from .posix import with_rows
 from .source import Entry, as_entry
 from .unchanged import same_content
 from .tail import TailInfo, write_tail
 from ..format.lookup import with_inner
-from .writer import optional_sections, staging_prefix
+from .writer import meta_of, optional_sections, staging_prefix
 
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
@@ -228,10 +228,11 @@ class _Stored:
         return self._group_of.get(path)
 
 
-def _options(path: str, old: _Old, level: int | None, block_size: int | None,
-             workers: int | None, dedup: bool = True, pack: bool | None = None,
-             index_compression: bool | None = None) -> WriteOptions:
-    """The archive's own options (recorded on its sub-indexes); a different one is refused."""
+def _options(path: str, old: _Old, options: WriteOptions | None,
+             given: OptionKwargs) -> WriteOptions:
+    """The options of an append: ``options`` as given, else the archive's own (its level,
+    block size, packing and index compression, recorded on its sub-indexes), then the
+    keywords given; a level or block size other than the archive's is refused."""
     def recorded(key: str, default: int) -> int:
         try:
             return int(old.metadata.get(key, default))
@@ -239,30 +240,28 @@ def _options(path: str, old: _Old, level: int | None, block_size: int | None,
             raise FormatError(f"sub-index metadata {key} = {old.metadata[key]!r} is not a "
                               "number", path=path) from None
 
-    recorded_level = recorded("znippy.openzl.level", codec.DEFAULT_LEVEL)
-    recorded_block = recorded("znippy.block_size", DEFAULT_BLOCK_SIZE)
+    own = {"level": recorded("znippy.openzl.level", WriteOptions().level),
+           "block_size": recorded("znippy.block_size", WriteOptions().block_size)}
+    if options is None:
+        options = WriteOptions(level=own["level"], block_size=own["block_size"],
+                               pack=_follow(old, PACK_KEY, WriteOptions.pack),
+                               index_compression=_follow(old, INDEX_KEY,
+                                                         WriteOptions.index_compression))
+    options, _ = resolve(options, what="append_archive", **given)
     if old.groups:
-        for name, given, recorded, key in (
-                ("level", level, recorded_level, "znippy.openzl.level"),
-                ("block_size", block_size, recorded_block, "znippy.block_size")):
+        for name, key in (("level", "znippy.openzl.level"), ("block_size", "znippy.block_size")):
             # an archive that does not record it (the Rust tool's keys) takes any value
-            if given is not None and given != recorded and key in old.metadata:
-                raise ZnippyError(f"archive was written with {name}={recorded}; appending with "
-                                  f"{name}={given} would mix two settings", path=path)
-    return WriteOptions(level=level if level is not None else recorded_level,
-                        block_size=block_size if block_size is not None else recorded_block,
-                        workers=workers, dedup=dedup,
-                        pack=_follow(old, PACK_KEY, pack, WriteOptions.pack),
-                        index_compression=_follow(old, INDEX_KEY, index_compression,
-                                                  WriteOptions.index_compression))
+            if getattr(options, name) != own[name] and key in old.metadata:
+                raise ZnippyError(f"archive was written with {name}={own[name]}; appending "
+                                  f"with {name}={getattr(options, name)} would mix two "
+                                  "settings", path=path)
+    return options
 
 
-def _follow(old: _Old, key: str, given: bool | None, default: bool) -> bool:
-    """An option the archive records by a key on its sub-indexes: as given, else as the
-    archive has it; an archive without sub-indexes (empty) has none: the default, as the
-    one-shot write of the appended files would."""
-    if given is not None:
-        return given
+def _follow(old: _Old, key: str, default: bool) -> bool:
+    """An option the archive records by a key on its sub-indexes: as the archive has it; an
+    archive without sub-indexes (empty) has none: the default, as the one-shot write of the
+    appended files would."""
     return key in old.metadata if old.groups else default
 
 
@@ -353,28 +352,24 @@ class Appender:
     Use :func:`open_for_append`. Holds the archive's append lock from enter to exit.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, repo: str = "",
-                 pkg_type: int | str = 0, level: int | None = None,
-                 block_size: int | None = None, workers: int | None = None,
-                 meta: Any = None, signer: Any = None, drop_signatures: bool = False,
-                 move: bool = False, posix: bool = False, skip_unsafe: bool = False,
-                 dedup: bool = True, pack: bool | None = None,
-                 index_compression: bool | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, options: WriteOptions | None = None,
+                 provenance: Provenance | None = None, repo: str = "",
+                 pkg_type: int | str = 0, drop_signatures: bool = False, move: bool = False,
+                 **kwargs: Unpack[OptionKwargs]) -> None:
         self.path = os.fspath(path)
-        self._dedup = dedup
-        self._pack = pack
-        self._index_compression = index_compression
+        # checked now (an unknown keyword or a bad value before any work); the archive's own
+        # options are the base once it is read (``__enter__``)
+        self.options, self.provenance = resolve(options, provenance, what="append_archive",
+                                                **kwargs)
+        self._given_options, self._given = options, kwargs
         self._repo, self._pkg_type = repo, pkg_type
-        self._level, self._block_size, self._workers = level, block_size, workers
-        self._meta, self._signer = meta, signer
         self._drop_signatures, self._move = drop_signatures, move
-        self._posix, self._skip_unsafe = posix, skip_unsafe
         self._feed: Feed | None = None
         self._stored: _Stored | None = None
         self._kept: set[str] = set()  # paths found unchanged
         self.report: AppendReport | None = None
         self.tail: TailInfo | None = None
-        self._fh: Any = None
+        self._fh: BinaryIO | None = None
         self._ingest: Ingest | None = None
         self._old: _Old | None = None
         self._recovered = False
@@ -394,20 +389,19 @@ class Appender:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
             old = self._old = _load(self.path)
-            if old.stale and self._signer is None and not self._drop_signatures:
+            if old.stale and self.provenance.signer is None and not self._drop_signatures:
                 raise SignatureError(
                     f"archive is signed ({', '.join(old.stale)}); appending would leave its "
                     "signatures over content it no longer has: re-sign (--sign-key and "
                     "--sign-cert, signer=) or drop them (--drop-signatures, "
                     "drop_signatures=True)", path=self.path)
-            options = _options(self.path, old, self._level, self._block_size, self._workers,
-                               self._dedup, self._pack, self._index_compression)
-            self.options = options
+            options = self.options = _options(self.path, old, self._given_options, self._given)
             journal = True  # from here a journal of ours may exist; the archive is untouched
             write_journal(self.path, self._fh.fileno(), old.size, old.blob_end, old.tail)
             self._ingest = Ingest(self._fh.fileno(), old.blob_end, options, repo=self._repo,
                                   pkg_type=self._pkg_type, existing=old.groups.values())
-            self._feed = Feed(self._ingest.add, posix=self._posix, skip_unsafe=self._skip_unsafe,
+            self._feed = Feed(self._ingest.add, posix=options.posix,
+                              skip_unsafe=options.skip_unsafe,
                               exclude=[self.path, journal_path(self.path)],
                               exclude_prefixes=[staging_prefix(self.path)],
                               unchanged=self._unchanged if old.groups else None)
@@ -474,11 +468,11 @@ class Appender:
             self._fh.close()  # releases the lock
 
     def _commit(self, old: _Old) -> None:
-        assert self._ingest is not None
+        assert self._ingest is not None and self._fh is not None
         sink = self._ingest.finish()
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
         sections, builders, meta_state = self._sections(old, new)
-        if not new and not self._signer and _same_sections(old.sections, sections):
+        if not new and not self.provenance and _same_sections(old.sections, sections):
             drop_journal(self.path)  # nothing written at blob_end: the old tail stands
             self._report(old, sink.cursor, old.size, Merged(old.groups, 0, 0, []), 0, [],
                          "kept" if any(s.name == META for s in old.sections) else "none")
@@ -493,10 +487,11 @@ class Appender:
                 f"group ({first}{', ...' if len(merged.moved) > 3 else ''}); append replaces "
                 "a file in its own group: give --move (move=True) to move them",
                 path=self.path)
-        dropped = old.stale if self._signer is None else []
+        dropped = old.stale if self.provenance.signer is None else []
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
-                               schema_metadata=self.options.schema_metadata(), fsync=True,
+                               schema_metadata=self.options.schema_metadata(),
+                               fsync=self.options.fsync,
                                index_compression=self.options.index_compression)
         drop_journal(self.path)
         rows = sum(t.num_rows for t in new.values())
@@ -506,12 +501,12 @@ class Appender:
                   ) -> tuple[list[ReservedSection], list[Any], str]:
         """The old sections carried over, ``__meta__`` merged with the new facts
         (:func:`~znippy_sql.provenance.meta.merge_meta`), the signature builder if any."""
-        extra_sections, builders = optional_sections(self._meta, self._signer)
-        old_meta = next((s.payload for s in old.sections if s.name == META), None)
-        new_meta = next((s.payload for s in extra_sections if s.name == META), None)
+        extra_sections, builders = optional_sections(self.provenance.meta,
+                                                     self.provenance.signer)
+        old_meta, new_meta = meta_of(old.sections), meta_of(extra_sections)
         facts = self._feed.facts if self._feed is not None else None
         if facts:
-            new_meta = with_rows(new_meta, facts.rows())  # type: ignore[arg-type]
+            new_meta = with_rows(new_meta, facts.rows())
         sections = [s for s in old.sections if s.name != META]
         sections += [s for s in extra_sections if s.name != META]
         state = "none" if old_meta is None else "kept"
@@ -521,10 +516,10 @@ class Appender:
             rewritten = pc.unique(pa.chunked_array(
                 [t.column("relative_path") for t in new.values()], pa.utf8())).to_pylist() \
                 if new else []
-            merged = merge_meta(old_meta, new_meta, rewritten=rewritten)  # type: ignore[arg-type]
+            merged = merge_meta(old_meta, new_meta, rewritten=rewritten)
             state = "updated"
         else:
-            merged = old_meta  # type: ignore[assignment]
+            merged = old_meta
         if merged is not None:
             sections.append(ReservedSection(META, merged))
         return sections, builders, state
@@ -565,12 +560,10 @@ def _same_sections(old: Sequence[ReservedSection], new: Sequence[ReservedSection
     return True
 
 
-def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: int | str = 0,
-                    level: int | None = None, block_size: int | None = None,
-                    workers: int | None = None, meta: Any = None, signer: Any = None,
-                    drop_signatures: bool = False, move: bool = False, posix: bool = False,
-                    skip_unsafe: bool = False, dedup: bool = True, pack: bool | None = None,
-                    index_compression: bool | None = None) -> Appender:
+def open_for_append(path: str | os.PathLike[str], *, options: WriteOptions | None = None,
+                    provenance: Provenance | None = None, repo: str = "",
+                    pkg_type: int | str = 0, drop_signatures: bool = False, move: bool = False,
+                    **kwargs: Unpack[OptionKwargs]) -> Appender:
     """An :class:`Appender` for ``path``, to use as a context manager."""
     from ..remote import is_url, local_path
 
@@ -580,46 +573,38 @@ def open_for_append(path: str | os.PathLike[str], *, repo: str = "", pkg_type: i
             raise RemoteError("append works on local archives only (it rewrites the tail in "
                               "place): download the archive, append, upload it", path=path)
         path = local
-    return Appender(path, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size,
-                    workers=workers, meta=meta, signer=signer, drop_signatures=drop_signatures,
-                    move=move, posix=posix, skip_unsafe=skip_unsafe, dedup=dedup, pack=pack,
-                    index_compression=index_compression)
+    return Appender(path, options=options, provenance=provenance, repo=repo, pkg_type=pkg_type,
+                    drop_signatures=drop_signatures, move=move, **kwargs)
 
 
 def append_archive(
     path: str | os.PathLike[str],
     source: str | os.PathLike[str] | Iterable[Entry],
     *,
+    options: WriteOptions | None = None,
+    provenance: Provenance | None = None,
     repo: str = "",
     pkg_type: int | str = 0,
-    level: int | None = None,
-    block_size: int | None = None,
-    workers: int | None = None,
-    meta: Any = None,
-    signer: Any = None,
     drop_signatures: bool = False,
     move: bool = False,
-    posix: bool = False,
-    skip_unsafe: bool = False,
-    dedup: bool = True,
-    pack: bool | None = None,
-    index_compression: bool | None = None,
+    **kwargs: Unpack[OptionKwargs],
 ) -> AppendReport:
     """Append ``source`` (a directory or :class:`Entry` objects) to the archive at ``path``.
 
-    ``level``/``block_size`` default to the archive's own (a different value is refused).
-    ``__meta__`` is kept; ``meta=`` facts are merged into it (a key given again replaces its
-    old facts). A signed archive is refused unless ``signer=`` re-signs the new content or
-    ``drop_signatures=True`` drops the old signatures (named in the report). A path already in
-    the archive is replaced in its group; one that would go to another group is refused
-    unless ``move=True``. ``posix``/``skip_unsafe`` as for ``write_archive``. With ``dedup``
-    (the default) a new chunk identical to one already in the archive points at its blob.
+    ``options`` (a :class:`~znippy_sql.WriteOptions`) is used as given; without it the
+    archive's own level, block size, packing and index compression are kept, and the keyword
+    arguments (``level=``, ``pack=``, ..., as for ``write_archive``) change what they name. A
+    level or block size other than the archive's is refused. ``provenance`` (or ``meta=``,
+    ``signer=``): ``__meta__`` is kept; ``meta`` facts are merged into it (a key given again
+    replaces its old facts). A signed archive is refused unless a signer re-signs the new
+    content or ``drop_signatures=True`` drops the old signatures (named in the report). A path
+    already in the archive is replaced in its group; one that would go to another group is
+    refused unless ``move=True``. With ``dedup`` (the default) a new chunk identical to one
+    already in the archive points at its blob.
     """
-    appender = open_for_append(path, repo=repo, pkg_type=pkg_type, level=level,
-                               block_size=block_size, workers=workers, meta=meta, signer=signer,
-                               drop_signatures=drop_signatures, move=move, posix=posix,
-                               skip_unsafe=skip_unsafe, dedup=dedup, pack=pack,
-                               index_compression=index_compression)
+    appender = open_for_append(path, options=options, provenance=provenance, repo=repo,
+                               pkg_type=pkg_type, drop_signatures=drop_signatures, move=move,
+                               **kwargs)
     with appender:
         appender.add_all(source)
     assert appender.report is not None

@@ -25,7 +25,8 @@ from ..format.fsio import copy_range, fsync_dir
 from ..format.rollback import lock, recover_locked
 from ..format.schema import GroupKey
 from .append import _load
-from .ingest import INDEX_KEY
+from .ingest import INDEX_KEY, WriteOptions
+from .options import resolve
 from .tail import write_tail
 from .writer import staging_prefix
 
@@ -70,9 +71,16 @@ def _placement(groups: dict[GroupKey, pa.Table]) -> tuple[list[GroupKey], np.nda
     return keys, order, offsets, sizes
 
 
-def compact_archive(path: str | os.PathLike[str], *, fsync: bool = True) -> CompactReport:
-    """Rewrite ``path`` without dead bytes (see the module doc); a no-op when it has none."""
+def compact_archive(path: str | os.PathLike[str], *, options: WriteOptions | None = None,
+                    fsync: bool | None = None) -> CompactReport:
+    """Rewrite ``path`` without dead bytes (see the module doc); a no-op when it has none.
+
+    The archive keeps its own level, block size, packing and index compression (nothing is
+    re-encoded): of ``options`` (a :class:`~znippy_sql.WriteOptions`) only ``fsync`` applies;
+    ``fsync=`` overrides it."""
     started = time.perf_counter()
+    options, _ = resolve(options, what="compact_archive", fsync=fsync)
+    fsync = options.fsync
     path = os.fspath(path)
     from ..remote import is_url, local_path
 

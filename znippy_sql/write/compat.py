@@ -31,14 +31,12 @@ COMPAT_KEY = "znippy.compat"
 
 
 def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
-                 meta: Any = None, signer: Any = None, posix: bool = False) -> None:
-    """Refuse an unknown mode, and anything a ``rust-0.8`` archive cannot hold."""
+                 meta: Any = None, signer: Any = None) -> None:
+    """Refuse what a ``rust-0.8`` archive cannot hold beside the write options (the mode
+    itself and ``posix`` are checked by ``WriteOptions``); run once, by ``ArchiveWriter``."""
     if compat is None:
         return
-    if compat not in COMPAT_MODES:
-        raise ZnippyError(f"unknown compat mode {compat!r}; known: {', '.join(COMPAT_MODES)}")
-    given = [what for what, value in (("meta", meta), ("POSIX facts (posix=True)", posix),
-                                      ("a signer", signer),
+    given = [what for what, value in (("meta", meta), ("a signer", signer),
                                       ("reserved sections", sections),
                                       ("section builders", builders)) if value]
     if given:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 
@@ -23,6 +24,8 @@ from ..format import codec
 from .. import modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
+from .compat import Compat
+from .limits import check
 from .pack import PACK_MEMBER_MAX, Pack, Packer
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, ZnippyError
@@ -42,8 +45,29 @@ IN_MEMORY = "<data>"
 ZIP_READ_WHOLE = 64 << 20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WriteOptions:
+    """How every writer writes: ``write_archive``, ``ArchiveWriter``, ``append_archive``,
+    ``compact``, the store and its seal, and the CLI (``znippy_sql.WriteOptions``).
+
+    Frozen and checked once, when made: a bad value raises :class:`~znippy_sql.OptionError`
+    naming the option, the value and what is accepted. These fields are the one place the
+    defaults live (``write/options.py`` maps the keyword arguments onto them). With
+    ``compat="rust-0.8"``, ``pack`` and ``index_compression`` are off (the Rust 0.8 reader
+    reads neither) and ``posix`` is refused.
+
+    >>> WriteOptions(level=5).block_size == WriteOptions().block_size
+    True
+    """
+
+    #: ``"rust-0.8"``: an archive the Rust tool 0.8 reads (``write/compat.py``)
+    compat: Compat | None = None
+    #: record modes, mtimes, symbolic links and directories of a walked source (``__meta__``)
+    posix: bool = False
+    #: leave out (and report) files whose paths the format refuses, instead of failing
+    skip_unsafe: bool = False
+    #: fsync the file and its directory before the rename (False: scratch output only)
+    fsync: bool = True
     level: int = codec.DEFAULT_LEVEL
     block_size: int = DEFAULT_BLOCK_SIZE
     workers: int | None = None
@@ -67,6 +91,12 @@ class WriteOptions:
             **({INDEX_KEY: "zstd"} if self.index_compression else {}),
         }
 
+    def __post_init__(self) -> None:
+        check(self)
+        if self.compat is not None:  # the Rust 0.8 reader reads neither (FORMAT §1, §3)
+            object.__setattr__(self, "pack", False)
+            object.__setattr__(self, "index_compression", False)
+
 
 class Ingest:
     """``existing``: rows whose blobs lie before ``start`` (an archive's), which new chunks
@@ -76,8 +106,6 @@ class Ingest:
     def __init__(self, fd: int, start: int, options: WriteOptions, *, repo: str = "",
                  pkg_type: int | str | None = 0, existing: Iterable[pa.Table] = (),
                  index: DedupIndex | None = None, track_order: bool = False) -> None:
-        if options.block_size <= 0:
-            raise ValueError("block_size must be positive")
         self.options = options
         self.default_repo = repo
         self.default_pkg_type = pkg_type
@@ -146,8 +174,8 @@ class Ingest:
         rows = self._group(entry)
         size = entry.size()
         extra = None
-        if rows.has_extra:
-            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))  # type: ignore
+        if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
+            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))
         dedup = self.options.dedup
         mode = codec.COMPRESS
         if codec.is_skipped(path):
@@ -270,7 +298,7 @@ class Ingest:
             if isinstance(tag, Pack):
                 self.sink.put_pack(tag.members, result)
             else:
-                batch, tags = tag  # type: ignore[misc]
+                batch, tags = cast("tuple[list[Job], list[ChunkTag]]", tag)
                 self.sink.put_batch(tags, batch, result)
 
     def finish(self) -> BlobSink:
@@ -307,5 +335,6 @@ def _read_exactly(fd: int, size: int) -> bytes:
 def _read_all(entry: Entry) -> bytes:
     if entry.data is not None:
         return entry.data
-    with open(entry.file, "rb") as fh:  # type: ignore[arg-type]
+    assert entry.file is not None  # an Entry holds data= or file=
+    with open(entry.file, "rb") as fh:
         return fh.read()

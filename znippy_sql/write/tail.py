@@ -27,7 +27,7 @@ from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, Grou
                              section_rank)
 from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
-from .compat import COMPAT_KEY, Compat, check_compat, one_schema
+from .compat import COMPAT_KEY, Compat, one_schema
 
 
 
@@ -73,8 +73,7 @@ def write_tail(
     groups = unify_inner(groups)
     if compat is not None and any(has_packs(t) for t in groups.values()):
         raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
-    if compat is not None:
-        check_compat(compat, sections=sections, builders=section_builders)
+    if compat is not None:  # its sections were refused by the writer (``check_compat``)
         groups = one_schema(groups)
         schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat}
     fd = fh.fileno()

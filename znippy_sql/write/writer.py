@@ -18,25 +18,23 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO, Unpack
+
+import pyarrow as pa
 
 from ..errors import ZnippyError
-from ..format import codec
 from ..format.schema import META
 from .feed import Feed
-from .ingest import DEFAULT_BLOCK_SIZE, Ingest, WriteOptions
+from .ingest import Ingest, WriteOptions
+from .options import OptionKwargs, Provenance, resolve
 from .posix import with_rows
 from .source import Entry, as_entry
 from ..format.fsio import fsync_dir
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
-from .compat import Compat, check_compat
+from .compat import check_compat
 from .staging import remove_stale
 from .tail import TailInfo, write_tail
 from ..format.schema import resolve_pkg_type
-
-
-#: the highest compression level OpenZL takes ("level must be less than 23")
-MAX_LEVEL = 22
 
 
 @dataclass(frozen=True)
@@ -73,6 +71,14 @@ class WriteReport:
         return self.bytes_in / self.archive_bytes if self.archive_bytes else 0.0
 
 
+def meta_of(sections: Iterable[ReservedSection]) -> pa.Table | None:
+    """The ``__meta__`` rows among ``sections`` (an Arrow section), or None."""
+    for s in sections:
+        if s.name == META and isinstance(s.payload, pa.Table):
+            return s.payload
+    return None
+
+
 def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], list[SectionBuilder]]:
     """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5)."""
     sections: list[ReservedSection] = []
@@ -103,48 +109,33 @@ class ArchiveWriter:
         self,
         out: str | os.PathLike[str],
         *,
+        options: WriteOptions | None = None,
+        provenance: Provenance | None = None,
         repo: str = "",
         pkg_type: int | str = 0,
-        level: int = codec.DEFAULT_LEVEL,
-        block_size: int = DEFAULT_BLOCK_SIZE,
-        workers: int | None = None,
         reserved_sections: Sequence[ReservedSection] = (),
         section_builders: Sequence[SectionBuilder] = (),
-        meta: Any = None,
-        signer: Any = None,
-        fsync: bool = True,
         progress: Callable[[int, int], None] | None = None,
-        posix: bool = False,
-        skip_unsafe: bool = False,
-        compat: Compat | None = None,
-        dedup: bool = True,
-        pack: bool = True,
-        index_compression: bool = True,
+        **kwargs: Unpack[OptionKwargs],
     ) -> None:
+        """``options``/``provenance``: how to write and what the archive says about itself
+        (:mod:`.options`); the keyword arguments ``level=``, ``meta=``, ... map onto them."""
         self.path = os.fspath(out)
-        if level > MAX_LEVEL:  # OpenZL would say so only from a worker, after the walk began
-            raise ZnippyError(f"compression level {level} is out of range: OpenZL takes "
-                              f"levels up to {MAX_LEVEL}", path=self.path)
-        self.posix = posix
-        self.skip_unsafe = skip_unsafe
-        rust = compat is not None  # the Rust 0.8 reader reads neither (FORMAT §1, §3)
-        self.options = WriteOptions(level=level, block_size=block_size, workers=workers,
-                                    dedup=dedup, pack=pack and not rust,
-                                    index_compression=index_compression and not rust)
-        check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
-                     signer=signer, posix=posix)
-        self.compat = compat
+        self.options, self.provenance = resolve(options, provenance, what="ArchiveWriter",
+                                                **kwargs)
+        meta, signer = self.provenance.meta, self.provenance.signer
+        check_compat(self.options.compat, sections=reserved_sections, builders=section_builders,
+                     meta=meta, signer=signer)
         extra_sections, extra_builders = optional_sections(meta, signer)
         self.sections = [*reserved_sections, *extra_sections]
         check_sections(self.sections)  # refuse bad names now, not after all the compression
         self.builders = [*section_builders, *extra_builders]
-        self.fsync = fsync
         self.progress = progress
         self.report: WriteReport | None = None
         self.tail: TailInfo | None = None
         self._repo = repo
         self._pkg_type = pkg_type
-        self._fh = None
+        self._fh: BinaryIO | None = None
         self._ingest: Ingest | None = None
         self._started = 0.0
         if not (isinstance(pkg_type, str) and pkg_type.strip().lower() == "auto"):
@@ -165,7 +156,8 @@ class ArchiveWriter:
                 from None
         self._ingest = Ingest(self._fh.fileno(), 0, self.options, repo=self._repo,
                               pkg_type=self._pkg_type)
-        self._feed = Feed(self._ingest.add, posix=self.posix, skip_unsafe=self.skip_unsafe,
+        self._feed = Feed(self._ingest.add, posix=self.options.posix,
+                          skip_unsafe=self.options.skip_unsafe,
                           exclude=[self.path], exclude_prefixes=[self.staging_prefix])
         return self
 
@@ -199,8 +191,7 @@ class ArchiveWriter:
             return self.sections
         rows = self._feed.facts.rows()
         out = [s for s in self.sections if s.name != META]
-        meta = next((s.payload for s in self.sections if s.name == META), None)
-        out.append(ReservedSection(META, with_rows(meta, rows)))  # type: ignore[arg-type]
+        out.append(ReservedSection(META, with_rows(meta_of(self.sections), rows)))
         return out
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -213,12 +204,12 @@ class ArchiveWriter:
             self.tail = write_tail(
                 self._fh, sink.cursor, sink.tables(), sections=self._final_sections(),
                 section_builders=self.builders,
-                schema_metadata=self.options.schema_metadata(), fsync=self.fsync,
-                compat=self.compat, index_compression=self.options.index_compression,
+                schema_metadata=self.options.schema_metadata(), fsync=self.options.fsync,
+                compat=self.options.compat, index_compression=self.options.index_compression,
             )
             self._fh.close()
             os.replace(self.staging, self.path)
-            if self.fsync:
+            if self.options.fsync:
                 fsync_dir(self.path)
             self.report = WriteReport(
                 path=self.path, files=self._ingest.files,
@@ -273,26 +264,23 @@ def write_archive(
     out: str | os.PathLike[str],
     source: str | os.PathLike[str] | Iterable[Entry],
     *,
+    options: WriteOptions | None = None,
+    provenance: Provenance | None = None,
     repo: str = "",
     pkg_type: int | str = 0,
-    level: int = codec.DEFAULT_LEVEL,
-    block_size: int = DEFAULT_BLOCK_SIZE,
-    workers: int | None = None,
     reserved_sections: Sequence[ReservedSection] = (),
     section_builders: Sequence[SectionBuilder] = (),
-    meta: Any = None,
-    signer: Any = None,
-    fsync: bool = True,
     progress: Callable[[int, int], None] | None = None,
-    posix: bool = False,
-    skip_unsafe: bool = False,
-    compat: Compat | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    dedup: bool = True,
-    pack: bool = True,
-    index_compression: bool = True,
+    **kwargs: Unpack[OptionKwargs],
 ) -> WriteReport:
     """Write ``source`` (a directory, or an iterable of :class:`Entry`) as one archive.
+
+    ``options``: a :class:`~znippy_sql.WriteOptions` (how to write; its fields are the
+    defaults); ``provenance``: a :class:`~znippy_sql.Provenance` (``meta``, ``signer``). The
+    keyword arguments ``level``, ``block_size``, ``workers``, ``dedup``, ``pack``,
+    ``index_compression``, ``compat``, ``posix``, ``skip_unsafe``, ``fsync``, ``meta`` and
+    ``signer`` are still taken and override the same fields (``write/options.py``).
 
     ``posix=True``: record modes, mtimes, symbolic links and directories of a walked source
     in ``__meta__``. ``skip_unsafe=True``: leave out files whose paths the format refuses
@@ -308,33 +296,28 @@ def write_archive(
     byte; ``compat="rust-0.8"`` turns both off."""
     from ..remote import is_url, local_path
 
+    options, provenance = resolve(options, provenance, what="write_archive", **kwargs)
     if is_url(out):
         local = local_path(os.fspath(out))
         if local is None:
             from ..remote.upload import upload_on_exit
 
             with upload_on_exit(os.fspath(out), storage_options=storage_options) as staging:
-                report = write_archive(staging, source, repo=repo, pkg_type=pkg_type,
-                                       level=level, block_size=block_size, workers=workers,
+                report = write_archive(staging, source,
+                                       options=dataclasses.replace(options, fsync=False),
+                                       provenance=provenance, repo=repo, pkg_type=pkg_type,
                                        reserved_sections=reserved_sections,
-                                       section_builders=section_builders, meta=meta,
-                                       signer=signer, fsync=False, progress=progress,
-                                       posix=posix, skip_unsafe=skip_unsafe, compat=compat,
-                                       dedup=dedup, pack=pack,
-                                       index_compression=index_compression)
+                                       section_builders=section_builders, progress=progress)
             return dataclasses.replace(report, path=os.fspath(out))
         out = local
-    check_compat(compat, sections=reserved_sections, builders=section_builders, meta=meta,
-                 signer=signer, posix=posix)
-    if meta is not None and isinstance(source, (str, os.PathLike)):
+    if provenance.meta is not None and isinstance(source, (str, os.PathLike)):
         from ..provenance.meta import with_source
 
-        meta = with_source(meta, source)
+        provenance = dataclasses.replace(provenance, meta=with_source(provenance.meta, source))
     writer = ArchiveWriter(
-        out, repo=repo, pkg_type=pkg_type, level=level, block_size=block_size, workers=workers,
-        reserved_sections=reserved_sections, section_builders=section_builders, meta=meta,
-        signer=signer, fsync=fsync, progress=progress, posix=posix, skip_unsafe=skip_unsafe,
-        compat=compat, dedup=dedup, pack=pack, index_compression=index_compression,
+        out, options=options, provenance=provenance, repo=repo, pkg_type=pkg_type,
+        reserved_sections=reserved_sections, section_builders=section_builders,
+        progress=progress,
     )
     with writer:
         writer.add_all(source)

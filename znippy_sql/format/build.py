@@ -1,0 +1,92 @@
+"""Arrow columns from Python values and to NumPy, without pyarrow's pandas paths.
+
+``pa.array(list)``, ``pa.scalar``, ``pa.table({name: list})`` ask pyarrow's pandas shim whether
+the value is a pandas object, and the shim imports pandas to answer when it is installed
+(pyarrow 25: ~40 MB resident and 0.5–1 s on the first call of a process). A DuckDB
+``register`` of an archive builds a few such columns (the groups view's rows, the archive's
+path): built here from NumPy buffers and pyarrow's ``StringBuilder``, which never ask, so
+registering an archive does not import pandas (``tests/test_views.py`` checks
+``sys.modules``; ``bench/results-query.md`` has the figures). ``Array.to_numpy`` goes through
+the same conversion (``ConvertArrayToPandas``): :func:`numpy_of` reads a fixed-width column's
+buffer instead, for the checks every query's first scan runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+
+def column(values: Sequence[Any], type: pa.DataType,
+           memory_pool: pa.MemoryPool | None = None) -> pa.Array:
+    """``values`` (no nulls) as an array of ``type``: an integer, boolean or string type."""
+    n = len(values)
+    if pa.types.is_integer(type):
+        kind = "i" if pa.types.is_signed_integer(type) else "u"
+        data = np.asarray(values, dtype=np.dtype(f"<{kind}{type.bit_width // 8}")).reshape(n)
+        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(data.tobytes())])
+    if pa.types.is_boolean(type):
+        bits = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
+        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(bits.tobytes())])
+    if pa.types.is_string(type) or pa.types.is_large_string(type):
+        builder = pa.lib.StringBuilder(memory_pool)
+        builder.append_values(list(values))
+        out = builder.finish()
+        return out if out.type == type else out.cast(type)
+    raise TypeError(f"column(): no builder for {type}")  # pragma: no cover (a caller's bug)
+
+
+def binary(values: Sequence[bytes | None]) -> pa.Array:
+    """``values`` (None: null) as a ``binary`` array, from its buffers."""
+    n = len(values)
+    lengths = np.fromiter((0 if v is None else len(v) for v in values), dtype=np.int64, count=n)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:], dtype=np.int32)  # (UDF batches: far below 2 GiB)
+    data = pa.py_buffer(b"".join(v for v in values if v is not None))
+    nulls = sum(v is None for v in values)
+    valid = None
+    if nulls:
+        bits = np.packbits(np.fromiter((v is not None for v in values), dtype=bool, count=n),
+                           bitorder="little")
+        valid = pa.py_buffer(bits.tobytes())
+    return pa.Array.from_buffers(pa.binary(), n, [valid, pa.py_buffer(offsets.tobytes()), data],
+                                 null_count=nulls)
+
+
+def table(columns: Mapping[str, Sequence[Any]], schema: pa.Schema,
+          memory_pool: pa.MemoryPool | None = None) -> pa.Table:
+    """A table of ``schema`` from one sequence of values per field."""
+    return pa.Table.from_arrays([column(columns[f.name], f.type, memory_pool) for f in schema],
+                                schema=schema)
+
+
+def _dtype(type: pa.DataType) -> np.dtype | None:
+    if pa.types.is_integer(type):
+        kind = "i" if pa.types.is_signed_integer(type) else "u"
+    elif pa.types.is_floating(type) and type.bit_width in (32, 64):
+        kind = "f"
+    else:
+        return None
+    return np.dtype(f"<{kind}{type.bit_width // 8}")
+
+
+def numpy_of(array: pa.Array) -> np.ndarray:
+    """``array`` as NumPy (as ``to_numpy(zero_copy_only=False)``): an integer, float or boolean
+    array without nulls read from its buffer (read-only where it is a view); anything else
+    through ``to_numpy``."""
+    n = len(array)
+    dt = _dtype(array.type)
+    if array.null_count == 0 and (dt is not None or pa.types.is_boolean(array.type)):
+        buf = array.buffers()[1]
+        if dt is not None:
+            if buf is None or n == 0:
+                return np.zeros(0, dtype=dt)
+            return np.frombuffer(buf, dtype=dt, count=n, offset=array.offset * dt.itemsize)
+        if buf is None or n == 0:
+            return np.zeros(0, dtype=bool)
+        bits = np.unpackbits(np.frombuffer(buf, dtype=np.uint8), bitorder="little")
+        return bits[array.offset : array.offset + n].astype(bool)
+    return array.to_numpy(zero_copy_only=False)
