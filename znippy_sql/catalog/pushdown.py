@@ -25,10 +25,11 @@ from pyiceberg.expressions import (AlwaysTrue, And, BooleanExpression, EqualTo, 
                                    NotIn, NotNull, Or, StartsWith)
 
 # pyiceberg's predicates take (term, literal(s)) positionally at run time (their own __init__ and
-# __new__); mypy sees only the pydantic-generated keyword-only __init__, hence these casts.
+# __new__); mypy sees only the pydantic-generated keyword-only __init__, hence these casts
+# (is_in also serves catalog/extract.py).
 _Compare = Callable[[str, Any], BooleanExpression]
-_In = cast("Callable[[str, Iterable[Any]], BooleanExpression]", In)
-_NotIn = cast("Callable[[str, Iterable[Any]], BooleanExpression]", NotIn)
+is_in = cast("Callable[[str, Iterable[Any]], BooleanExpression]", In)
+_not_in = cast("Callable[[str, Iterable[Any]], BooleanExpression]", NotIn)
 _NotNull = cast("Callable[[str], BooleanExpression]", NotNull)
 _StartsWith = cast(_Compare, StartsWith)
 _COMPARE: dict[str, _Compare] = {  # the same casts as above, for every comparison
@@ -207,7 +208,7 @@ def _expr(node: Any, ref: _Ref, cols: Columns, alone: bool
         values = [_literal(v) for v in rest]
         if col is None or not values or not all(_fits(col, v) for v in values):
             return None
-        return _NotIn(col[0], values) if negate else _In(col[0], values)
+        return _not_in(col[0], values) if negate else is_in(col[0], values)
     if kind == "OPERATOR_IS_NOT_NULL":
         col = _column((node.get("children") or [None])[0], ref, cols, alone)
         return _NotNull(col[0]) if col is not None else None
