@@ -349,6 +349,7 @@ def delta_sizes(data: memoryview, pos: int, end: int) -> tuple[int, int]:
     d = zlib.decompressobj()
     head = b""
     at, window = pos, 64
+    chunk: bytes | memoryview
     while True:
         sizes = _varints(head)
         if sizes is not None:
