@@ -175,7 +175,7 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     sizes = files.sizes
     if progress is not None and hasattr(progress, "total_bytes"):
         progress.total = len(selected)  # type: ignore[attr-defined]
-        progress.total_bytes = sum(sizes[i] for i in found if i >= 0)  # type: ignore[attr-defined]
+        progress.total_bytes = sum(sizes[i] for i in found if i >= 0)
     work = sum(max(sizes[i], PER_FILE_BYTES) if i >= 0 else PER_FILE_BYTES for i in found)
     pool: ThreadPoolExecutor | None = None
     if n > 1 and work >= THREAD_BYTES:
@@ -515,7 +515,8 @@ def _precreate(target: str) -> str:
 
 
 def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
-         n_workers: int, sink: Sink, stop: list[str]):  # type: ignore[no-untyped-def]
+         n_workers: int, sink: Sink, stop: list[str]
+         ) -> Iterator[list[tuple[str, Outcome]]]:
     """Results of each unit, in unit order; at most ``2 × workers`` units in flight. Once
     ``stop`` holds something, no further unit starts (those in flight still report)."""
     if pool is None or len(units) < 2:

@@ -176,7 +176,7 @@ def newer_writer_note(archive: "Archive") -> str | None:
     once, and never itself a failure."""
     cached = archive.__dict__.get("_newer_note", False)
     if cached is not False:
-        return cached  # type: ignore[no-any-return]
+        return cached
     note = None
     try:
         if not own_writer(archive):
