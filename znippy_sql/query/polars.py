@@ -105,7 +105,9 @@ def _refused(archive: Archive, what: str, exc: BaseException) -> FormatError:
 
 
 def _polars_schema(schema: pa.Schema) -> pl.Schema:
-    return pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
+    frame = pl.from_arrow(schema.empty_table())
+    assert isinstance(frame, pl.DataFrame)  # from a Table (a Series comes only of an Array)
+    return frame.schema
 
 
 def _frame(archive: Archive, what: str, table: pa.Table) -> pl.DataFrame:

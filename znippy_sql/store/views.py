@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from ..query.polars import Section
     from .dynamic import Store
 
 #: name → the snapshot its DuckDB views read (kept alive while registered)
@@ -51,10 +52,15 @@ class _SplitSource:
         self.blob_end = blob_end
         self.path = tail.path
         self.size = tail.size
+        self._counted = 0  # what the callers of view() counted
 
     @property
     def bytes_read(self) -> int:
-        return self.tail.bytes_read + self.blobs.bytes_read
+        return self.tail.bytes_read + self.blobs.bytes_read + self._counted
+
+    @bytes_read.setter
+    def bytes_read(self, value: int) -> None:  # the reader adds what it viewed
+        self._counted += value - self.bytes_read
 
     def check(self, offset: int, length: int, what: str) -> None:
         self.tail.check(offset, length, what)
@@ -89,7 +95,7 @@ class StoreArchive(Archive):
                  verify_checksums: bool = True) -> None:
         super().__init__(path, verify_checksums=verify_checksums)
         self.sidecar = sidecar
-        self.source = _SplitSource(self.source, sidecar, blob_end)  # type: ignore[assignment]
+        self.source = _SplitSource(self.source, sidecar, blob_end)
         self._cleanup = weakref.finalize(self, shutil.rmtree, os.path.dirname(path), True)
 
     def close(self) -> None:
@@ -149,11 +155,11 @@ def _bind_content(snap: StoreArchive) -> None:
     archive_udfs.bind_archive(snap.path, snap)
 
 
-def scan_store(store: "Store", section: str = "files") -> "pl.LazyFrame":
+def scan_store(store: "Store", section: Section = "files") -> "pl.LazyFrame":
     """A Polars lazy scan of the store's ``files`` (or ``chunks``, ``lookup``, ...)."""
     from ..query import polars as zpolars
 
-    return zpolars.scan(snapshot(store), section)  # type: ignore[arg-type]
+    return zpolars.scan(snapshot(store), section)
 
 
 def unregister_store(con: "duckdb.DuckDBPyConnection", name: str) -> None:
