@@ -6,16 +6,21 @@ dynamic store.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .query.polars import read_files, scan
+from .query.polars import Section, read_files, scan
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from .store.dynamic import Store
 
 
-def scan_store(*args: Any, **kwargs: Any) -> Any:
+def scan_store(store: Store, section: Section = "files") -> pl.LazyFrame:
     """A lazy scan of a live dynamic store: see :func:`znippy_sql.store.views.scan_store`."""
     from .store.views import scan_store as impl
 
-    return impl(*args, **kwargs)
+    return impl(store, section)
 
 
 __all__ = ["scan", "read_files", "scan_store"]
