@@ -7,25 +7,17 @@ to import the other's way up.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .query.duckdb import (VIEW_SUFFIXES, connect, default_name, files_arrow, install, register,
                            sanitize_name, unregister)
 
 
-if TYPE_CHECKING:
-    import duckdb
-
-    from .store.dynamic import Store
-
-
-def register_store(con: duckdb.DuckDBPyConnection, store: Store, name: str | None = None
-                   ) -> str:
-    """Views over a live dynamic store: see :func:`znippy_sql.store.views.register_store`.
-    Returns the name used."""
+def register_store(*args: Any, **kwargs: Any) -> Any:
+    """Views over a live dynamic store: see :func:`znippy_sql.store.views.register_store`."""
     from .store.views import register_store as impl
 
-    return impl(con, store, name)
+    return impl(*args, **kwargs)
 
 
 __all__ = ["VIEW_SUFFIXES", "register", "unregister", "install", "register_store", "connect",

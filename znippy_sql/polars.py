@@ -6,21 +6,16 @@ dynamic store.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
-from .query.polars import Section, read_files, scan
-
-if TYPE_CHECKING:
-    import polars as pl
-
-    from .store.dynamic import Store
+from .query.polars import read_files, scan
 
 
-def scan_store(store: Store, section: Section = "files") -> pl.LazyFrame:
+def scan_store(*args: Any, **kwargs: Any) -> Any:
     """A lazy scan of a live dynamic store: see :func:`znippy_sql.store.views.scan_store`."""
     from .store.views import scan_store as impl
 
-    return impl(store, section)
+    return impl(*args, **kwargs)
 
 
 __all__ = ["scan", "read_files", "scan_store"]

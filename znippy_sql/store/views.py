@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-    from ..query.polars import Section
     from .dynamic import Store
 
 #: name → the snapshot its DuckDB views read (kept alive while registered)
@@ -155,11 +154,11 @@ def _bind_content(snap: StoreArchive) -> None:
     archive_udfs.bind_archive(snap.path, snap)
 
 
-def scan_store(store: "Store", section: Section = "files") -> "pl.LazyFrame":
+def scan_store(store: "Store", section: str = "files") -> "pl.LazyFrame":
     """A Polars lazy scan of the store's ``files`` (or ``chunks``, ``lookup``, ...)."""
     from ..query import polars as zpolars
 
-    return zpolars.scan(snapshot(store), section)
+    return zpolars.scan(snapshot(store), section)  # type: ignore[arg-type]  # checked there
 
 
 def unregister_store(con: "duckdb.DuckDBPyConnection", name: str) -> None:
