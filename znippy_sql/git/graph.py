@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from .roaring import BitMap
 
@@ -24,13 +23,6 @@ from ..errors import FormatError
 
 Commit = tuple[bytes, tuple[bytes, ...], int]          # tree, parents, committer time
 Tree = tuple[list[bytes], list[bytes]]                 # subtree oids, blob oids
-
-
-class Trees(Protocol):
-    """``tree oid -> Tree`` as :func:`tree_closure` reads it: a dict, or a reader of the packs
-    on demand (``get`` alone)."""
-
-    def get(self, oid: bytes, /) -> Tree | None: ...
 
 
 def post_order(commits: Mapping[bytes, Commit], roots: Iterable[bytes]) -> list[bytes]:
@@ -85,7 +77,7 @@ def generations(commits: Mapping[bytes, Commit], order: Iterable[bytes]
     return gen, corrected
 
 
-def tree_closure(into: BitMap, root: bytes, trees: Trees,
+def tree_closure(into: BitMap, root: bytes, trees: Mapping[bytes, Tree],
                  ordinal: Callable[[bytes], int | None]) -> None:
     """Add ``root`` and every tree and blob under it to ``into``, skipping trees already in
     it (their closures are there too)."""

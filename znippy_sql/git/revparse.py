@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Mapping
+from typing import Any, cast
 
 from .roaring import BitMap
 
 from ..errors import NotFoundError, ZnippyError
-from .graph import Trees, tree_closure
+from .graph import tree_closure
 from .objects import GitObjects, _TreeReader
 from .pack import parse_commit, tree_entries
 from .refs import Refs, load_refs, peel
@@ -241,6 +243,7 @@ class Names:
         return out
 
 
-def _trees(objects: GitObjects) -> Trees:
-    """A :class:`_TreeReader`, as ``tree_closure`` reads trees: on demand."""
-    return _TreeReader(objects)
+def _trees(objects: Any) -> Mapping[bytes, Any]:
+    """A :class:`_TreeReader` where ``tree_closure`` wants a mapping: it reads trees on
+    demand and has ``[]`` and ``in``, all that function uses."""
+    return cast(Mapping[bytes, Any], _TreeReader(objects))
