@@ -206,7 +206,7 @@ def _store(target: Target) -> ObjectStore:
             try:
                 # the options are the user's (obstore refuses an unknown key at run time) and
                 # the scheme, known only then, picks the overload: hence the ignore
-                store = from_url(  # type: ignore[call-overload]
+                store = from_url(  # type: ignore[call-overload]  # options: see above
                     target.root, config=target.config or None,
                     client_options=target.client_options(), retry_config=target.retry_config())
             except BaseException as exc:  # noqa: BLE001 (a panic too)
