@@ -364,3 +364,20 @@ def test_duckdb_and_polars_views_match_the_sealed_archive(where: tuple[str, str]
         con.close()
     finally:
         store.close()
+
+
+def test_snapshot_read_many_and_extract(where: tuple[str, str], tmp_path: Path) -> None:
+    """The view paths count what they read on the snapshot's source (it once had no setter:
+    read_many and extract of a snapshot failed with AttributeError)."""
+    sidecar, wh = where
+    a = batch("a", 4, 3)
+    with open_store(sidecar, wh, "ns", block_size=BLOCK) as store:
+        store.add(a)
+    with open_store(sidecar, wh, "ns", writable=False) as reader, reader.snapshot() as snap:
+        before = snap.source.bytes_read
+        got = dict(snap.read_many([e.relative_path for e in a]))
+        assert got == {e.relative_path: e.data for e in a}
+        assert snap.source.bytes_read > before
+        report = snap.extract(str(tmp_path / "out"))
+        assert report.ok and report.files == len(a)
+    assert (tmp_path / "out" / a[0].relative_path).read_bytes() == a[0].data

@@ -138,9 +138,9 @@ def _wanted(cat: "Catalog", table: pa.Table) -> dict[str, dict[str, bytes | None
 
 
 def _fill_digests(cat: "Catalog", wanted: Mapping[str, dict[str, bytes | None]]) -> None:
-    from pyiceberg.expressions import In
+    from znippy_sql.catalog.pushdown import is_in  # pyiceberg's In, typed
 
-    rows = cat.table(FILES).scan(row_filter=In("archive_uri", sorted(wanted)),
+    rows = cat.table(FILES).scan(row_filter=is_in("archive_uri", sorted(wanted)),
                                  selected_fields=("archive_uri", "relative_path", "digest")
                                  ).to_arrow()
     for uri, path, digest in zip(*(rows.column(c).to_pylist() for c in (

@@ -60,7 +60,7 @@ def _planner_class() -> Any:
     if not hasattr(ManifestGroupPlanner, "_check_sequence_number"):
         return None
 
-    class CachedPlanner(ManifestGroupPlanner):  # type: ignore[misc, valid-type]
+    class CachedPlanner(ManifestGroupPlanner):
         def plan_manifest_entries(self, manifests: Any) -> Any:
             # as ManifestGroupPlanner.plan_manifest_entries, serially, entries from the cache
             by_spec: dict[int, Any] = {}

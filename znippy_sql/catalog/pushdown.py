@@ -16,18 +16,28 @@ not understood is simply not pushed (the scan reads more). See docs/catalog.md.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pyiceberg.expressions import (AlwaysTrue, And, BooleanExpression, EqualTo, GreaterThan,
                                    GreaterThanOrEqual, In, LessThan, LessThanOrEqual, NotEqualTo,
                                    NotIn, NotNull, Or, StartsWith)
 
-_COMPARE = {"COMPARE_EQUAL": EqualTo, "COMPARE_NOTEQUAL": NotEqualTo,
-            "COMPARE_LESSTHAN": LessThan, "COMPARE_GREATERTHAN": GreaterThan,
-            "COMPARE_LESSTHANOREQUALTO": LessThanOrEqual,
-            "COMPARE_GREATERTHANOREQUALTO": GreaterThanOrEqual}
+# pyiceberg's predicates take (term, literal(s)) positionally at run time (their own __init__ and
+# __new__); mypy sees only the pydantic-generated keyword-only __init__, hence these casts
+# (is_in also serves catalog/extract.py).
+_Compare = Callable[[str, Any], BooleanExpression]
+is_in = cast("Callable[[str, Iterable[Any]], BooleanExpression]", In)
+_not_in = cast("Callable[[str, Iterable[Any]], BooleanExpression]", NotIn)
+_NotNull = cast("Callable[[str], BooleanExpression]", NotNull)
+_StartsWith = cast(_Compare, StartsWith)
+_COMPARE: dict[str, _Compare] = {  # the same casts as above, for every comparison
+    k: cast(_Compare, v) for k, v in {
+        "COMPARE_EQUAL": EqualTo, "COMPARE_NOTEQUAL": NotEqualTo,
+        "COMPARE_LESSTHAN": LessThan, "COMPARE_GREATERTHAN": GreaterThan,
+        "COMPARE_LESSTHANOREQUALTO": LessThanOrEqual,
+        "COMPARE_GREATERTHANOREQUALTO": GreaterThanOrEqual}.items()}
 _FLIP = {"COMPARE_LESSTHAN": "COMPARE_GREATERTHAN", "COMPARE_GREATERTHAN": "COMPARE_LESSTHAN",
          "COMPARE_LESSTHANOREQUALTO": "COMPARE_GREATERTHANOREQUALTO",
          "COMPARE_GREATERTHANOREQUALTO": "COMPARE_LESSTHANOREQUALTO"}
@@ -97,13 +107,13 @@ def analyse(con: Any, query: str, tables: Mapping[str, Columns], *,
         mine = [r for r in refs if r.table == name]
         if not mine:
             continue
-        filters = [r.filter for r in mine]
-        if any(f is None for f in filters):
+        filters = [r.filter for r in mine if r.filter is not None]
+        if len(filters) < len(mine):
             flt: BooleanExpression = AlwaysTrue()
         else:
             flt = filters[0]
             for f in filters[1:]:
-                flt = Or(flt, f)  # type: ignore[arg-type]
+                flt = Or(flt, f)
         aliases = {r.alias for r in mine} | {name}
         star = whole or bool(aliases & single) or any(r.node.get("column_name_alias")
                                                      for r in mine)
@@ -164,7 +174,7 @@ def _expr(node: Any, ref: _Ref, cols: Columns, alone: bool
     (an AND keeps the conjuncts it can push); None when nothing can be pushed."""
     if not isinstance(node, dict):
         return None
-    kind = node.get("type")
+    kind: str | None = node.get("type")
     if kind == "CONJUNCTION_AND":
         parts = [p for p in (_expr(c, ref, cols, alone) for c in node.get("children", ()))
                  if p is not None]
@@ -175,12 +185,13 @@ def _expr(node: Any, ref: _Ref, cols: Columns, alone: bool
             out = And(out, p)
         return out
     if kind == "CONJUNCTION_OR":
-        parts = [_expr(c, ref, cols, alone) for c in node.get("children", ())]
-        if not parts or any(p is None for p in parts):
+        maybe = [_expr(c, ref, cols, alone) for c in node.get("children", ())]
+        parts = [p for p in maybe if p is not None]
+        if not parts or len(parts) < len(maybe):
             return None
         out = parts[0]
         for p in parts[1:]:
-            out = Or(out, p)  # type: ignore[arg-type]
+            out = Or(out, p)
         return out
     if kind in _COMPARE:
         col, lit = _column(node.get("left"), ref, cols, alone), _literal(node.get("right"))
@@ -200,10 +211,10 @@ def _expr(node: Any, ref: _Ref, cols: Columns, alone: bool
         values = [_literal(v) for v in rest]
         if col is None or not values or not all(_fits(col, v) for v in values):
             return None
-        return NotIn(col[0], values) if negate else In(col[0], values)
+        return _not_in(col[0], values) if negate else is_in(col[0], values)
     if kind == "OPERATOR_IS_NOT_NULL":
         col = _column((node.get("children") or [None])[0], ref, cols, alone)
-        return NotNull(col[0]) if col is not None else None
+        return _NotNull(col[0]) if col is not None else None
     if node.get("class") == "FUNCTION" and node.get("function_name") in ("~~", "like") \
             and len(node.get("arguments") or node.get("children") or ()) == 2:
         args = [a.get("expression", a) for a in (node.get("arguments") or node["children"])]
@@ -213,7 +224,7 @@ def _expr(node: Any, ref: _Ref, cols: Columns, alone: bool
         prefix = pattern[:-1]
         if "%" in prefix or "_" in prefix or "\\" in prefix:
             return None
-        return StartsWith(col[0], prefix)
+        return _StartsWith(col[0], prefix)
     return None
 
 
@@ -247,7 +258,8 @@ def _literal(node: Any) -> Any:
         return _NO
     lit = node.get("literal")
     if isinstance(lit, dict):  # DuckDB >= 1.4: {"kind", "text"}
-        kind, text = lit.get("kind"), lit.get("text")
+        kind = lit.get("kind")
+        text: Any = lit.get("text")  # a JSON scalar: its type is the kind's
         if kind == "STRING":
             return text
         if kind == "INTEGER":
@@ -261,11 +273,12 @@ def _literal(node: Any) -> Any:
     if value.get("is_null"):
         return None
     tid = (value.get("type") or {}).get("id", "")
+    scalar: Any = value.get("value")  # a JSON scalar: its type is the type id's
     if tid == "VARCHAR":
-        return value.get("value")
+        return scalar
     if tid in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
                "UINTEGER", "UBIGINT"):
-        return int(value.get("value"))
+        return int(scalar)
     if tid == "BOOLEAN":
-        return bool(value.get("value"))
+        return bool(scalar)
     return _NO

@@ -8,9 +8,12 @@ import errno
 import json
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..format.schema import resolve_pkg_type
+
+if TYPE_CHECKING:
+    from ..read.reader import Archive
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -199,7 +202,7 @@ def print_json(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def open_archive_arg(path: str) -> Any:
+def open_archive_arg(path: str) -> Archive:
     from ..read.reader import open_archive
 
     return open_archive(path)

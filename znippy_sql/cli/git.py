@@ -41,11 +41,11 @@ def _without_pandas() -> Iterator[None]:
         yield
         return
     finder = _NoPandas()
-    sys.meta_path.insert(0, finder)  # type: ignore[arg-type]
+    sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
-        sys.meta_path.remove(finder)  # type: ignore[arg-type]
+        sys.meta_path.remove(finder)
 
 
 def cmd_import(args: argparse.Namespace) -> int:

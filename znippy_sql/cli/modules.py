@@ -12,9 +12,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import ZnippyError
+
+if TYPE_CHECKING:
+    from ..modules.commands import Command
+
+
+class _Listed(TypedDict):
+    """One module as ``znippy-sql modules`` lists it (``--json`` prints these)."""
+
+    name: str
+    pkg_type: int
+    source: str
+    columns: list[dict[str, str]]
+    commands: list[dict[str, str]]
 
 
 def register(subparsers: Any) -> None:
@@ -59,7 +72,7 @@ def _fail(problem: str) -> int:
     return 2
 
 
-def run(command: Any, args: argparse.Namespace) -> int:
+def run(command: Command, args: argparse.Namespace) -> int:
     from ..read.reader import open_archive
 
     with open_archive(args.archive) as archive:
@@ -83,7 +96,7 @@ def cmd_modules(args: argparse.Namespace) -> int:
     from .. import modules
     from ..modules.commands import commands_of
 
-    found = []
+    found: list[_Listed] = []
     for m in modules.all_modules():
         try:
             commands = [{"name": c.name, "help": c.help} for c in commands_of(m)]
@@ -96,10 +109,10 @@ def cmd_modules(args: argparse.Namespace) -> int:
         json.dump(found, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    for m in found:
-        print(f"{m['name']}  (pkg_type {m['pkg_type']}, {m['source']})")
-        for col in m["columns"]:
+    for listed in found:
+        print(f"{listed['name']}  (pkg_type {listed['pkg_type']}, {listed['source']})")
+        for col in listed["columns"]:
             print(f"    {col['name']:<24}{col['type']}")
-        for c in m["commands"]:
-            print(f"    znippy-sql {m['name']} ARCHIVE {c['name']:<16}{c['help']}")
+        for c in listed["commands"]:
+            print(f"    znippy-sql {listed['name']} ARCHIVE {c['name']:<16}{c['help']}")
     return 0

@@ -70,7 +70,7 @@ def writer_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if (key is None) != (cert is None):
         raise ZnippyError("--sign-key and --sign-cert go together")
     signer = None
-    if key is not None:
+    if key is not None and cert is not None:  # both or neither (checked above)
         from ..provenance.sign import Signer
 
         signer = Signer.from_files(key, cert)

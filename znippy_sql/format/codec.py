@@ -158,7 +158,7 @@ class Encoder:
 
     def _binding_encode(self, chunk: zlframe.Bytes) -> bytes:
         data = chunk if isinstance(chunk, bytes) else bytes(chunk)
-        return self._cctx.compress([zl.Input(zl.Type.Serial, data)])  # type: ignore[no-any-return]
+        return self._cctx.compress([zl.Input(zl.Type.Serial, data)])
 
     def frame_if_smaller(self, chunk: zlframe.Bytes) -> bytes | None:
         """The chunk's frame when it is smaller than the chunk, else None (store it raw).
@@ -192,7 +192,7 @@ class Decoder:
         out = self._fast.decode(frame, expected_size)
         if out is not None:
             return bytes(out)
-        return self._output(frame, expected_size, where).as_bytes()  # type: ignore[no-any-return]
+        return self._output(frame, expected_size, where).as_bytes()
 
     def decode_view(self, frame: bytes | memoryview, expected_size: int, *,
                     where: str = "") -> memoryview:
@@ -329,7 +329,7 @@ def encoder(level: int = DEFAULT_LEVEL) -> Encoder:
     enc = encoders.get(level)
     if enc is None:
         enc = encoders[level] = Encoder(level)
-    return enc  # type: ignore[no-any-return]
+    return enc
 
 
 def decoder() -> Decoder:
@@ -337,4 +337,4 @@ def decoder() -> Decoder:
     dec = getattr(_LOCAL, "decoder", None)
     if dec is None:
         dec = _LOCAL.decoder = Decoder()
-    return dec  # type: ignore[no-any-return]
+    return dec

@@ -215,7 +215,7 @@ class OidIndex:
         even = hex_prefix[: len(hex_prefix) // 2 * 2]
         key = bytes.fromhex(even) if even else b"\0"
         i = self._lower(key) if even else 0
-        out = []
+        out: list[int] = []
         while i < self.count and len(out) < limit:
             text = self.oid(i).hex()
             if not text.startswith(hex_prefix):

@@ -68,4 +68,4 @@ def build_lookup(groups: Mapping[GroupKey, pa.Table]) -> pa.Table:
     # Arrow orders utf8 by bytes, which is what the fst trie requires.
     order = call_function("sort_indices", [table], SortOptions(
         sort_keys=[("relative_path", "ascending"), ("chunk_seq", "ascending")]))
-    return call_function("take", [table, order]).combine_chunks()  # type: ignore[no-any-return]
+    return call_function("take", [table, order]).combine_chunks()

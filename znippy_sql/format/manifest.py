@@ -36,9 +36,9 @@ class ManifestRow:
 def encode_manifest(rows: list[ManifestRow]) -> bytes:
     """The manifest stream; the digests go into its schema metadata when every row has one."""
     schema = MANIFEST_SCHEMA
-    if rows and all(r.blake3 is not None for r in rows):
-        schema = schema.with_metadata(
-            {SECTION_BLAKE3: ",".join(r.blake3.hex() for r in rows)})  # type: ignore[union-attr]
+    digests = [r.blake3 for r in rows if r.blake3 is not None]
+    if rows and len(digests) == len(rows):
+        schema = schema.with_metadata({SECTION_BLAKE3: ",".join(d.hex() for d in digests)})
     table = pa.table(
         {
             "pkg_type": pa.array([r.key.pkg_type for r in rows], pa.int8()),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
@@ -127,8 +127,16 @@ class MappedSource:
 
 _PAGE = mmap.PAGESIZE
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
-try:
-    _MADVISE = ctypes.CDLL(None, use_errno=True).madvise
-    _MADVISE.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-except (OSError, AttributeError):  # not a libc with madvise: nothing to release
-    _MADVISE = None
+
+
+def _madvise() -> Callable[..., int] | None:
+    """libc's ``madvise``, or None: not a libc with madvise, nothing to release."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).madvise
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (OSError, AttributeError):
+        return None
+    return fn
+
+
+_MADVISE = _madvise()

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import heapq
 import zlib
+from collections.abc import Mapping
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +21,7 @@ from ..errors import ChecksumError, FormatError, NotFoundError, ZnippyError
 from ..format.gitindex import TYPE_NAMES, OidIndex
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..read.reader import Archive
-from .graph import tree_closure
+from .graph import Tree, tree_closure
 from .roaring import BitMap, deserialize
 from .pack import (OFS_DELTA, REF_DELTA, TREE, PackError, entry_header, object_id, ofs_distance,
                    read_object, tree_entries, tree_links)
@@ -333,7 +335,8 @@ class GitObjects:
                 if p not in seen and p in self._graph:
                     seen.add(p)
                     todo.append(p)
-        trees = _TreeReader(self)
+        # tree_closure asks its mapping for get() alone, which the reader has
+        trees = cast(Mapping[bytes, Tree], _TreeReader(self))
         for cur in walked:
             own = self.index.find(cur)
             if own is not None:
@@ -383,6 +386,7 @@ def delta_sizes(data: memoryview, pos: int, end: int) -> tuple[int, int]:
     d = zlib.decompressobj()
     head = b""
     at, window = pos, 64
+    chunk: bytes | memoryview
     while True:
         sizes = _varints(head)
         if sizes is not None:

@@ -143,7 +143,8 @@ class UringWriter(_BlobFile):
         return offset, size
 
     def _reap(self, n: int) -> dict[int, int]:
-        L, got = self._uring, {}
+        L = self._uring
+        got: dict[int, int] = {}
         while len(got) < n:
             L.io_uring_wait_cqe(self._ring, self._cqe)
             ready = L.io_uring_cq_ready(self._ring)

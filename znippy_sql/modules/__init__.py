@@ -20,7 +20,10 @@ class Module(Protocol):
     #: short name: the group's ``module_name`` and the prefix of every column it owns
     name: str
     pkg_type: int
-    fields: Sequence[pa.Field]
+
+    @property
+    def fields(self) -> Sequence[pa.Field]:  # read-only: a module's tuple of fields fits
+        ...
 
     def claims(self, relative_path: str) -> bool: ...
 

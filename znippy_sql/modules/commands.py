@@ -18,12 +18,16 @@ import argparse
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from ..format.kernels import call_function, filter_by
 from ..format.schema import GroupKey
+
+if TYPE_CHECKING:
+    from ..read.extract import ExtractReport
+    from ..read.reader import FileInfo
 
 #: a command's name: lower case words joined by dashes (``extract-closure``)
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
@@ -39,11 +43,11 @@ class ArchiveView(Protocol):
 
     def group_table(self, key: GroupKey) -> pa.Table: ...
 
-    def find(self, path: str) -> Any: ...
+    def find(self, path: str) -> FileInfo | None: ...
 
     def read(self, path: str) -> bytes: ...
 
-    def extract(self, dest: str, *, paths: list[str] | None = None) -> Any: ...
+    def extract(self, dest: str, *, paths: list[str] | None = None) -> ExtractReport: ...
 
 
 @dataclass

@@ -17,16 +17,23 @@ import argparse
 import io
 import zipfile
 from dataclasses import dataclass, field
+from email.message import Message
 from email.parser import BytesHeaderParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .commands import Answer, ArchiveView, Command, NameVersion, counted, module_rows
+
+if TYPE_CHECKING:  # packaging is imported when a command runs, not with the module
+    from packaging.tags import Tag
+    from packaging.version import Version
+
+    from .pypi import PypiModule
 
 COLUMNS = ("pypi_name", "pypi_version", "pypi_kind", "pypi_python_tag", "pypi_abi_tag",
            "pypi_platform_tag", "pypi_build_tag")
 
 
-def version_key(text: str) -> tuple[Any, ...]:
+def version_key(text: str) -> tuple[int, Version | str]:
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -65,7 +72,7 @@ class Target:
             ver = sys.version_info[:2]
         return cls(ver, tuple(platforms) if platforms else tuple(tags.platform_tags()))
 
-    def supported(self) -> set[Any]:
+    def supported(self) -> set[Tag]:
         from packaging import tags
 
         plats = list(_expand_platforms(self.platforms))
@@ -76,7 +83,7 @@ class Target:
     def environment(self) -> dict[str, str]:
         from packaging.markers import default_environment
 
-        env = dict(default_environment())
+        env = {k: str(v) for k, v in default_environment().items()}  # a TypedDict of str
         env.update(python_version=f"{self.python[0]}.{self.python[1]}",
                    python_full_version=f"{self.python[0]}.{self.python[1]}.0",
                    implementation_name="cpython", platform_python_implementation="CPython")
@@ -128,7 +135,7 @@ def _expand_platforms(platforms: tuple[str, ...]) -> list[str]:
 class Distributions:
     """The archive's pypi files by normalised name."""
 
-    def __init__(self, archive: ArchiveView, module: Any, *, repo: str | None) -> None:
+    def __init__(self, archive: ArchiveView, module: PypiModule, *, repo: str | None) -> None:
         self.archive, self.module, self.repo = archive, module, repo
         self._by_name: dict[str, list[dict[str, Any]]] = {}
 
@@ -139,7 +146,7 @@ class Distributions:
                 self.archive, self.module, COLUMNS, where={"pypi_name": name}, repo=self.repo)
         return hit
 
-    def wheel_for(self, name: str, version: str, supported: set[Any]) -> dict[str, Any] | None:
+    def wheel_for(self, name: str, version: str, supported: set[Tag]) -> dict[str, Any] | None:
         """The fitting wheel of ``name==version`` most preferred by the target's tag order."""
         from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -157,7 +164,7 @@ class Distributions:
                 best, best_rank = f, min(ranks)
         return best
 
-    def metadata(self, path: str) -> Any:
+    def metadata(self, path: str) -> Message | None:
         """The wheel's ``*.dist-info/METADATA`` headers; ``None`` when it has none or is not
         a readable zip."""
         try:
@@ -169,7 +176,7 @@ class Distributions:
             return None
 
 
-def _ordered(supported: set[Any]) -> list[Any]:
+def _ordered(supported: set[Tag]) -> list[Tag]:
     """Tags from most to least specific: platform wheels before ``py3-none-any``."""
     return sorted(supported, key=lambda t: (t.platform == "any", t.abi == "none",
                                             not t.interpreter.startswith("cp"),
@@ -188,7 +195,7 @@ class Picked:
     extras: set[str] = field(default_factory=set)
 
 
-def resolve(archive: ArchiveView, module: Any, name: str, version: str, *, target: Target,
+def resolve(archive: ArchiveView, module: PypiModule, name: str, version: str, *, target: Target,
             extras: tuple[str, ...] = (), repo: str | None = None) -> dict[str, Any]:
     """The closure of ``name==version`` for ``target``: ``resolved`` and ``missing``."""
     from packaging.requirements import InvalidRequirement, Requirement
@@ -268,7 +275,7 @@ def resolve(archive: ArchiveView, module: Any, name: str, version: str, *, targe
             "complete": not missing}
 
 
-def make_commands(module: Any) -> tuple[Command, ...]:
+def make_commands(module: PypiModule) -> tuple[Command, ...]:
     nv = NameVersion(module, "pypi_name", "pypi_version", version_key, "==",
                      normalize=module.normalize, extra_columns=("pypi_kind",),
                      version_equal=same_version)

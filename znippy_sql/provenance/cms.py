@@ -25,7 +25,7 @@ import datetime as _dt
 import hashlib
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,8 @@ from cryptography.hazmat.primitives.serialization import pkcs7
 _HASHES = {"2.16.840.1.101.3.4.2.1": "sha256", "2.16.840.1.101.3.4.2.2": "sha384",
            "2.16.840.1.101.3.4.2.3": "sha512"}
 _DIGEST_OIDS = {name: dotted for dotted, name in _HASHES.items()}
-_HASH_CLASSES = {"sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
+_HASH_CLASSES: dict[str, Callable[[], hashes.HashAlgorithm]] = {
+    "sha256": hashes.SHA256, "sha384": hashes.SHA384, "sha512": hashes.SHA512}
 #: signatureAlgorithm → (key kind, hash name or None = the SignerInfo's digest algorithm)
 _SIG_ALGS = {
     "1.2.840.10045.4.3.2": ("ec", "sha256"), "1.2.840.10045.4.3.3": ("ec", "sha384"),

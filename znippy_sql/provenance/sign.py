@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from ..format import b3 as blake3
 import pyarrow as pa
@@ -148,7 +148,11 @@ class Signer:
         return cms.SignatureTemplate(self.key, self.cert, self.chain)
 
 
-def _shared(fn: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]:
+_Item = TypeVar("_Item")
+_Result = TypeVar("_Result")
+
+
+def _shared(fn: Callable[[list[_Item]], list[_Result]], items: list[_Item]) -> list[_Result]:
     """``fn(batch)`` over ``items`` in batches of ``BATCH``, results in order.
 
     From ``POOL_THRESHOLD`` items on, helper threads (one fewer than the CPUs, at most 3) take
@@ -160,7 +164,7 @@ def _shared(fn: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]
     helpers = min((os.cpu_count() or 1) - 1, 3, len(batches) - 1)
     if len(items) < POOL_THRESHOLD or helpers < 1:
         return [r for b in batches for r in fn(b)]
-    results: list[list[Any] | None] = [None] * len(batches)
+    results: list[list[_Result] | None] = [None] * len(batches)
     claimed = iter(range(len(batches)))  # next() on it is atomic under the GIL
     errors: list[BaseException] = []
 
@@ -182,7 +186,9 @@ def _shared(fn: Callable[[list[Any]], list[Any]], items: list[Any]) -> list[Any]
         t.join()
     if errors:
         raise errors[0]
-    return [r for part in results for r in part]  # type: ignore[union-attr]
+    done = [part for part in results if part is not None]
+    assert len(done) == len(results)  # no error: the workers ran every batch
+    return [r for part in done for r in part]
 
 
 def as_signer(signer: Any) -> Signer:
@@ -375,9 +381,10 @@ def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
     owner: dict[bytes, str] | None = None
     for path in order:
         digest = digest_of.get(path)
-        row = {"relative_path": path, "signer": None, "signing_time": None,
-               "digest": digest.hex() if digest else None, "valid": False if verify else None,
-               "problem": None}
+        row: dict[str, object] = {
+            "relative_path": path, "signer": None, "signing_time": None,
+            "digest": digest.hex() if digest else None, "valid": False if verify else None,
+            "problem": None}
         if path not in signed:
             row["problem"] = "no signature"
         elif digest is None:

@@ -105,7 +105,9 @@ def _refused(archive: Archive, what: str, exc: BaseException) -> FormatError:
 
 
 def _polars_schema(schema: pa.Schema) -> pl.Schema:
-    return pl.from_arrow(schema.empty_table()).schema  # type: ignore[union-attr]
+    frame = pl.from_arrow(schema.empty_table())
+    assert isinstance(frame, pl.DataFrame)  # from a Table (a Series comes only of an Array)
+    return frame.schema
 
 
 def _frame(archive: Archive, what: str, table: pa.Table) -> pl.DataFrame:
@@ -124,7 +126,7 @@ def _engine(archive: Archive, what: str, fn: Callable[[], _T]) -> _T:
     except ZnippyError:
         raise
     except BaseException as exc:
-        raise _refused(archive, what, exc) from None  # type: ignore[arg-type]
+        raise _refused(archive, what, exc) from None
 
 
 def _finish(frames: Iterator[pl.DataFrame], with_columns: list[str] | None,
@@ -251,7 +253,7 @@ class _Scan:
             out = views.conform(table, pa.schema([self.schema.field(n) for n in names]))
             df = _frame(archive, what, out)
             yield _engine(archive, what, lambda: df.cast(
-                {n: self.pl_schema[n] for n in names}))  # type: ignore[arg-type]
+                {n: self.pl_schema[n] for n in names}))
 
     def source(self, with_columns: list[str] | None, predicate: pl.Expr | None,
                n_rows: int | None, batch_size: int | None) -> Iterator[pl.DataFrame]:

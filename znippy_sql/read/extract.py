@@ -174,8 +174,8 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
         raise ValueError("workers must be at least 1")
     sizes = files.sizes
     if progress is not None and hasattr(progress, "total_bytes"):
-        progress.total = len(selected)  # type: ignore[attr-defined]
-        progress.total_bytes = sum(sizes[i] for i in found if i >= 0)  # type: ignore[attr-defined]
+        progress.total = len(selected)  # type: ignore[attr-defined]  # has totals (above)
+        progress.total_bytes = sum(sizes[i] for i in found if i >= 0)
     work = sum(max(sizes[i], PER_FILE_BYTES) if i >= 0 else PER_FILE_BYTES for i in found)
     pool: ThreadPoolExecutor | None = None
     if n > 1 and work >= THREAD_BYTES:
@@ -371,16 +371,17 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
             f"stopped at the first {why!r} (writing {path!r}): {report.files:,} files "
             f"({_size(report.bytes_written)}) were extracted before it, complete and checked; "
             "no partly written file is left", path=dest)
-        error.report = report  # type: ignore[attr-defined]
+        error.report = report  # type: ignore[attr-defined]  # what was extracted, for callers
         raise error
 
 
 def _size(n: int) -> str:
+    size: float = n
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n:.1f} GiB"  # pragma: no cover
+        if size < 1024 or unit == "GiB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"  # pragma: no cover
 
 
 def _finish_split(split: tuple[str, str, int], results: list[Outcome], sink: Sink,
@@ -391,11 +392,12 @@ def _finish_split(split: tuple[str, str, int], results: list[Outcome], sink: Sin
     if problems:
         _remove(written)
         return problems[0]
+    sizes = [r for r in results if isinstance(r, int)]  # all of them: no problem
     try:
         sink.publish(written, target, path)
     except OSError as exc:
         return f"cannot write: {exc.strerror or exc}"
-    return sum(results)  # type: ignore[arg-type]
+    return sum(sizes)
 
 
 class _Files(NamedTuple):
@@ -515,7 +517,8 @@ def _precreate(target: str) -> str:
 
 
 def _run(archive: "Archive", units: list[list[_Part]], pool: ThreadPoolExecutor | None,
-         n_workers: int, sink: Sink, stop: list[str]):  # type: ignore[no-untyped-def]
+         n_workers: int, sink: Sink, stop: list[str]
+         ) -> Iterator[list[tuple[str, Outcome]]]:
     """Results of each unit, in unit order; at most ``2 × workers`` units in flight. Once
     ``stop`` holds something, no further unit starts (those in flight still report)."""
     if pool is None or len(units) < 2:

@@ -9,6 +9,8 @@ import io
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
     from .reader import Archive, FileInfo
 
 
@@ -82,7 +84,7 @@ class ArchiveFile(io.RawIOBase):
         if self._size == 0 and self._cached is None:
             self._chunk(0)
 
-    def readinto(self, buffer: "memoryview | bytearray") -> int:  # type: ignore[override]
+    def readinto(self, buffer: Buffer) -> int:
         """Fill ``buffer`` across chunk boundaries; short only at end of file."""
         self._empty()
         out = memoryview(buffer).cast("B")

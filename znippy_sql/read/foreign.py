@@ -176,7 +176,7 @@ def newer_writer_note(archive: "Archive") -> str | None:
     once, and never itself a failure."""
     cached = archive.__dict__.get("_newer_note", False)
     if cached is not False:
-        return cached  # type: ignore[no-any-return]
+        return cached
     note = None
     try:
         if not own_writer(archive):
@@ -197,7 +197,7 @@ def with_writer(fn: _F) -> _F:
             return fn(self, *args, **kwargs)
         except ZnippyError as exc:
             raise noted(self, exc) from None
-    return wrapper  # type: ignore[return-value]
+    return wrapper  # type: ignore[return-value]  # wraps(fn): fn's signature
 
 
 def noted(archive: "Archive", exc: ZnippyError) -> ZnippyError:
@@ -207,10 +207,10 @@ def noted(archive: "Archive", exc: ZnippyError) -> ZnippyError:
         return exc
     note = newer_writer_note(archive)
     if note is None:
-        exc.writer_noted = True  # type: ignore[attr-defined]
+        exc.writer_noted = True  # type: ignore[attr-defined]  # a mark on this instance
         return exc
     new = type(exc)(f"{exc.problem} ({note})", path=exc.path)
-    new.writer_noted = True  # type: ignore[attr-defined]
+    new.writer_noted = True  # type: ignore[attr-defined]  # a mark on this instance
     return new
 
 

@@ -22,6 +22,8 @@ from ..format.schema import META
 from ..format.validate import meta_problem
 
 if TYPE_CHECKING:
+    from pyarrow.compute import SetLookupOptions
+
     from .reader import Archive
 
 MODE, MTIME, SYMLINK = "posix.mode", "posix.mtime", "posix.symlink"
@@ -47,6 +49,7 @@ def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
     if not archive.understands(META):  # absent, or another writer's (reported by info)
         return None
     table = archive.section(META)
+    assert not isinstance(table, memoryview)  # META is an Arrow section: always a table
     problem = meta_problem(table)
     if problem is not None:  # damaged facts are not guessed at
         raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)
@@ -55,7 +58,7 @@ def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
     return filter_by(table, mask)
 
 
-def _set_lookup(values: pa.Array) -> object:
+def _set_lookup(values: pa.Array) -> SetLookupOptions:
     try:
         from pyarrow._compute import SetLookupOptions
     except ImportError:  # pragma: no cover

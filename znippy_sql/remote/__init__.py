@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .url import is_url, local_path
+
+if TYPE_CHECKING:
+    from .source import RemoteSource
 
 __all__ = ["configure", "is_url", "local_path", "open_source"]
 
@@ -38,7 +41,7 @@ def configure(*, storage_options: Mapping[str, Any] | None = None,
 
 
 def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
-                cache: Cache = None) -> Any:
+                cache: Cache = None) -> RemoteSource:
     """A :class:`~znippy_sql.remote.source.RemoteSource` for ``url`` after one suffix GET (or
     one conditional GET answered from the tail cache). ``cache``: True for the default
     directory, a directory, False for none, None for what :func:`configure` set."""

@@ -16,12 +16,17 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import RemoteError
 from ..native import PASS, describe
 from .options import scrubber
 from .url import Target
+
+if TYPE_CHECKING:  # obstore's typed dicts exist only in its stubs
+    from obstore import Bytes, GetOptions, GetResult, ObjectMeta
+    from obstore.store import ObjectStore
+    from typing_extensions import Buffer
 
 
 @dataclass(frozen=True)
@@ -37,9 +42,9 @@ class Meta:
 class Tail:
     meta: Meta
     start: int      # offset of data[0]
-    data: Any       # a buffer (bytes-like)
+    data: Buffer    # bytes-like
     #: more index ranges held (from the tail cache): ``(start, buffer)`` each
-    more: tuple[tuple[int, Any], ...] = ()
+    more: tuple[tuple[int, Buffer], ...] = ()
 
 
 class RemoteObject(Protocol):
@@ -51,7 +56,7 @@ class RemoteObject(Protocol):
         """The last ``n`` bytes (all of a smaller object); None if ``unless`` is still the
         current version (one conditional request)."""
 
-    def get(self, start: int, end: int, meta: Meta) -> Any:
+    def get(self, start: int, end: int, meta: Meta) -> Buffer:
         """Bytes ``[start, end)`` of version ``meta``."""
 
     def put_file(self, path: str) -> None:
@@ -111,7 +116,7 @@ def connect(target: Target) -> RemoteObject:
 
 
 # -- obstore ---------------------------------------------------------------------------------
-_STORES: dict[tuple[Any, ...], Any] = {}
+_STORES: dict[tuple[Any, ...], ObjectStore] = {}
 _ENV = ("AWS_", "GOOGLE_", "AZURE_")  # what the stores read from the environment
 _STORES_LOCK = threading.Lock()
 
@@ -129,7 +134,7 @@ class ObstoreObject:
     def tail(self, n: int, *, unless: Meta | None = None) -> Tail | None:
         from obstore.exceptions import NotModifiedError
 
-        options: dict[str, Any] = {"range": {"suffix": n}}
+        options: GetOptions = {"range": {"suffix": n}}
         if unless is not None and unless.etag:
             options["if_none_match"] = unless.etag
         self.requests += 1
@@ -148,8 +153,8 @@ class ObstoreObject:
                               f"answer ranges as asked", path=self.url)
         return Tail(meta, start, data)
 
-    def get(self, start: int, end: int, meta: Meta) -> Any:
-        options: dict[str, Any] = {"range": (start, end)}
+    def get(self, start: int, end: int, meta: Meta) -> Bytes:
+        options: GetOptions = {"range": (start, end)}
         if meta.etag:
             options["if_match"] = meta.etag
         if meta.version:
@@ -184,7 +189,7 @@ class ObstoreObject:
             raise remote_error(exc, self.url, "uploading", self.scrub) from None
 
 
-def _store(target: Target) -> Any:
+def _store(target: Target) -> ObjectStore:
     """One store per root, options and credential environment in this process (its
     connections are reused)."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV)))
@@ -199,9 +204,11 @@ def _store(target: Target) -> Any:
                 raise RemoteError("reading remote archives needs obstore (pip install obstore)",
                                   path=target.url) from None
             try:
-                store = from_url(target.root, config=target.config or None,
-                                 client_options=target.client_options(),
-                                 retry_config=target.retry_config())
+                # the options are the user's (obstore refuses an unknown key at run time) and
+                # the scheme, known only then, picks the overload: hence the ignore
+                store = from_url(  # type: ignore[call-overload]  # options: see above
+                    target.root, config=target.config or None,
+                    client_options=target.client_options(), retry_config=target.retry_config())
             except BaseException as exc:  # noqa: BLE001 (a panic too)
                 raise remote_error(exc, target.url, "setting up the store",
                                    target.scrub) from None
@@ -209,14 +216,14 @@ def _store(target: Target) -> Any:
         return store
 
 
-def _fetch(store: Any, key: str, options: dict[str, Any]) -> tuple[Any, Any]:
+def _fetch(store: ObjectStore, key: str, options: GetOptions) -> tuple[GetResult, Bytes]:
     import obstore
 
     result = obstore.get(store, key, options=options)
     return result, result.bytes()
 
 
-def _meta(meta: Any) -> Meta:
+def _meta(meta: ObjectMeta) -> Meta:
     return Meta(int(meta["size"]), meta.get("e_tag"), meta.get("version"))
 
 
@@ -265,7 +272,7 @@ class FsspecObject:
         data = self._cat(start, meta.size)
         return Tail(meta, start, data)
 
-    def get(self, start: int, end: int, meta: Meta) -> Any:
+    def get(self, start: int, end: int, meta: Meta) -> bytes:
         data = self._cat(start, end)
         now = self._info()
         if now != meta:

@@ -23,14 +23,18 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
 from .client import DAEMONS, Meta, RemoteObject, Tail
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 #: bytes of the first (suffix) GET (docs/remote.md): the whole tail of archives up to ~1,200
 #: files (~210 bytes a file), the footer and manifest of any with fewer than ~2,500 groups
@@ -56,7 +60,7 @@ class _Extent:
         self.owner = threading.get_ident() if transient else 0
 
 
-def aligned(start: int, data: Any) -> pa.Buffer:
+def aligned(start: int, data: Buffer) -> pa.Buffer:
     """``data`` copied into memory where address ≡ ``start`` (mod 64)."""
     view = memoryview(data).cast("B")
     n = len(view)
@@ -71,7 +75,8 @@ class RemoteSource:
 
     fetches = True
 
-    def __init__(self, obj: RemoteObject, tail: Tail, *, on_tail: Any = None) -> None:
+    def __init__(self, obj: RemoteObject, tail: Tail, *,
+                 on_tail: Callable[[list[tuple[int, pa.Buffer]]], None] | None = None) -> None:
         self.obj = obj
         self.path = obj.url
         self.meta: Meta = tail.meta
@@ -83,7 +88,7 @@ class RemoteSource:
         self._extents: list[_Extent] = []
         self._transient: OrderedDict[int, _Extent] = OrderedDict()
         self._transient_bytes = 0
-        if tail.data is not None and len(tail.data):
+        if tail.data is not None and memoryview(tail.data).nbytes:
             self._add(_Extent(tail.start, aligned(tail.start, tail.data), False))
         for start, data in tail.more:  # index ranges the tail cache held
             self._add(_Extent(start, aligned(start, data), False))
@@ -254,7 +259,7 @@ class RemoteSource:
 
         if len(ranges) == 1:
             return [one(ranges[0])]
-        futures = [DAEMONS.submit(lambda r=r: one(r)) for r in ranges]  # DAEMONS.n at a time
+        futures = [DAEMONS.submit(partial(one, r)) for r in ranges]  # DAEMONS.n at a time
         return [f.result() for f in futures]
 
     def _add(self, ext: _Extent) -> None:

@@ -143,7 +143,7 @@ class Store:
         values: dict[str, int] = {}
         for name in (NS_LEVEL, NS_BLOCK):
             if recorded[name] is not None:
-                values[name] = int(recorded[name])  # type: ignore[arg-type]
+                values[name] = int(recorded[name])
                 if given[name] is not None and given[name] != values[name]:
                     raise StoreError(f"store was created with {name}={values[name]}, "
                                      f"not {given[name]}", path=self.warehouse)

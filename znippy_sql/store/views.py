@@ -51,10 +51,15 @@ class _SplitSource:
         self.blob_end = blob_end
         self.path = tail.path
         self.size = tail.size
+        self._counted = 0  # what the callers of view() counted
 
     @property
     def bytes_read(self) -> int:
-        return self.tail.bytes_read + self.blobs.bytes_read
+        return self.tail.bytes_read + self.blobs.bytes_read + self._counted
+
+    @bytes_read.setter
+    def bytes_read(self, value: int) -> None:  # the reader adds what it viewed
+        self._counted += value - self.bytes_read
 
     def check(self, offset: int, length: int, what: str) -> None:
         self.tail.check(offset, length, what)
@@ -89,7 +94,7 @@ class StoreArchive(Archive):
                  verify_checksums: bool = True) -> None:
         super().__init__(path, verify_checksums=verify_checksums)
         self.sidecar = sidecar
-        self.source = _SplitSource(self.source, sidecar, blob_end)  # type: ignore[assignment]
+        self.source = _SplitSource(self.source, sidecar, blob_end)
         self._cleanup = weakref.finalize(self, shutil.rmtree, os.path.dirname(path), True)
 
     def close(self) -> None:
@@ -153,7 +158,7 @@ def scan_store(store: "Store", section: str = "files") -> "pl.LazyFrame":
     """A Polars lazy scan of the store's ``files`` (or ``chunks``, ``lookup``, ...)."""
     from ..query import polars as zpolars
 
-    return zpolars.scan(snapshot(store), section)  # type: ignore[arg-type]
+    return zpolars.scan(snapshot(store), section)  # type: ignore[arg-type]  # checked there
 
 
 def unregister_store(con: "duckdb.DuckDBPyConnection", name: str) -> None:

@@ -57,8 +57,8 @@ def closure_rows(archive: Any, gav: str, scope: str | None) -> list[dict[str, An
     from znippy_sql.modules.maven.commands import closure, closure_data, coordinates
 
     module = modules.by_name("maven")
-    coords = coordinates(gav, least=3, most=3, usage="G:A:V")
-    data = closure_data(closure(archive, module, coords, scope=scope))  # type: ignore[arg-type]
+    g, a, v = coordinates(gav, least=3, most=3, usage="G:A:V")
+    data = closure_data(closure(archive, module, (g, a, v), scope=scope))
     problems = {(m["coordinates"], m["depth"]): m for m in data["missing"]}
     rows = []
     for r in data["resolved"]:

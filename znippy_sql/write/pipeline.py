@@ -159,7 +159,7 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
             stored.append(len(chunk))
         else:
             parts.extend(frame)
-            stored.append(sum(len(p) for p in frame))  # type: ignore[arg-type]
+            stored.append(sum(len(p) for p in frame))
         compressed.append(frame is not None)
     encoded = sum(len(chunks[i]) for i in todo)
     buffer = b"".join(parts)  # type: ignore[arg-type]
@@ -207,7 +207,7 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
                 encoded += len(chunk)
         elif job.mode == PACK and chunk:  # no probe: its members are small files to compress
             got = enc.pack_frames_if_smaller([chunk])[0]
-            frame = None if got is None else b"".join(got)  # type: ignore[arg-type]
+            frame = None if got is None else b"".join(got)
             encoded += len(chunk)
         elif job.mode == codec.COMPRESS and chunk:
             if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):

@@ -106,14 +106,14 @@ def closure_paths(archive: ArchiveView, module: Any, found: Closure, *,
     """Every file an offline Maven needs for the closure: POMs (parents and BOMs too),
     artifact files and their checksum/signature sidecars."""
     index = index_of(archive, module, repo)
-    want = {found.root_pom, found.root_file, *found.poms}
+    maybe = [found.root_pom, found.root_file, *found.poms]
     for r in found.resolved:
-        want.update((r.pom, r.file))
-    want.discard(None)
+        maybe += (r.pom, r.file)
+    want = {p for p in maybe if p is not None}
     out = set(want)
     for p in want:
-        out.update(index.sidecars(p))  # type: ignore[arg-type]
-    return sorted(out)  # type: ignore[arg-type]
+        out.update(index.sidecars(p))
+    return sorted(out)
 
 
 def closure_data(found: Closure) -> dict[str, Any]:

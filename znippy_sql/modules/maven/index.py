@@ -80,7 +80,8 @@ class MavenIndex:
         """The file called exactly ``name``, else (timestamped snapshots) the last one."""
         found = sorted(files, key=lambda f: f.relative_path)
         exact = [f for f in found if f.relative_path.rsplit("/", 1)[-1] == name]
-        return (exact or found or [None])[-1]
+        last = exact or found
+        return last[-1] if last else None
 
     def pom_file(self, group_id: str, artifact_id: str, version: str) -> File | None:
         files = self.files(group_id, artifact_id, version, classifier="", extension="pom")

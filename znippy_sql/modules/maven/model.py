@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import overload
 
 from .pom import Activation, Dep, Pom, PomError, parse
 
@@ -277,6 +278,13 @@ class _Properties:
         self._cache[name] = value
         return value
 
+    @overload
+    def expand(self, text: str, stack: tuple[str, ...] = ()) -> str: ...
+    @overload
+    def expand(self, text: None, stack: tuple[str, ...] = ()) -> None: ...
+    @overload
+    def expand(self, text: str | None, stack: tuple[str, ...] = ()) -> str | None: ...
+
     def expand(self, text: str | None, stack: tuple[str, ...] = ()) -> str | None:
         if text is None or "${" not in text:
             return text
@@ -303,7 +311,7 @@ def _interpolate(model: Pom, props: _Properties) -> Pom:
         artifact_id=x(model.artifact_id), packaging=x(model.packaging),
         dependencies=tuple(dep(d) for d in model.dependencies),
         managed=tuple(dep(d) for d in model.managed),
-        relocation=None if reloc is None else tuple(x(v) for v in reloc),  # type: ignore[arg-type]
+        relocation=None if reloc is None else (x(reloc[0]), x(reloc[1]), x(reloc[2])),
     )
 
 

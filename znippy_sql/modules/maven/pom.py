@@ -229,8 +229,9 @@ def _profile(node: ET.Element) -> Profile:
             jdk=_text(act, "jdk") or None,
             property=None if prop is None else (_text(prop, "name") or "",
                                                 _text(prop, "value")),
-            os=None if os_ is None else tuple(  # type: ignore[arg-type]
-                _text(os_, k) or None for k in ("name", "family", "arch", "version")),
+            os=None if os_ is None else (
+                _text(os_, "name") or None, _text(os_, "family") or None,
+                _text(os_, "arch") or None, _text(os_, "version") or None),
             file=_child(act, "file") is not None,
         )
     return Profile(
