@@ -18,7 +18,7 @@ those paths and the ``files`` scan is pruned to them. See docs/catalog.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 import pyarrow as pa
@@ -60,36 +60,32 @@ def rows(files: pa.Table) -> pa.Table:
                                                                      "ascending")])
 
 
+def _weaken(expr: BooleanExpression, leaf: Callable[[BooleanExpression], bool]
+            ) -> BooleanExpression | None:
+    """``expr`` weakened to the predicates ``leaf`` accepts: an ``AND`` keeps those it can, an
+    ``OR`` needs all of its branches; None when nothing is left."""
+    if isinstance(expr, And):
+        left, right = _weaken(expr.left, leaf), _weaken(expr.right, leaf)
+        if left is None or right is None:
+            return left if right is None else right
+        return And(left, right)
+    if isinstance(expr, Or):
+        left, right = _weaken(expr.left, leaf), _weaken(expr.right, leaf)
+        return None if left is None or right is None else Or(left, right)
+    return expr if leaf(expr) else None
+
+
 def path_filter(expr: BooleanExpression) -> BooleanExpression | None:
     """A predicate on ``relative_path`` alone that every row ``expr`` keeps satisfies
     (``=``, ``IN``, ``startswith``), or None when ``expr`` does not bound the path."""
-    if isinstance(expr, And):
-        left, right = path_filter(expr.left), path_filter(expr.right)
-        if left is None or right is None:
-            return left if right is None else right
-        return And(left, right)
-    if isinstance(expr, Or):
-        left, right = path_filter(expr.left), path_filter(expr.right)
-        return None if left is None or right is None else Or(left, right)
-    if isinstance(expr, (EqualTo, In, StartsWith)) and \
-            getattr(expr.term, "name", None) == PATH:  # unbound, as pushdown makes them
-        return expr
-    return None
+    return _weaken(expr, lambda e: isinstance(e, (EqualTo, In, StartsWith)) and getattr(
+        getattr(e, "term", None), "name", None) == PATH)  # unbound, as pushdown makes them
 
 
 def restrict(expr: BooleanExpression) -> BooleanExpression | None:
-    """``expr`` weakened to its predicates on ``paths``'s columns (an ``AND`` keeps those it
-    can, an ``OR`` needs all of its branches), or None when nothing is left."""
-    if isinstance(expr, And):
-        left, right = restrict(expr.left), restrict(expr.right)
-        if left is None or right is None:
-            return left if right is None else right
-        return And(left, right)
-    if isinstance(expr, Or):
-        left, right = restrict(expr.left), restrict(expr.right)
-        return None if left is None or right is None else Or(left, right)
-    name = getattr(getattr(expr, "term", None), "name", None)
-    return expr if name in COLUMNS else None
+    """``expr`` weakened to its predicates on ``paths``'s columns, or None when nothing is
+    left."""
+    return _weaken(expr, lambda e: getattr(getattr(e, "term", None), "name", None) in COLUMNS)
 
 
 def is_in(column: str, values: Iterable[Any]) -> BooleanExpression:
