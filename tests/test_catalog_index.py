@@ -189,3 +189,18 @@ def test_the_dataset_read_only_where_names_are_ids(tmp_path):
         u.rename_column("b", "bb")
     got, want = both(ice.load_table("n.t"), AlwaysTrue())
     assert got is None and sorted(want.column("bb").to_pylist()) == ["x", "y", "z"]
+
+
+def test_a_query_sees_a_commit_made_by_another_process(tmp_path):
+    """Queries reuse a loaded table while the catalog names the same metadata file; a commit
+    from elsewhere (here a second Catalog object, as another process would) moves it on."""
+    cat = _catalog(tmp_path)
+    q = "SELECT count(*) n FROM files WHERE repo = 'r0'"
+    assert cat.sql(q).to_pylist() == [{"n": 90}]
+    assert cat.table_for_read("files") is cat.table_for_read("files")  # nothing changed
+    other = open_catalog(tmp_path / "wh")
+    extra = _archive(tmp_path / "fleet" / "r0-d9.znippy", 9, "r0")
+    other.add([extra])
+    assert cat.sql(q).to_pylist() == [{"n": 120}]
+    other.remove([extra])
+    assert cat.sql(q).to_pylist() == [{"n": 90}]

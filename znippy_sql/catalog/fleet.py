@@ -31,6 +31,7 @@ from . import index as _index
 from .planning import plan_files
 from .rows import ARCHIVES_ARROW, ArchiveRows, archive_uri, local_identity, read_rows
 from .schema import ARCHIVES, FILES, FORMAT, NAMESPACE, PROP_FORMAT, table_spec
+from .tablecache import load_for_read
 from .schema import upgrade
 
 PathLike = str | os.PathLike[str]
@@ -184,6 +185,11 @@ class Catalog:
     def table(self, name: str) -> Any:
         """The pyiceberg table ``files`` or ``archives``, loaded now (its newest snapshot)."""
         return self.iceberg.load_table(self.ident(name))
+
+    def table_for_read(self, name: str) -> Any:
+        """As :meth:`table`, reusing a table loaded before while the catalog still names the
+        same metadata file (the query path; never give it to a transaction)."""
+        return load_for_read(self.iceberg, self.ident(name))
 
     @property
     def files_table(self) -> Any:

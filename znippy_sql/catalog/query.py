@@ -127,7 +127,7 @@ def plan_query(cat: "Catalog", query: str, *, con: Any = None) -> dict[str, Scan
     parser = con if con is not None else _cursor()
     try:
         tree = parse(parser, query)
-        tables = {name: cat.table(name) for name in sorted(_named(tree))}
+        tables = {name: cat.table_for_read(name) for name in sorted(_named(tree))}
         uses = analyse(parser, query, {n: table_columns(t) for n, t in tables.items()},
                        tree=tree)
     finally:
@@ -149,7 +149,7 @@ def _indexed(cat: "Catalog", use: Use, files: Any) -> Scan | None:
     paths_filter = _index.path_filter(use.filter)
     if paths_filter is None:
         return None
-    paths = cat.table(_index.PATHS)
+    paths = cat.table_for_read(_index.PATHS)
     if _index.covers(use.columns):
         return Scan(FILES, paths, use, [], index="read").plan()
     lookup = _index.restrict(use.filter) or paths_filter
