@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("znippy_sql.remote")
-remote_server = pytest.importorskip("remote_server")
+import remote_server
 
 from znippy_sql import Entry, write_archive  # noqa: E402
 from znippy_sql.catalog import open_catalog  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray")
+import ray  # a dev extra: the suite runs Ray, never skips it for want of it
 from _engines import COLUMNS, canon, duck  # noqa: E402
 from _fleet import write_fleet  # noqa: E402
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pyspark")
+import pyspark  # noqa: F401  (a dev extra: the suite runs Spark, never skips it)
 from _engines import canon, duck, java_or_skip  # noqa: E402
 from _fleet import write_fleet  # noqa: E402
 

@@ -28,7 +28,6 @@ def test_quickstart_notebook_runs(tmp_path: Path) -> None:
 @pytest.mark.notebook
 @pytest.mark.slow
 def test_fleet_notebook_runs(tmp_path: Path) -> None:
-    pytest.importorskip("daft")
     nb = nbformat.read(NOTEBOOKS / "fleet.ipynb", as_version=4)
     client = NotebookClient(nb, kernel_name="python3", timeout=600,
                             resources={"metadata": {"path": str(tmp_path)}})

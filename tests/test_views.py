@@ -169,7 +169,8 @@ def test_register_imports_no_pandas(tmp_path: Path) -> None:
     """pyarrow's Python converters and ``to_numpy`` import pandas where it is installed (~40 MB,
     ~1 s on the first call): ``register`` and the first scans of its views go without them
     (format/build.py)."""
-    pytest.importorskip("pandas")
+    pytest.importorskip("pandas", reason="without pandas installed there is no pandas import "
+                        "to avoid")
     from znippy_sql import Entry
 
     rich = tmp_path / "rich.znippy"

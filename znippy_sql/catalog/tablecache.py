@@ -21,17 +21,16 @@ def _location(iceberg: Any, ident: str) -> str | None:
     try:
         from pyiceberg.catalog.sql import IcebergTables, SqlCatalog
         from sqlalchemy import select
-        from sqlalchemy.orm import Session
     except ImportError:
         return None
     if not isinstance(iceberg, SqlCatalog):
         return None
     namespace, _, name = ident.rpartition(".")
-    with Session(iceberg.engine) as session:
-        loc = session.scalar(select(IcebergTables.metadata_location).where(
+    with iceberg.engine.connect() as conn:
+        loc = conn.execute(select(IcebergTables.metadata_location).where(
             IcebergTables.catalog_name == iceberg.name,
             IcebergTables.table_namespace == namespace,
-            IcebergTables.table_name == name))
+            IcebergTables.table_name == name)).scalar()
     return str(loc) if loc else None
 
 
