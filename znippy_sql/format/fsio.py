@@ -83,3 +83,19 @@ def write_all(fd: int, data: bytes | memoryview, offset: int | None = None) -> N
         if offset is not None:
             offset += n
         view = view[n:]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (this one does; someone else's does;
+    a number no process can have does not): the owner test of staging and part files."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    except OverflowError:  # beyond any pid
+        return False
+    return True

@@ -14,7 +14,8 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..format import b3 as blake3
@@ -84,8 +85,7 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
     archive = os.fspath(archive)
-    staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
-    try:
+    with _staged(archive) as staged:
         try:
             with open(blobs, "rb") as src, open(staged, "wb") as dst:
                 copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)
@@ -96,16 +96,8 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
         _check_order(state, blob_bytes, journal)
-        report = _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
-                            parsed=parsed or {}, every=walk_bound,
-                            prefer=prefer)
-        os.replace(staged, archive)
-    except BaseException:
-        if os.path.exists(staged):
-            os.unlink(staged)
-        raise
-    fsync_dir(archive)
-    return report
+        return _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
+                          parsed=parsed or {}, every=walk_bound, prefer=prefer)
 
 
 def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
@@ -115,8 +107,7 @@ def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
     the same bytes :func:`seal_generation_zero` writes after the packs were pushed in this
     order (the packs back to back from offset 0, then the tail)."""
     archive = os.fspath(archive)
-    staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
-    try:
+    with _staged(archive) as staged:
         extents: list[tuple[int, int]] = []
         at = 0
         try:
@@ -129,15 +120,23 @@ def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
             raise ZnippyError(f"cannot write the staging file {staged}: "
                               f"{exc.strerror or exc}", path=archive) from None
         parsed = {e[0]: p for e, (_d, p) in zip(extents, packs)}
-        report = _seal_into(staged, archive, at, JournalState(extents, frozenset()), reserved,
-                            git=True, parsed=parsed, every=walk_bound, prefer=prefer)
+        return _seal_into(staged, archive, at, JournalState(extents, frozenset()), reserved,
+                          git=True, parsed=parsed, every=walk_bound, prefer=prefer)
+
+
+@contextmanager
+def _staged(archive: str) -> Iterator[str]:
+    """A staging name beside ``archive``: renamed onto it (and the folder fsynced) when the
+    block returns, removed when it raises."""
+    staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        yield staged
         os.replace(staged, archive)
     except BaseException:
         if os.path.exists(staged):
             os.unlink(staged)
         raise
     fsync_dir(archive)
-    return report
 
 
 def _check_order(state: JournalState, blob_bytes: int,

@@ -16,6 +16,8 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 
+from ..format.fsio import pid_alive
+
 SUFFIX = ".znippy-part-"
 _LEFTOVER = re.compile(r"^\..*\.znippy-part-(\d+)$", re.S)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -81,18 +83,6 @@ class Sink:
             self.done.append(path)
 
 
-def _running(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return pid < (1 << 31)
-    return True
-
-
 def remove_leftovers(directories: Iterable[str]) -> int:
     """Remove the temporaries of extracts no longer running from these (checked, existing)
     directories; how many."""
@@ -104,7 +94,7 @@ def remove_leftovers(directories: Iterable[str]) -> int:
             continue
         for entry in entries:
             m = _LEFTOVER.match(entry.name)
-            if m is None or _running(int(m.group(1))):
+            if m is None or pid_alive(int(m.group(1))):
                 continue
             try:
                 if entry.is_symlink() or entry.is_file(follow_symlinks=False):

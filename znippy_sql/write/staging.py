@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import re
 
+from ..format.fsio import pid_alive
+
 _STAGING = re.compile(r"\.(?P<name>.+)\.znippy-staging-(?P<pid>[0-9]+)-[0-9a-f]+\Z")
 
 
@@ -26,7 +28,7 @@ def stale_siblings(path: str) -> list[str]:
     out = []
     for name in names:
         found = _STAGING.match(name)
-        if found is None or found["name"] != base or _alive(int(found["pid"])):
+        if found is None or found["name"] != base or pid_alive(int(found["pid"])):
             continue
         out.append(os.path.join(folder, name))
     return sorted(out)
@@ -42,17 +44,3 @@ def remove_stale(path: str) -> list[str]:
         except FileNotFoundError:  # another writer to the same name removed it first
             pass
     return gone
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    except OverflowError:
-        return False
-    return True
