@@ -18,7 +18,9 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import ChecksumError, FormatError, NotFoundError, ZnippyError
+from ..format.build import numpy_of
 from ..format.gitindex import TYPE_NAMES, OidIndex
+from ..format.kernels import one_array
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..read.reader import Archive
 from .graph import Tree, tree_closure
@@ -346,13 +348,9 @@ class GitObjects:
 
 
 def _int64s(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """An integer column without nulls as ``int64`` (from its buffer: pyarrow's ``to_numpy``
-    imports pandas, a second of CPU, the first time)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    width = arr.type.bit_width // 8
-    kind = "i" if pa.types.is_signed_integer(arr.type) else "u"
-    raw = np.frombuffer(arr.buffers()[1], dtype=f"<{kind}{width}", count=len(arr) + arr.offset)
-    return raw[arr.offset:].astype(np.int64)
+    """An integer column as ``int64``, read from its buffer (``format.build.numpy_of``)."""
+    arr = one_array(col) if isinstance(col, pa.ChunkedArray) else col
+    return numpy_of(arr).astype(np.int64)
 
 
 def _ids(arr: pa.Array) -> list[bytes]:

@@ -113,7 +113,7 @@ def group_constants(key: GroupKey, n: int, want: Request | None = None) -> dict[
 
 # -- files ------------------------------------------------------------------------------------
 def _numpy(col: Any) -> np.ndarray:
-    return one_array(col).to_numpy(zero_copy_only=False)
+    return build.numpy_of(one_array(col))  # never to_numpy: it imports pandas
 
 
 def _contiguous(table: pa.Table) -> pa.Table:
