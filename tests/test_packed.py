@@ -326,10 +326,12 @@ def test_duckdb_and_polars_over_packs(tmp_path: Path) -> None:
         p: data[p] for p in ("src/a/f003.py", "src/b/big.txt")}
 
 
-@pytest.mark.parametrize("golden_name", ["golden-v4-packed", "golden-v5-default"])
+@pytest.mark.parametrize("golden_name", ["golden-v4-packed", "golden-v5-default",
+                                         "golden-v6-default"])
 def test_golden_packed_archive(tmp_path: Path, golden_name: str) -> None:
-    """tests/data/golden-v5-default.znippy: the writer's defaults reproduce it byte for byte;
-    golden-v4-packed (packs closed per group, the rule before) still reads. Of both, pyarrow
+    """tests/data/golden-v6-default.znippy: the writer's defaults reproduce it byte for byte;
+    golden-v4-packed (packs closed per group, the rule before) and golden-v5-default (before
+    directory packs) still read. Of all, pyarrow
     alone reads every stream (compressed ones included), the OpenZL binding alone decodes
     every blob and each slice matches its BLAKE3."""
     import sys
@@ -342,7 +344,7 @@ def test_golden_packed_archive(tmp_path: Path, golden_name: str) -> None:
     import make_golden
 
     golden = (data_dir / f"{golden_name}.znippy").read_bytes()
-    if golden_name == "golden-v5-default":
+    if golden_name == "golden-v6-default":
         out = tmp_path / "g.znippy"
         make_golden.write_golden_default(out)
         assert out.read_bytes() == golden, f"see tests/data/README.md ({golden_name})"
@@ -351,7 +353,9 @@ def test_golden_packed_archive(tmp_path: Path, golden_name: str) -> None:
     for name, raw in secs.items():
         if name != "__trie__":
             pa.ipc.open_stream(pa.py_buffer(raw)).read_all()
-    files = {p: d for (_, _, p), d in make_golden.golden_packed_files().items()}
+    files = {p: d for (_, _, p), d in (make_golden.golden_default_files()
+                                       if golden_name == "golden-v6-default"
+                                       else make_golden.golden_packed_files()).items()}
     got: dict[str, bytes] = {}
     for r in lookup.to_pylist():
         blob = golden[r["blob_offset"] : r["blob_offset"] + r["blob_size"]]

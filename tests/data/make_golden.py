@@ -14,7 +14,8 @@ HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden-v3.znippy"
 GOLDEN_DEDUP = HERE / "golden-v3-dedup.znippy"
 GOLDEN_PACKED = HERE / "golden-v4-packed.znippy"  # read only: the writer's rule moved on
-GOLDEN_DEFAULT = HERE / "golden-v5-default.znippy"
+GOLDEN_DEFAULT_V5 = HERE / "golden-v5-default.znippy"  # read only: directory packs since
+GOLDEN_DEFAULT = HERE / "golden-v6-default.znippy"
 BLOCK_SIZE = 4096
 WORDS = b"alpha beta gamma delta import class def return index chunk archive footer".split()
 
@@ -114,23 +115,44 @@ def golden_packed_files() -> dict[tuple[str, int, str], bytes]:
     return files
 
 
-def write_golden_default(out: Path) -> None:
-    """golden-v5-default: the inputs of v4, the writer's defaults (packed blobs and
-    compressed index streams, docs/format.md §2, §6)."""
+def golden_default_files() -> dict[tuple[str, int, str], bytes]:
+    """The v4/v5 inputs and an artifact directory of two versions of a jar (stored members,
+    most shared) and a copy of one: directory packs (docs/format.md §6)."""
+    files = golden_packed_files()
+    shared = [(f"com/x/C{i}.class", noise(300 + 40 * i, f"c{i}")) for i in range(5)]
+    v1 = stored_zip([*shared, ("META-INF/MANIFEST.MF", b"Version: 1.0\n")])
+    v2 = stored_zip([*shared[:2], ("com/x/New.class", noise(200, "new")), *shared[2:],
+                     ("META-INF/MANIFEST.MF", b"Version: 1.1\n")])
+    assert max(len(v1), len(v2)) <= BLOCK_SIZE  # whole members of one directory pack
+    files[("", 0, "repo/org/x/1.0/x-1.0.jar")] = v1
+    files[("", 0, "repo/org/x/1.0/x-1.0.pom")] = words(400, "pom1")
+    files[("", 0, "repo/org/x/1.1/x-1.1.jar")] = v2
+    files[("", 0, "repo/org/x/1.1/x-1.1.pom")] = words(420, "pom2")
+    files[("", 0, "repo/org/y/2.0/y-2.0.jar")] = v1
+    return files
+
+
+def write_golden_default(out: Path, files: dict[tuple[str, int, str], bytes] | None = None
+                         ) -> None:
+    """golden-v6-default: :func:`golden_default_files` with the writer's defaults (packed
+    blobs, directory packs and compressed index streams, docs/format.md §2, §6); with
+    ``files`` = :func:`golden_packed_files` it wrote golden-v5-default before directory
+    packs."""
     from znippy_sql import Entry, ReservedSection, write_archive
 
+    files = golden_default_files() if files is None else files
     entries = [Entry(p, data=d, repo=r, pkg_type=t)
-               for (r, t, p), d in sorted(golden_packed_files().items(), key=lambda kv: kv[0][2])]
+               for (r, t, p), d in sorted(files.items(), key=lambda kv: kv[0][2])]
     write_archive(out, entries, block_size=BLOCK_SIZE, workers=1,
                   reserved_sections=[ReservedSection("__meta__", golden_meta())])
 
 
 if __name__ == "__main__":
-    which = sys.argv[1:] or ["v3", "v3-dedup", "v5-default"]
+    which = sys.argv[1:] or ["v3", "v3-dedup", "v6-default"]
     for name, path, dedup in (("v3", GOLDEN, False), ("v3-dedup", GOLDEN_DEDUP, True)):
         if name in which:
             write_golden(path, dedup=dedup)
             print(f"wrote {path} ({path.stat().st_size} bytes)", file=sys.stderr)
-    if "v5-default" in which:
+    if "v6-default" in which:
         write_golden_default(GOLDEN_DEFAULT)
         print(f"wrote {GOLDEN_DEFAULT} ({GOLDEN_DEFAULT.stat().st_size} bytes)", file=sys.stderr)

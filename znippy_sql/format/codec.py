@@ -33,6 +33,13 @@ FRAME_CHECKSUMS = False
 #: these compress ~1.8x faster for 0.3 % more bytes, bench/results-packed.md)
 PACK_HASH_LOG = 16
 PACK_CHAIN_LOG = 15
+#: Directory packs [docs/format.md]: the level's zstd parameters with a window of
+#: ``2**LONG_WINDOW_LOG`` bytes (the largest pack, ``pack.DIR_PACK_MAX``: zstd shrinks it to a
+#: smaller pack's size) and long-distance matching, so a version of a jar finds the entries it
+#: shares with the version before it anywhere in the pack (bench/results-packed.md). Every
+#: zstd decoder takes windows up to 2**27 (``ZSTD_WINDOWLOG_LIMIT_DEFAULT``), the OpenZL
+#: binding included (tests/test_dirpack.py).
+LONG_WINDOW_LOG = 25
 _TERNARY_DISABLE = 2  # ZL_TernaryParam_disable
 
 #: Already-compressed suffixes stored raw without trying the codec (FORMAT §3, Rust skip.rs).
@@ -142,14 +149,21 @@ class Encoder:
         self._pack = (zlframe.FastEncoder(level, hash_log=PACK_HASH_LOG,
                                           chain_log=PACK_CHAIN_LOG)
                       if self._fast is not None else None)
+        self._long: zlframe.FastEncoder | None = None  # made on first use
 
-    def pack_frames_if_smaller(self, chunks: list[zlframe.Bytes]
+    def pack_frames_if_smaller(self, chunks: list[zlframe.Bytes], *, long: bool = False
                                ) -> list[tuple[bytes, ...] | None]:
         """:meth:`frames_if_smaller` of packed blobs: zstd with ``PACK_HASH_LOG`` and
-        ``PACK_CHAIN_LOG`` in OpenZL's zstd frame shape (without the fast path: the
+        ``PACK_CHAIN_LOG`` (``long``: of directory packs, with ``LONG_WINDOW_LOG`` and
+        long-distance matching) in OpenZL's zstd frame shape (without the fast path: the
         binding's frames, which are valid too)."""
-        if self._pack is not None and all(len(c) <= zlframe.MAX_FAST for c in chunks):
-            return self._pack.frames_if_smaller(chunks)  # type: ignore[return-value]
+        enc = self._pack
+        if long and enc is not None:
+            if self._long is None:
+                self._long = zlframe.FastEncoder(self.level, window_log=LONG_WINDOW_LOG)
+            enc = self._long
+        if enc is not None and all(len(c) <= zlframe.MAX_FAST for c in chunks):
+            return enc.frames_if_smaller(chunks)  # type: ignore[return-value]
         return self.frames_if_smaller(chunks)
 
     def encode(self, chunk: bytes | memoryview) -> bytes:

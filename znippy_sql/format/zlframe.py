@@ -64,8 +64,13 @@ class FastEncoder:
     compressors are not thread-safe)."""
 
     def __init__(self, level: int, *, hash_log: int | None = None,
-                 chain_log: int | None = None) -> None:
-        if hash_log is None:
+                 chain_log: int | None = None, window_log: int | None = None) -> None:
+        if window_log is not None:  # directory packs (codec.LONG_WINDOW_LOG): long matches
+            params = zstandard.ZstdCompressionParameters.from_level(
+                level, window_log=window_log, enable_ldm=True, write_content_size=1,
+                write_checksum=0, write_dict_id=0)
+            self._zstd = zstandard.ZstdCompressor(compression_params=params)
+        elif hash_log is None:
             self._zstd = zstandard.ZstdCompressor(level=level, write_content_size=True,
                                                   write_checksum=False, write_dict_id=False)
         else:  # packed blobs (codec.PACK_HASH_LOG): the level's parameters, smaller tables

@@ -26,11 +26,11 @@ from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
 from .compat import Compat
 from .limits import check
-from .pack import PACK_MEMBER_MAX, Pack, Packer
+from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, ZnippyError
 from ..format.paths import check_relative_path
-from .pipeline import BATCH_BYTES, BATCH_JOBS, PACK, BatchResult, Compressor, Job
+from .pipeline import BATCH_BYTES, BATCH_JOBS, DIR_PACK, PACK, BatchResult, Compressor, Job
 from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
 from .source import Entry, data_origin
 
@@ -131,6 +131,7 @@ class Ingest:
         self._groups: dict[tuple[str | None, int | str | None], GroupRows] = {}
         self.packer = Packer(self.dedup) if options.pack else None
         self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
+        self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
@@ -185,6 +186,9 @@ class Ingest:
         file = None if entry.file is None else os.fspath(entry.file)
         self.files += 1
         self.bytes_in += size
+        if self.packer is not None and 0 < size <= self._dir_max and zipcut.is_zip_family(path):
+            self._pack(ChunkTag(rows, path, 0, extra), data, file, size, directory=True)
+            return
         if dedup and size and zipcut.is_zip_family(path):
             data, spans = self._zip_spans(data, file, size)
             if spans is not None:
@@ -227,7 +231,7 @@ class Ingest:
         return view, zipcut.cut(view, block_size=block)
 
     def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
-              size: int) -> None:
+              size: int, directory: bool = False) -> None:
         """A small file joins its group's open pack (read now: the pack needs its bytes)."""
         if data is None:
             assert file is not None
@@ -241,7 +245,7 @@ class Ingest:
                 raise ZnippyError(f"cannot read source file: {exc.strerror or exc}",
                                   path=file) from None
         assert self.packer is not None
-        for pack in self.packer.add(tag, data):
+        for pack in self.packer.add(tag, data, directory=directory):
             self._send_pack(pack)
 
     def _send_pack(self, pack: Pack) -> None:
@@ -249,7 +253,7 @@ class Ingest:
         self._flush()
         data = pack.data()
         pack.parts.clear()
-        job = Job(data, None, 0, len(data), PACK)
+        job = Job(data, None, 0, len(data), DIR_PACK if pack.directory else PACK)
         self._place(self.compressor.submit([job], pack))
 
     def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:

@@ -18,6 +18,16 @@ the output must not.
 
 When the pack's frame is not smaller than its bytes, the members are written as they are,
 each its own raw blob (``inner_offset`` 0): the same bytes either way.
+
+Directory packs [docs/format.md]: a zip-family file (``zipcut.is_zip_family``) of 1 to
+``DIR_MEMBER_MAX`` bytes (and at most the block size) joins, whole and uncut, the open
+*directory pack* of its group. Such a pack holds consecutive files (in input order) of one
+*directory key*, the path without its last two components (a Maven artifact's
+``groupId/artifactId``: its versions); it is closed when a file (packed or not) of another
+key arrives, before a member would take it past ``DIR_PACK_MAX``, at a new top-level tree
+and at the end, and is compressed with a long window and long-distance matching
+(``codec.LONG_WINDOW_LOG``): the entries one version of an artifact shares with the one
+before it are found wherever they are, which no per-file frame (deflated entries) can.
 """
 
 from __future__ import annotations
@@ -33,6 +43,11 @@ PACK_MEMBER_MAX = 256 << 10
 #: a pack is closed once it holds this many bytes [docs/format.md; bench/results-packed.md:
 #: 4 MiB brings a source tree under 1.05x its .tar.zst, 1 MiB left it at 1.068x]
 PACK_TARGET = 4 << 20
+#: zip-family files up to this size join directory packs [fixed in docs/format.md]
+DIR_MEMBER_MAX = 32 << 20
+#: a directory pack never holds more than this [docs/format.md; bench/results-packed.md:
+#: on ~/.m2/repository 8/16/32/64 MiB give blobs of 0.873/0.789/0.751/0.751x its .tar.zst]
+DIR_PACK_MAX = 32 << 20
 
 
 class Member(NamedTuple):
@@ -58,6 +73,8 @@ class Pack:
     size: int = 0
     #: dedup slots entered for this pack's own members (settled when it is placed)
     slots: list[int] = field(default_factory=list)
+    #: a directory pack (compressed with a long window), not a pack of small files
+    directory: bool = False
 
     def data(self) -> bytes:
         return b"".join(self.parts)
@@ -68,32 +85,55 @@ def top_component(path: str) -> str:
     return path if slash < 0 else path[:slash]
 
 
+def dir_key(path: str) -> str:
+    """The directory key of a path: without its last two components ("" when it has fewer
+    than three)."""
+    slash = path.rfind("/")
+    slash = path.rfind("/", 0, slash) if slash > 0 else -1
+    return path[:slash] if slash > 0 else ""
+
+
 class Packer:
     """Open packs by group; :meth:`add` returns the packs it closed."""
 
     def __init__(self, dedup: Any, *, target: int = PACK_TARGET) -> None:
         self.dedup = dedup
         self.target = target
-        self.open: dict[int, Pack] = {}  # id(GroupRows) → pack, in creation order
+        #: (id(GroupRows), directory?) → pack, in creation order
+        self.open: dict[tuple[int, bool], Pack] = {}
         #: the first path component of the last file seen (:meth:`turn`)
         self.top: str | None = None
+        #: the directory key of the last file seen (:meth:`turn`)
+        self.dir: str | None = None
 
     def turn(self, path: str) -> list[Pack]:
         """Every open pack when ``path`` starts another top-level tree than the file before
-        it (then closed); else none."""
+        it, else every open directory pack when it has another directory key (then
+        closed); else none."""
         top = top_component(path)
+        key = dir_key(path)
         if top == self.top:
-            return []
+            if key == self.dir:
+                return []
+            self.dir = key
+            return self._close([k for k in self.open if k[1]])
         self.top = top
+        self.dir = key
         return self.drain() if self.open else []
 
-    def add(self, tag: ChunkTag, data: bytes | memoryview) -> list[Pack]:
+    def add(self, tag: ChunkTag, data: bytes | memoryview, *, directory: bool = False
+            ) -> list[Pack]:
+        """``data`` joins the open pack (``directory``: the directory pack) of its group;
+        returns the packs this closed."""
         rows = tag.rows
-        pack = self.open.get(id(rows))
         closed: list[Pack] = []
-        if pack is None:
-            pack = self.open[id(rows)] = Pack(rows)
         n = len(data)
+        pack = self.open.get((id(rows), directory))
+        if directory and pack is not None and pack.size + n > DIR_PACK_MAX:
+            closed += self._close([(id(rows), True)])
+            pack = None
+        if pack is None:
+            pack = self.open[(id(rows), directory)] = Pack(rows, directory=directory)
         digest = blake3.blake3(data).digest()
         ref = slot = -1
         if self.dedup is not None:
@@ -106,11 +146,15 @@ class Packer:
             pack.members.append(Member(tag, n, digest, pack.size, -1, slot))
             pack.parts.append(data)
             pack.size += n
-        if pack.size >= self.target:
-            closed.append(pack)
-            self._closing(pack)
-            del self.open[id(rows)]
+        if not directory and pack.size >= self.target:
+            closed += self._close([(id(rows), False)])
         return closed
+
+    def _close(self, keys: list[tuple[int, bool]]) -> list[Pack]:
+        packs = [self.open.pop(k) for k in keys]
+        for pack in packs:
+            self._closing(pack)
+        return [p for p in packs if p.members]
 
     def _closing(self, pack: Pack) -> None:
         if self.dedup is not None:

@@ -41,6 +41,10 @@ from ..format import codec
 #: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
 #: skipped as known (its members were looked up one by one when they joined it)
 PACK = 3
+#: ``Job.mode`` of a directory pack (``write/pack.py``): a :data:`PACK` compressed with a long
+#: window and long-distance matching (``codec.LONG_WINDOW_LOG``)
+DIR_PACK = 4
+PACKS = (PACK, DIR_PACK)
 _NO_DIGEST = bytes(32)
 BATCH_BYTES = 1 << 20
 BATCH_JOBS = 512
@@ -139,13 +143,16 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
         verdicts = dict(zip(probed, codec.probe_many([chunks[i] for i in probed])))
         todo = [i for i in todo if verdicts.get(i, True)]
     enc = codec.encoder(level)
-    packs = [i for i in todo if jobs[i].mode == PACK]
+    packs = [i for i in todo if jobs[i].mode in PACKS]
     if packs:  # packed blobs: their own zstd parameters (codec.PACK_HASH_LOG)
-        todo = [i for i in todo if jobs[i].mode != PACK]
+        todo = [i for i in todo if jobs[i].mode not in PACKS]
     frames = enc.frames_if_smaller([chunks[i] for i in todo])
     framed = dict(zip(todo, frames))
+    for kind in (PACK, DIR_PACK) if packs else ():
+        some = [i for i in packs if jobs[i].mode == kind]
+        framed.update(zip(some, enc.pack_frames_if_smaller([chunks[i] for i in some],
+                                                           long=kind == DIR_PACK)))
     if packs:
-        framed.update(zip(packs, enc.pack_frames_if_smaller([chunks[i] for i in packs])))
         todo = sorted([*todo, *packs])
     compressed: list[bool] = []
     stored: list[int] = []
@@ -194,9 +201,9 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             return BatchResult(bytes(digests), compressed, stored, b"", encoded,
                                (str(job.file), problem))
         # a pack's members were hashed when they joined it: its own digest is never used
-        digest = _NO_DIGEST if job.mode == PACK else blake3.blake3(chunk).digest()
+        digest = _NO_DIGEST if job.mode in PACKS else blake3.blake3(chunk).digest()
         digests += digest
-        if known is not None and chunk and job.mode != PACK and known(digest, len(chunk)):
+        if known is not None and chunk and job.mode not in PACKS and known(digest, len(chunk)):
             compressed.append(False)
             stored.append(0)
             continue
@@ -205,8 +212,8 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
             if codec.probe(chunk):
                 frame = enc.frame_if_smaller(chunk)
                 encoded += len(chunk)
-        elif job.mode == PACK and chunk:  # no probe: its members are small files to compress
-            got = enc.pack_frames_if_smaller([chunk])[0]
+        elif job.mode in PACKS and chunk:  # no probe: its members are files to compress
+            got = enc.pack_frames_if_smaller([chunk], long=job.mode == DIR_PACK)[0]
             frame = None if got is None else b"".join(got)
             encoded += len(chunk)
         elif job.mode == codec.COMPRESS and chunk:
@@ -257,7 +264,7 @@ class Compressor:
                 known = None
                 if self.known is not None:
                     is_known = self.known  # a hint only: worth it where compression costs
-                    known = [len(chunk) >= KNOWN_MIN and job.mode != PACK
+                    known = [len(chunk) >= KNOWN_MIN and job.mode not in PACKS
                              and is_known(digests[k : k + 32], len(chunk))
                              for k, chunk, job in zip(range(0, len(digests), 32), chunks,
                                                       batch)]
