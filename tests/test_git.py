@@ -494,3 +494,43 @@ def test_a_damaged_idx_is_caught_and_the_pack_parsed_whole(repo: Repo, tmp_path:
     with open_archive(out) as a:
         with pytest.raises(ChecksumError, match="does not hash to its id"):
             GitObjects(a).read(wrong)
+
+
+def test_trees_indexed_in_a_forked_child_give_the_same_archive(
+        repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's trees inflated, hashed and parsed in a forked child (git/forked.py, used
+    from ``FORK_TREES`` trees on) give the archive the in-process path gives; a tree whose
+    ``.idx`` id is forged is found by the child's hash and the pack parsed whole."""
+    import hashlib
+
+    from znippy_sql.git import fastindex
+
+    r = Repo.__new__(Repo)
+    r.path, r.env, r.clock = tmp_path / "packed", repo.env, repo.clock
+    shutil.copytree(repo.path, r.path)
+    r.git("repack", "-a", "-d", "-q")
+    monkeypatch.setattr(fastindex, "FORK_TREES", None)
+    import_repository(r.path, tmp_path / "here.znippy")
+    monkeypatch.setattr(fastindex, "FORK_TREES", 1)
+    import_repository(r.path, tmp_path / "forked.znippy")
+    assert (tmp_path / "forked.znippy").read_bytes() == (tmp_path / "here.znippy").read_bytes()
+
+    (idx,) = (r.path / ".git" / "objects" / "pack").glob("*.idx")
+    good = idx.read_bytes()
+    n = int.from_bytes(good[8 + 255 * 4:8 + 256 * 4], "big")
+    kinds = dict(ln.split()[:2] for ln in r.git("cat-file", "--batch-all-objects",
+                                                "--batch-check").splitlines())
+    names = 8 + 1024
+    ids = [good[names + 20 * i:names + 20 * i + 20].hex() for i in range(n)]
+    tree = next(i for i, o in enumerate(ids) if kinds[o] == "tree" and i + 1 < n
+                and ids[i + 1][:38] != o[:38])
+    data = bytearray(good)
+    data[names + 20 * tree + 19] ^= 1                   # still ascending: the next differs
+    data[-20:] = hashlib.sha1(bytes(data[:-20])).digest()
+    with pytest.raises(fastindex.IdxMismatch, match="does not hash to its .idx id"):
+        fastindex.index_with_idx(memoryview(idx.with_suffix(".pack").read_bytes()),
+                                 bytes(data), name="p")
+    idx.chmod(0o644)
+    idx.write_bytes(bytes(data))
+    import_repository(r.path, tmp_path / "whole.znippy")   # the pack parsed whole instead
+    assert (tmp_path / "whole.znippy").read_bytes() == (tmp_path / "here.znippy").read_bytes()
