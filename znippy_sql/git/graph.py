@@ -152,32 +152,52 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
     bound). So a walk that completes an unstored commit visits at most ``bound`` commits and
     reads no tree.
     """
+    keys = list(commits)                 # commits by index; their present parents as indices
+    index = {c: k for k, c in enumerate(keys)}
+    n = len(keys)
+    absent: set[int] = set()
+    par: list[list[int]] = []
+    tree_of: list[int] = []
+    children = [0] * n
+    for c in keys:
+        tree, parents, _when = commits[c]
+        tree_of.append(tree)
+        got: list[int] = []
+        for p in parents:
+            k = index.get(p)
+            if k is None:
+                absent.add(p)                   # a shallow history's parent
+            elif k not in got:
+                got.append(k)
+                children[k] += 1
+        par.append(got)
+    order = _post_order(par, sorted((k for k in range(n) if not children[k]),
+                                    key=lambda k: (-gen[keys[k]], keys[k])))
+    if len(order) != n:
+        raise FormatError("the commits' parent links form a cycle")
+    by_ordinal: list[Tree[int] | None] = [None] * count
+    for t, links in trees.items():
+        if t >= 0:
+            by_ordinal[t] = links
     where = [-1] * count                 # ordinal → position; -1: not placed yet
     positions: list[int] = []
     place = positions.append
     blocks: dict[int, tuple[int, int]] = {}
     kept: dict[int, BitMap] = {}
-    pending: dict[int, int] = {}
-    for c in commits.values():
-        for p in set(c[1]):
-            if p in commits:
-                pending[p] = pending.get(p, 0) + 1
-    sets: dict[int, BitMap] = {}
-    est: dict[int, int] = {}
+    pending = children[:]                # children not placed yet: a set is kept until 0
+    sets: list[BitMap | None] = [None] * n
+    est = [0] * n
     irregular = 0
-    absent: set[int] = set()
-    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
-        tree, parents, _when = commits[oid]
-        present = [p for p in dict.fromkeys(parents) if p in commits]
-        if len(present) < len(parents):
-            absent.update(p for p in parents if p not in commits)
-        s = (BitMap() if not present else sets[present[0]].copy() if len(present) == 1
-             else BitMap.union(*(sets[p] for p in present)))
+    for k in order:
+        oid = keys[k]
+        present = par[k]
+        s = (BitMap() if not present else _kept(sets, present[0]).copy() if len(present) == 1
+             else BitMap.union(*(_kept(sets, p) for p in present)))
         start = len(positions)
         where[oid] = start
         place(oid)
         odd = False
-        todo = [tree]
+        todo = [tree_of[k]]
         while todo:
             t = todo.pop()
             if t < 0:
@@ -192,7 +212,7 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
             else:
                 odd = True                      # placed by a commit that is not an ancestor
                 s.add(at)
-            entry = trees.get(t)
+            entry = by_ordinal[t]
             if entry is None:
                 continue
             subtrees, blobs = entry
@@ -207,27 +227,58 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
                 elif at < start and at not in s:
                     odd = True
                     s.add(at)
-            todo.extend(reversed(subtrees))
-        s.add_range(start, len(positions))
+            if subtrees:
+                todo.extend(reversed(subtrees))
+        end = len(positions)
+        s.add_range(start, end)
         s.run_optimize()
-        blocks[oid] = (start, len(positions) - start)
-        walk = 1 + sum(est[p] for p in present)
+        blocks[oid] = (start, end - start)
+        walk = 1
+        for p in present:
+            walk += est[p]
+            pending[p] -= 1
+            if not pending[p]:
+                sets[p] = None
         if odd or oid in chosen or walk > bound:
             kept[oid] = s
             walk = 0
             irregular += odd
-        est[oid] = walk
-        sets[oid] = s
-        for p in present:
-            pending[p] -= 1
-            if pending[p] == 0:
-                del sets[p]
-        if pending.get(oid, 0) == 0:
-            del sets[oid]
-    if len(blocks) != len(commits):
-        raise FormatError("the commits' parent links form a cycle")
+        est[k] = walk
+        if pending[k]:
+            sets[k] = s
     positions.extend(o for o in range(count) if where[o] < 0)   # tags, unreachable objects
     return Layout(positions, blocks, kept, irregular, len(absent))
+
+
+def _post_order(parents: list[list[int]], roots: Iterable[int]) -> list[int]:
+    """:func:`post_order` over commit indices (``parents``: each one's, present, no
+    repeats)."""
+    seen = bytearray(len(parents))
+    out: list[int] = []
+    for root in roots:
+        if seen[root]:
+            continue
+        seen[root] = 1
+        stack = [(root, 0)]
+        while stack:
+            k, i = stack[-1]
+            ps = parents[k]
+            while i < len(ps) and seen[ps[i]]:
+                i += 1
+            if i < len(ps):
+                stack[-1] = (k, i + 1)
+                seen[ps[i]] = 1
+                stack.append((ps[i], 0))
+            else:
+                stack.pop()
+                out.append(k)
+    return out
+
+
+def _kept(sets: list[BitMap | None], k: int) -> BitMap:
+    s = sets[k]
+    assert s is not None                 # kept while a child is still to be placed
+    return s
 
 
 # -- which commits get a stored bitmap: git's selection (pack-bitmap-write.c) ------------------
