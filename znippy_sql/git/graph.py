@@ -138,7 +138,8 @@ def reach_layout(commits: Mapping[bytes, Commit[bytes]], trees: Mapping[bytes, T
 
 def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
                     trees: Mapping[int, Tree[int]], gen: Mapping[int, int], *,
-                    chosen: Collection[int], bound: int) -> Layout[int]:
+                    chosen: Collection[int], bound: int,
+                    links: CommitLinks | None = None) -> Layout[int]:
     """Place every object and keep the bitmaps of the commits to store.
 
     Objects are ordinals ``0 .. count-1``; a negative key is an id the archive does not hold
@@ -152,33 +153,18 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
     bound). So a walk that completes an unstored commit visits at most ``bound`` commits and
     reads no tree.
     """
-    keys = list(commits)                 # commits by index; their present parents as indices
-    index = {c: k for k, c in enumerate(keys)}
-    n = len(keys)
-    absent: set[int] = set()
-    par: list[list[int]] = []
-    tree_of: list[int] = []
-    children = [0] * n
-    for c in keys:
-        tree, parents, _when = commits[c]
-        tree_of.append(tree)
-        got: list[int] = []
-        for p in parents:
-            k = index.get(p)
-            if k is None:
-                absent.add(p)                   # a shallow history's parent
-            elif k not in got:
-                got.append(k)
-                children[k] += 1
-        par.append(got)
+    links = links if links is not None else commit_links(commits)
+    keys, par, children, n = links.keys, links.parents, links.children, len(links.keys)
+    absent = set(links.absent)
+    tree_of = [commits[c][0] for c in keys]
     order = _post_order(par, sorted((k for k in range(n) if not children[k]),
                                     key=lambda k: (-gen[keys[k]], keys[k])))
     if len(order) != n:
         raise FormatError("the commits' parent links form a cycle")
     by_ordinal: list[Tree[int] | None] = [None] * count
-    for t, links in trees.items():
+    for t, links_of_t in trees.items():
         if t >= 0:
-            by_ordinal[t] = links
+            by_ordinal[t] = links_of_t
     where = [-1] * count                 # ordinal → position; -1: not placed yet
     positions: list[int] = []
     place = positions.append
@@ -248,6 +234,64 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
             sets[k] = s
     positions.extend(o for o in range(count) if where[o] < 0)   # tags, unreachable objects
     return Layout(positions, blocks, kept, irregular, len(absent))
+
+
+@dataclass
+class CommitLinks:
+    """Commits by index (``keys``: in the mapping's order), each one's parents present among
+    them as indices (no repeats, in order), how many children each has, their committer
+    times, and the parent keys absent from the mapping (a shallow history's)."""
+
+    keys: list[int]
+    parents: list[list[int]]
+    children: list[int]
+    times: list[int]
+    absent: set[int]
+
+
+def commit_links(commits: Mapping[int, Commit[int]]) -> CommitLinks:
+    keys = list(commits)
+    index = {c: k for k, c in enumerate(keys)}
+    absent: set[int] = set()
+    par: list[list[int]] = []
+    times: list[int] = []
+    children = [0] * len(keys)
+    for c in keys:
+        _tree, parents, when = commits[c]
+        times.append(when)
+        got: list[int] = []
+        for p in parents:
+            k = index.get(p)
+            if k is None:
+                absent.add(p)
+            elif k not in got:
+                got.append(k)
+                children[k] += 1
+        par.append(got)
+    return CommitLinks(keys, par, children, times, absent)
+
+
+def generations_of(links: CommitLinks) -> tuple[dict[int, int], dict[int, int]]:
+    """:func:`generations` over :func:`topo_order` (the same numbers), on commit indices."""
+    keys, par = links.keys, links.parents
+    n = len(keys)
+    order = _post_order(par, sorted((k for k in range(n) if not links.children[k]),
+                                    key=keys.__getitem__))
+    if len(order) != n:
+        raise FormatError("the commits' parent links form a cycle")
+    gen = [0] * n
+    corrected = [0] * n
+    times = links.times
+    for k in order:
+        g, c = 1, times[k]
+        for p in par[k]:
+            if gen[p] >= g:
+                g = gen[p] + 1
+            if corrected[p] >= c:
+                c = corrected[p] + 1
+        gen[k] = g
+        corrected[k] = c
+    return dict(zip(keys, gen)), dict(zip(keys, corrected))
 
 
 def _post_order(parents: list[list[int]], roots: Iterable[int]) -> list[int]:
