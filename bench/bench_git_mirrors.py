@@ -29,7 +29,8 @@ from pyroaring import BitMap
 from znippy_sql import open_archive
 from znippy_sql.duckdb import register
 from znippy_sql.git.fastindex import index_with_idx
-from znippy_sql.git.graph import generations, layout_ordinals, select_commits, topo_order
+from znippy_sql.git.graph import (commit_links, generations, generations_of, layout_ordinals,
+                                  select_commits, topo_order)
 from znippy_sql.git.objects import GitObjects
 from znippy_sql.git.sections import WALK_BOUND, graph_input
 
@@ -157,10 +158,12 @@ def import_stages(repo: str) -> dict[str, float]:
                 packs.append(pack)
             gi = step("objects, ordinals, tree lists", lambda: graph_input(packs))
             commits = gi.commits
-            gen, _ = step("generations", lambda: generations(commits, topo_order(commits)))
+            links = step("generations", lambda: commit_links(commits))
+            gen, _ = step("generations", lambda: generations_of(links))
             chosen = step("selection", lambda: select_commits(commits))
             step("layout and bitmaps", lambda: layout_ordinals(
-                len(gi.table), commits, gi.trees, gen, chosen=chosen, bound=WALK_BOUND))
+                len(gi.table), commits, gi.trees, gen, chosen=chosen, bound=WALK_BOUND,
+                links=links))
         for k, v in took.items():
             best[k] = min(best.get(k, v), v)
     return best
