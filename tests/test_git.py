@@ -535,3 +535,34 @@ def test_trees_indexed_in_a_forked_child_give_the_same_archive(
     idx.write_bytes(bytes(data))
     import_repository(r.path, tmp_path / "whole.znippy")   # the pack parsed whole instead
     assert (tmp_path / "whole.znippy").read_bytes() == (tmp_path / "here.znippy").read_bytes()
+
+
+def test_a_forked_worker_that_dies_is_replaced_by_the_work_done_here(tmp_path: Path) -> None:
+    """A child that ends without an answer (killed) or fails with something not ours is a
+    ``WorkerLost``; a ``ZnippyError`` comes back as itself, path and all."""
+    import signal
+
+    from znippy_sql.git.forked import WorkerLost, run_forked
+
+    def die() -> int:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+
+    with pytest.raises(WorkerLost, match="without an answer"):
+        run_forked(die).result()
+    with pytest.raises(WorkerLost, match="ZeroDivisionError"):
+        run_forked(lambda: 1 // 0).result()
+
+    def bad() -> int:
+        raise PackError("pack p: object at offset 12: bad zlib stream", path="x.pack")
+
+    with pytest.raises(PackError, match="bad zlib stream") as got:
+        run_forked(bad).result()
+    assert got.value.path == "x.pack"
+    assert run_forked(lambda: (b"ok", 3)).result() == (b"ok", 3)
+    import time
+
+    slow = run_forked(lambda: time.sleep(30))
+    start = time.monotonic()
+    slow.cancel()                                       # ended, not waited for
+    assert time.monotonic() - start < 10

@@ -26,7 +26,7 @@ from dulwich.errors import ApplyDeltaError
 
 from ..errors import PackError
 from .bulk import PackGraph, ids_of, parse_commits, parse_trees
-from .forked import can_fork, run_forked
+from .forked import WorkerLost, can_fork, run_forked
 from .pack import (COMMIT, OFS_DELTA, REF_DELTA, TREE, ParsedPack, apply_delta,
                    check_header, check_trailer, object_id)
 
@@ -343,7 +343,10 @@ def _index_with_idx(pack: memoryview, idx: bytes, *, name: str) -> ParsedPack:
         ids, tree_of, counts, parents, times = parse_commits(commits, name=name) if commits \
             else (empty.commit_ids, empty.tree_of, empty.parent_counts, empty.parent_ids,
                   empty.times)
-        tree_ids, owner, sub, kids = later.result() if later is not None else trees()
+        try:
+            tree_ids, owner, sub, kids = later.result() if later is not None else trees()
+        except WorkerLost:
+            tree_ids, owner, sub, kids = trees()     # the child died: done here instead
     finally:
         if later is not None:
             later.cancel()                # reaped (and ended, if it had not answered)

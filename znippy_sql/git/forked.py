@@ -6,7 +6,8 @@ parent (the pack bytes are not copied), sends back the result pickled through a 
 with ``os._exit`` (no Python clean-up, no buffered output of the parent written twice). The
 parent gets a callable that waits for the child and returns the result, or raises what the
 child raised: a :class:`~znippy_sql.errors.ZnippyError` subclass with its class, message and
-path; anything else as a :class:`~znippy_sql.errors.ZnippyError` naming it. Called from a
+path; anything else, or a child that ended without an answer, as :class:`WorkerLost` (the
+caller then does the work itself). Called from a
 process with threads, only the forking thread lives on in the child, so the function must
 not take a lock another thread may hold (logging, a thread pool): the trees' work is zlib,
 hashlib, dulwich's C ``apply_delta`` and numpy.
@@ -14,8 +15,10 @@ hashlib, dulwich's C ``apply_delta`` and numpy.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
+import signal
 import sys
 import warnings
 from collections.abc import Callable
@@ -30,6 +33,11 @@ def can_fork() -> bool:
     """Forking is used where the platform has it (not on Windows) and the interpreter is not
     shutting down."""
     return hasattr(os, "fork") and not sys.is_finalizing()
+
+
+class WorkerLost(ZnippyError):
+    """The child ended without an answer (killed, out of memory) or failed with something
+    other than a :class:`~znippy_sql.errors.ZnippyError`: the caller does the work itself."""
 
 
 class Forked(Generic[T]):
@@ -47,20 +55,23 @@ class Forked(Generic[T]):
         finally:
             self._reap()
         if not data:
-            raise ZnippyError("a forked worker of the import ended without an answer")
+            raise WorkerLost("a forked worker of the import ended without an answer")
         ok, value = pickle.loads(data)
         if ok:
             return value                    # pickled by the child: a T
         cls, args, path = value
         if isinstance(cls, type) and issubclass(cls, ZnippyError):
             raise cls(args[0] if args else "", path=path)
-        raise ZnippyError(f"a forked worker of the import failed: {args}")
+        raise WorkerLost(f"a forked worker of the import failed: {args[0] if args else ''}")
 
     def cancel(self) -> None:
-        """Close the pipe (the child's write fails and it ends) and reap the child."""
+        """End the child if its answer was not read (the caller failed first) and reap it."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+            if not self._done:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._pid, signal.SIGKILL)
         self._reap()
 
     def _reap(self) -> None:

@@ -120,16 +120,16 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
 
 def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
             walk_bound: int) -> ImportReport:
-    """git lists the refs (three processes) while the packs are read, and each pack is
-    written into the staging file (a background thread: bytes, BLAKE3, fdatasync) while it
-    is indexed; the tail is computed last."""
+    """git lists the refs (three processes, from one thread) while the packs are read, and
+    each pack is written into the staging file (a background thread: bytes, BLAKE3,
+    fdatasync) while it is indexed; the tail is computed last."""
     from concurrent.futures import ThreadPoolExecutor
 
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
     out = _local_output(out)
     objects, shallow = _git_paths(repo)
-    with ThreadPoolExecutor(3, thread_name_prefix="znippy-git") as pool, \
+    with ThreadPoolExecutor(1, thread_name_prefix="znippy-git") as pool, \
             StagedPacks(out) as stage:
         listing = pool.submit(repo_refs, repo, _git, shallow=shallow)
         packs: list[ParsedPack] = []
