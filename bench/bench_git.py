@@ -267,6 +267,8 @@ def main() -> int:
                     help="a fetched bare mirror of github:NAME (part mirrors)")
     ap.add_argument("--min-refs", type=int, default=2000)
     ap.add_argument("--sample", type=int, default=40, help="refs checked and timed in SQL")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="mirrors: git import and tar | zstd rounds, alternating")
     ap.add_argument("--out", default=os.path.join(HERE, "results-git.md"))
     ap.add_argument("--parts", default="ack,import,cat,reach,bitmaps")
     args = ap.parse_args()
@@ -300,7 +302,8 @@ def main() -> int:
         lines += ["## Real hosted repositories (issue 28)", ""]
         for spec in args.mirror:
             name, _, path = spec.partition("=")
-            bench_mirror(name, path, WORK, lines, min_refs=args.min_refs, sample=args.sample)
+            bench_mirror(name, path, WORK, lines, min_refs=args.min_refs, sample=args.sample,
+                         rounds=args.rounds)
     text = "\n".join(lines) + "\n"
     print(text)
     with open(args.out, "w") as fh:

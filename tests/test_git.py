@@ -494,3 +494,75 @@ def test_a_damaged_idx_is_caught_and_the_pack_parsed_whole(repo: Repo, tmp_path:
     with open_archive(out) as a:
         with pytest.raises(ChecksumError, match="does not hash to its id"):
             GitObjects(a).read(wrong)
+
+
+def test_trees_indexed_in_a_forked_child_give_the_same_archive(
+        repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pack's trees inflated, hashed and parsed in a forked child (git/forked.py, used
+    from ``FORK_TREES`` trees on) give the archive the in-process path gives; a tree whose
+    ``.idx`` id is forged is found by the child's hash and the pack parsed whole."""
+    import hashlib
+
+    from znippy_sql.git import fastindex
+
+    r = Repo.__new__(Repo)
+    r.path, r.env, r.clock = tmp_path / "packed", repo.env, repo.clock
+    shutil.copytree(repo.path, r.path)
+    r.git("repack", "-a", "-d", "-q")
+    monkeypatch.setattr(fastindex, "FORK_TREES", None)
+    import_repository(r.path, tmp_path / "here.znippy")
+    monkeypatch.setattr(fastindex, "FORK_TREES", 1)
+    monkeypatch.setattr(fastindex, "a_core_is_idle", lambda: True)   # whatever the load
+    import_repository(r.path, tmp_path / "forked.znippy")
+    assert (tmp_path / "forked.znippy").read_bytes() == (tmp_path / "here.znippy").read_bytes()
+
+    (idx,) = (r.path / ".git" / "objects" / "pack").glob("*.idx")
+    good = idx.read_bytes()
+    n = int.from_bytes(good[8 + 255 * 4:8 + 256 * 4], "big")
+    kinds = dict(ln.split()[:2] for ln in r.git("cat-file", "--batch-all-objects",
+                                                "--batch-check").splitlines())
+    names = 8 + 1024
+    ids = [good[names + 20 * i:names + 20 * i + 20].hex() for i in range(n)]
+    tree = next(i for i, o in enumerate(ids) if kinds[o] == "tree" and i + 1 < n
+                and ids[i + 1][:38] != o[:38])
+    data = bytearray(good)
+    data[names + 20 * tree + 19] ^= 1                   # still ascending: the next differs
+    data[-20:] = hashlib.sha1(bytes(data[:-20])).digest()
+    with pytest.raises(fastindex.IdxMismatch, match="does not hash to its .idx id"):
+        fastindex.index_with_idx(memoryview(idx.with_suffix(".pack").read_bytes()),
+                                 bytes(data), name="p")
+    idx.chmod(0o644)
+    idx.write_bytes(bytes(data))
+    import_repository(r.path, tmp_path / "whole.znippy")   # the pack parsed whole instead
+    assert (tmp_path / "whole.znippy").read_bytes() == (tmp_path / "here.znippy").read_bytes()
+
+
+def test_a_forked_worker_that_dies_is_replaced_by_the_work_done_here(tmp_path: Path) -> None:
+    """A child that ends without an answer (killed) or fails with something not ours is a
+    ``WorkerLost``; a ``ZnippyError`` comes back as itself, path and all."""
+    import signal
+
+    from znippy_sql.git.forked import WorkerLost, run_forked
+
+    def die() -> int:
+        os.kill(os.getpid(), signal.SIGKILL)
+        return 0
+
+    with pytest.raises(WorkerLost, match="without an answer"):
+        run_forked(die).result()
+    with pytest.raises(WorkerLost, match="ZeroDivisionError"):
+        run_forked(lambda: 1 // 0).result()
+
+    def bad() -> int:
+        raise PackError("pack p: object at offset 12: bad zlib stream", path="x.pack")
+
+    with pytest.raises(PackError, match="bad zlib stream") as got:
+        run_forked(bad).result()
+    assert got.value.path == "x.pack"
+    assert run_forked(lambda: (b"ok", 3)).result() == (b"ok", 3)
+    import time
+
+    slow = run_forked(lambda: time.sleep(30))
+    start = time.monotonic()
+    slow.cancel()                                       # ended, not waited for
+    assert time.monotonic() - start < 10

@@ -114,3 +114,18 @@ def test_a_commit_reaching_a_non_ancestors_object_is_irregular() -> None:
     assert first < layout.positions.index(odd)
     assert odd in layout.kept and layout.irregular >= 1
     assert layout.absent == 0
+
+
+def test_generations_by_index_equal_the_mapping_walk() -> None:
+    """``generations_of`` (the import's, over commit indices) gives :func:`generations` over
+    :func:`topo_order`, a shallow parent (absent) counting as none."""
+    from znippy_sql.git.graph import commit_links, generations_of
+
+    commits, _trees, _objects, main = history(400, seed=3)
+    ordinal = {c: i for i, c in enumerate(sorted(commits))}
+    by_int = {ordinal[c]: (0, tuple(ordinal[p] for p in ps), when)
+              for c, (_t, ps, when) in sorted(commits.items())}
+    cut = ordinal[main[10]]
+    del by_int[cut]                                   # its children keep naming it: absent
+    assert generations_of(commit_links(by_int)) == generations(by_int, topo_order(by_int))
+    assert commit_links(by_int).absent == {cut}

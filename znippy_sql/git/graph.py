@@ -138,7 +138,8 @@ def reach_layout(commits: Mapping[bytes, Commit[bytes]], trees: Mapping[bytes, T
 
 def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
                     trees: Mapping[int, Tree[int]], gen: Mapping[int, int], *,
-                    chosen: Collection[int], bound: int) -> Layout[int]:
+                    chosen: Collection[int], bound: int,
+                    links: CommitLinks | None = None) -> Layout[int]:
     """Place every object and keep the bitmaps of the commits to store.
 
     Objects are ordinals ``0 .. count-1``; a negative key is an id the archive does not hold
@@ -152,32 +153,37 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
     bound). So a walk that completes an unstored commit visits at most ``bound`` commits and
     reads no tree.
     """
+    links = links if links is not None else commit_links(commits)
+    keys, par, children, n = links.keys, links.parents, links.children, len(links.keys)
+    absent = set(links.absent)
+    tree_of = [commits[c][0] for c in keys]
+    order = _post_order(par, sorted((k for k in range(n) if not children[k]),
+                                    key=lambda k: (-gen[keys[k]], keys[k])))
+    if len(order) != n:
+        raise FormatError("the commits' parent links form a cycle")
+    by_ordinal: list[Tree[int] | None] = [None] * count
+    for t, links_of_t in trees.items():
+        if t >= 0:
+            by_ordinal[t] = links_of_t
     where = [-1] * count                 # ordinal → position; -1: not placed yet
     positions: list[int] = []
     place = positions.append
     blocks: dict[int, tuple[int, int]] = {}
     kept: dict[int, BitMap] = {}
-    pending: dict[int, int] = {}
-    for c in commits.values():
-        for p in set(c[1]):
-            if p in commits:
-                pending[p] = pending.get(p, 0) + 1
-    sets: dict[int, BitMap] = {}
-    est: dict[int, int] = {}
+    pending = children[:]                # children not placed yet: a set is kept until 0
+    sets: list[BitMap | None] = [None] * n
+    est = [0] * n
     irregular = 0
-    absent: set[int] = set()
-    for oid in post_order(commits, sorted(tips(commits), key=lambda c: -gen[c])):
-        tree, parents, _when = commits[oid]
-        present = [p for p in dict.fromkeys(parents) if p in commits]
-        if len(present) < len(parents):
-            absent.update(p for p in parents if p not in commits)
-        s = (BitMap() if not present else sets[present[0]].copy() if len(present) == 1
-             else BitMap.union(*(sets[p] for p in present)))
+    for k in order:
+        oid = keys[k]
+        present = par[k]
+        s = (BitMap() if not present else _kept(sets, present[0]).copy() if len(present) == 1
+             else BitMap.union(*(_kept(sets, p) for p in present)))
         start = len(positions)
         where[oid] = start
         place(oid)
         odd = False
-        todo = [tree]
+        todo = [tree_of[k]]
         while todo:
             t = todo.pop()
             if t < 0:
@@ -192,7 +198,7 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
             else:
                 odd = True                      # placed by a commit that is not an ancestor
                 s.add(at)
-            entry = trees.get(t)
+            entry = by_ordinal[t]
             if entry is None:
                 continue
             subtrees, blobs = entry
@@ -207,27 +213,116 @@ def layout_ordinals(count: int, commits: Mapping[int, Commit[int]],
                 elif at < start and at not in s:
                     odd = True
                     s.add(at)
-            todo.extend(reversed(subtrees))
-        s.add_range(start, len(positions))
+            if subtrees:
+                todo.extend(reversed(subtrees))
+        end = len(positions)
+        s.add_range(start, end)
         s.run_optimize()
-        blocks[oid] = (start, len(positions) - start)
-        walk = 1 + sum(est[p] for p in present)
+        blocks[oid] = (start, end - start)
+        walk = 1
+        for p in present:
+            walk += est[p]
+            pending[p] -= 1
+            if not pending[p]:
+                sets[p] = None
         if odd or oid in chosen or walk > bound:
             kept[oid] = s
             walk = 0
             irregular += odd
-        est[oid] = walk
-        sets[oid] = s
-        for p in present:
-            pending[p] -= 1
-            if pending[p] == 0:
-                del sets[p]
-        if pending.get(oid, 0) == 0:
-            del sets[oid]
-    if len(blocks) != len(commits):
-        raise FormatError("the commits' parent links form a cycle")
+        est[k] = walk
+        if pending[k]:
+            sets[k] = s
     positions.extend(o for o in range(count) if where[o] < 0)   # tags, unreachable objects
     return Layout(positions, blocks, kept, irregular, len(absent))
+
+
+@dataclass
+class CommitLinks:
+    """Commits by index (``keys``: in the mapping's order), each one's parents present among
+    them as indices (no repeats, in order), how many children each has, their committer
+    times, and the parent keys absent from the mapping (a shallow history's)."""
+
+    keys: list[int]
+    parents: list[list[int]]
+    children: list[int]
+    times: list[int]
+    absent: set[int]
+
+
+def commit_links(commits: Mapping[int, Commit[int]]) -> CommitLinks:
+    keys = list(commits)
+    index = {c: k for k, c in enumerate(keys)}
+    absent: set[int] = set()
+    par: list[list[int]] = []
+    times: list[int] = []
+    children = [0] * len(keys)
+    for c in keys:
+        _tree, parents, when = commits[c]
+        times.append(when)
+        got: list[int] = []
+        for p in parents:
+            k = index.get(p)
+            if k is None:
+                absent.add(p)
+            elif k not in got:
+                got.append(k)
+                children[k] += 1
+        par.append(got)
+    return CommitLinks(keys, par, children, times, absent)
+
+
+def generations_of(links: CommitLinks) -> tuple[dict[int, int], dict[int, int]]:
+    """:func:`generations` over :func:`topo_order` (the same numbers), on commit indices."""
+    keys, par = links.keys, links.parents
+    n = len(keys)
+    order = _post_order(par, sorted((k for k in range(n) if not links.children[k]),
+                                    key=keys.__getitem__))
+    if len(order) != n:
+        raise FormatError("the commits' parent links form a cycle")
+    gen = [0] * n
+    corrected = [0] * n
+    times = links.times
+    for k in order:
+        g, c = 1, times[k]
+        for p in par[k]:
+            if gen[p] >= g:
+                g = gen[p] + 1
+            if corrected[p] >= c:
+                c = corrected[p] + 1
+        gen[k] = g
+        corrected[k] = c
+    return dict(zip(keys, gen)), dict(zip(keys, corrected))
+
+
+def _post_order(parents: list[list[int]], roots: Iterable[int]) -> list[int]:
+    """:func:`post_order` over commit indices (``parents``: each one's, present, no
+    repeats)."""
+    seen = bytearray(len(parents))
+    out: list[int] = []
+    for root in roots:
+        if seen[root]:
+            continue
+        seen[root] = 1
+        stack = [(root, 0)]
+        while stack:
+            k, i = stack[-1]
+            ps = parents[k]
+            while i < len(ps) and seen[ps[i]]:
+                i += 1
+            if i < len(ps):
+                stack[-1] = (k, i + 1)
+                seen[ps[i]] = 1
+                stack.append((ps[i], 0))
+            else:
+                stack.pop()
+                out.append(k)
+    return out
+
+
+def _kept(sets: list[BitMap | None], k: int) -> BitMap:
+    s = sets[k]
+    assert s is not None                 # kept while a child is still to be placed
+    return s
 
 
 # -- which commits get a stored bitmap: git's selection (pack-bitmap-write.c) ------------------

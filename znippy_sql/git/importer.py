@@ -19,6 +19,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Literal
 
 import pyarrow as pa
@@ -27,9 +28,9 @@ from ..errors import ZnippyError
 from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
 from .fastindex import IdxMismatch, index_with_idx
-from .pack import ParsedPack, index_pack
-from .refs import repo_refs
-from .seal import PackSet, seal_packs
+from .pack import TAG, ParsedPack, index_pack
+from .refs import Ref, repo_refs
+from .seal import PackSet, StagedPacks
 from .sections import WALK_BOUND, no_gc
 
 Mode = Literal["packs", "one-pack"]
@@ -61,13 +62,22 @@ def _git(repo: str, *args: str, stdin: bytes | None = None) -> bytes:
 
 
 def _objects_dir(repo: str) -> str:
+    return _git_paths(repo)[0]
+
+
+def _git_paths(repo: str) -> tuple[str, str]:
+    """The repository's objects folder and its shallow file (which may not exist)."""
     if not os.path.isdir(repo):
         raise ZnippyError("not a directory", path=repo)
     try:
-        path = _git(repo, "rev-parse", "--git-path", "objects").decode().strip()
+        got = _git(repo, "rev-parse", "--git-path", "objects", "--git-path", "shallow")
     except ZnippyError:
         raise ZnippyError("not a git repository", path=repo) from None
-    return path if os.path.isabs(path) else os.path.join(repo, path)
+    paths = got.decode().strip().split("\n")
+    if len(paths) != 2:
+        raise ZnippyError("not a git repository", path=repo)
+    objects, shallow = (p if os.path.isabs(p) else os.path.join(repo, p) for p in paths)
+    return objects, shallow
 
 
 def _pack_files(objects: str) -> list[str]:
@@ -88,15 +98,16 @@ def _loose_ids(objects: str) -> list[str]:
 
 
 def _refs(repo: str) -> pa.Table:
-    lines = _git(repo, "for-each-ref", "--format=%(objectname) %(refname)").decode().split("\n")
-    rows = [ln.split(" ", 1) for ln in lines if ln]
-    head = subprocess.run(["git", "-C", repo, "rev-parse", "--verify", "-q", "HEAD"],
-                          capture_output=True, check=False).stdout.decode().strip()
-    if head:
-        rows.append([head, "HEAD"])
-    rows.sort(key=lambda r: r[1])
+    """The ``__meta__`` facts of the refs: key = ref name (and ``HEAD``), value = id."""
+    named = repo_refs(repo, _git)
+    return _meta_refs(named.refs)
+
+
+def _meta_refs(refs: Sequence[Ref]) -> pa.Table:
+    rows = sorted((r.name, r.target.hex()) for r in refs if r.target is not None)
     return pa.table({"relative_path": pa.array([None] * len(rows), pa.utf8()),
-                     "key": [r[1] for r in rows], "value": [r[0] for r in rows]},
+                     "key": pa.array([r[0] for r in rows], pa.utf8()),
+                     "value": pa.array([r[1] for r in rows], pa.utf8())},
                     schema=META_SCHEMA)
 
 
@@ -109,34 +120,48 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
 
 def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
             walk_bound: int) -> ImportReport:
+    """git lists the refs (three processes, from one thread) while the packs are read, and
+    each pack is written into the staging file (a background thread: bytes, BLAKE3,
+    fdatasync) while it is indexed; the tail is computed last."""
+    from concurrent.futures import ThreadPoolExecutor
+
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
     out = _local_output(out)
-    objects = _objects_dir(repo)
-    refs = _refs(repo)
-    named = repo_refs(repo, _git)
-    packs: list[tuple[bytes, ParsedPack]] = []
-    bases = PackSet()
+    objects, shallow = _git_paths(repo)
+    with ThreadPoolExecutor(1, thread_name_prefix="znippy-git") as pool, \
+            StagedPacks(out) as stage:
+        listing = pool.submit(repo_refs, repo, _git, shallow=shallow)
+        packs: list[ParsedPack] = []
+        bases = PackSet()
 
-    def add(data: bytes, pack: ParsedPack) -> None:
-        bases.add(memoryview(data), pack)
-        packs.append((data, pack))
+        def add(data: bytes, pack: ParsedPack) -> None:
+            bases.add(memoryview(data), pack)
+            packs.append(pack)
 
-    if mode == "one-pack":
-        ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-        data = _made(repo, ids)
-        add(data, index_pack(data, name="<git pack-objects of all objects>"))
-    else:
-        for path in _pack_files(objects):
-            add(*_read_pack(path))
-        loose = _loose_ids(objects)
-        if loose:
-            data = _made(repo, "\n".join(loose).encode() + b"\n")
-            add(data, index_pack(data, name="<git pack-objects of the loose objects>",
-                                 external=bases))
-    prefer = {bytes.fromhex(v) for v in refs.column("value").to_pylist()}
-    reserved = [ReservedSection(META, refs), ReservedSection(GIT_REFS, named.table(_git))]
-    report = seal_packs(packs, out, reserved, walk_bound=walk_bound, prefer=prefer)
+        if mode == "one-pack":
+            ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+            data = _made(repo, ids)
+            stage.add(data)
+            add(data, index_pack(data, name="<git pack-objects of all objects>"))
+        else:
+            for path in _pack_files(objects):
+                data, idx = _read_pack(path)
+                stage.add(data)
+                add(data, _index_pack(path, data, idx))
+            loose = _loose_ids(objects)
+            if loose:
+                data = _made(repo, "\n".join(loose).encode() + b"\n")
+                stage.add(data)
+                add(data, index_pack(data, name="<git pack-objects of the loose objects>",
+                                     external=bases))
+        named = listing.result()
+        refs = _meta_refs(named.refs)
+        tags = {o for p in packs for o, t in zip(p.oids, p.types) if t == TAG}
+        prefer = {r.target for r in named.refs if r.target is not None}
+        reserved = [ReservedSection(META, refs),
+                    ReservedSection(GIT_REFS, named.table(_git, tags=tags))]
+        report = stage.seal(packs, reserved, walk_bound=walk_bound, prefer=prefer)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
                         time.perf_counter() - start)
@@ -155,9 +180,8 @@ def _local_output(out: str) -> str:
     return path
 
 
-def _read_pack(path: str) -> tuple[bytes, ParsedPack]:
-    """A pack file's bytes, indexed from its ``.idx`` when it has one (checked:
-    git/fastindex.py), else parsed and hashed whole."""
+def _read_pack(path: str) -> tuple[bytes, bytes | None]:
+    """A pack file's bytes and its ``.idx``'s (None: it has none)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -168,12 +192,18 @@ def _read_pack(path: str) -> tuple[bytes, ParsedPack]:
                 idx = fh.read()
     except OSError as exc:
         raise ZnippyError(f"cannot read: {exc.strerror}", path=path) from None
+    return data, idx
+
+
+def _index_pack(path: str, data: bytes, idx: bytes | None) -> ParsedPack:
+    """A pack indexed from its ``.idx`` when it has one (checked: git/fastindex.py), else
+    parsed and hashed whole."""
     if idx is not None:
         try:
-            return data, index_with_idx(memoryview(data), idx, name=path)
+            return index_with_idx(memoryview(data), idx, name=path)
         except IdxMismatch:
             pass                  # a stale or damaged .idx: the whole parse decides
-    return data, index_pack(data, name=path)
+    return index_pack(data, name=path)
 
 
 def _made(repo: str, ids: bytes) -> bytes:

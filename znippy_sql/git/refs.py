@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -72,25 +72,32 @@ class RepoRefs:
     refs: tuple[Ref, ...]
     shallow: tuple[bytes, ...]
 
-    def table(self, git: Callable[..., bytes]) -> pa.Table:
-        """The ``__gunnar_refs__`` table, annotated tags peeled (one ``git cat-file``)."""
+    def table(self, git: Callable[..., bytes], *,
+              tags: Collection[bytes] | None = None) -> pa.Table:
+        """The ``__gunnar_refs__`` table, annotated tags peeled (one ``git cat-file``).
+        ``tags``: the ids of every tag object the repository holds, when the caller knows
+        them (``git import`` does, from the packs' entry types): only refs naming one are
+        asked about (a ref naming anything else peels to itself)."""
         rows = list(self.refs)
-        ask = "".join(f"{r.target.hex()}^{{}}\n" for r in rows if r.target is not None)
+        asked = [(i, r.target) for i, r in enumerate(rows) if r.target is not None
+                 and (tags is None or r.target in tags)]
+        ask = "".join(f"{target.hex()}^{{}}\n" for _i, target in asked)
         if ask:
             out = iter(git(self.repo, "cat-file", "--batch-check=%(objectname)",
                            stdin=ask.encode()).decode().split("\n"))
-            for i, r in enumerate(rows):
-                if r.target is None:
-                    continue
+            for i, _target in asked:
+                r = rows[i]
                 peeled = next(out, "")
                 if len(peeled) == 40 and bytes.fromhex(peeled) != r.target:  # a tag
                     rows[i] = Ref(r.name, r.target, bytes.fromhex(peeled), r.symbolic)
         return refs_table(rows, self.shallow)
 
 
-def repo_refs(repo: str, git: Callable[..., bytes]) -> RepoRefs:
+def repo_refs(repo: str, git: Callable[..., bytes], *, shallow: str | None = None
+              ) -> RepoRefs:
     """The refs of the repository at ``repo``; ``git(repo, *args, stdin=...)`` runs git there
-    (the importer's runner, errors as ``ZnippyError``)."""
+    (the importer's runner, errors as ``ZnippyError``). ``shallow``: the path of its shallow
+    file when the caller asked git for it already."""
     rows: dict[str, Ref] = {}
     listing = git(repo, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)")
     for line in listing.decode().split("\n"):
@@ -101,8 +108,9 @@ def repo_refs(repo: str, git: Callable[..., bytes]) -> RepoRefs:
     branch = _quiet(repo, "symbolic-ref", "-q", "HEAD")
     if head or branch:
         rows["HEAD"] = Ref("HEAD", bytes.fromhex(head) if head else None, None, branch or None)
-    shallow = git(repo, "rev-parse", "--git-path", "shallow").decode().strip()
-    shallow = shallow if os.path.isabs(shallow) else os.path.join(repo, shallow)
+    if shallow is None:
+        shallow = git(repo, "rev-parse", "--git-path", "shallow").decode().strip()
+        shallow = shallow if os.path.isabs(shallow) else os.path.join(repo, shallow)
     return RepoRefs(repo, tuple(rows.values()), tuple(_shallow_file(shallow)))
 
 

@@ -17,18 +17,22 @@ import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..format import b3 as blake3
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
-from ..format.fsio import copy_range, fsync_dir
+from ..format.fsio import copy_range, fsync_dir, write_all
 from ..format.schema import BASE_SCHEMA, GroupKey
 from ..format.sections import ReservedSection
 from ..write.tail import write_tail
 from .journal import JournalState, read_journal
 from .pack import ParsedPack, index_pack, read_object
 from .sections import WALK_BOUND, git_sections
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 PACK_PREFIX = "objects.pack."
 
@@ -96,8 +100,9 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
         _check_order(state, blob_bytes, journal)
-        return _seal_into(staged, archive, blob_bytes, state, reserved, git=git,
-                          parsed=parsed or {}, every=walk_bound, prefer=prefer)
+        with open(staged, "r+b") as fh:
+            return _seal_into(fh, archive, blob_bytes, state, reserved, git=git,
+                              parsed=parsed or {}, every=walk_bound, prefer=prefer)
 
 
 def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
@@ -106,22 +111,81 @@ def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
     """Packs already parsed (``git import``) → ``archive``, without a blob file or journal:
     the same bytes :func:`seal_generation_zero` writes after the packs were pushed in this
     order (the packs back to back from offset 0, then the tail)."""
-    archive = os.fspath(archive)
-    with _staged(archive) as staged:
-        extents: list[tuple[int, int]] = []
-        at = 0
+    with StagedPacks(archive) as stage:
+        for data, _pack in packs:
+            stage.add(data)
+        return stage.seal([p for _d, p in packs], reserved, walk_bound=walk_bound,
+                          prefer=prefer)
+
+
+class StagedPacks:
+    """Packs written into a staging sibling of ``archive`` by one background thread while the
+    caller indexes them (``git import``): each pack written where the one before it ended,
+    its BLAKE3 taken, and the whole region flushed (``fdatasync``) before :meth:`seal` writes
+    the tail — so the tail's fsync has only the tail left to flush. The bytes written are
+    the caller's (read once), not read again. Used as a context manager: on an error the
+    staging file is removed; :meth:`seal` renames it onto ``archive``."""
+
+    def __init__(self, archive: str | os.PathLike[str]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.archive = os.fspath(archive)
+        self.staged = f"{self.archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="znippy-stage")
+        self._jobs: list[Future[bytes]] = []
+        self._extents: list[tuple[int, int]] = []
+        self._end = 0
+        self._sealed = False
         try:
-            with open(staged, "wb") as fh:
-                for data, _pack in packs:
-                    fh.write(data)
-                    extents.append((at, len(data)))
-                    at += len(data)
+            self._fd = os.open(self.staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
-            raise ZnippyError(f"cannot write the staging file {staged}: "
-                              f"{exc.strerror or exc}", path=archive) from None
-        parsed = {e[0]: p for e, (_d, p) in zip(extents, packs)}
-        return _seal_into(staged, archive, at, JournalState(extents, frozenset()), reserved,
-                          git=True, parsed=parsed, every=walk_bound, prefer=prefer)
+            self._pool.shutdown()
+            raise ZnippyError(f"cannot write the staging file {self.staged}: "
+                              f"{exc.strerror or exc}", path=self.archive) from None
+
+    def __enter__(self) -> StagedPacks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if not self._sealed and os.path.exists(self.staged):
+            os.unlink(self.staged)
+
+    def add(self, data: bytes | memoryview) -> None:
+        """Queue one pack's bytes (kept unchanged until :meth:`seal`)."""
+        at, size = self._end, len(data)
+        self._extents.append((at, size))
+        self._end += size
+        self._jobs.append(self._pool.submit(self._write, memoryview(data), at))
+
+    def _write(self, view: memoryview, at: int) -> bytes:
+        try:
+            write_all(self._fd, view, at)
+        except OSError as exc:
+            raise ZnippyError(f"cannot write the staging file {self.staged}: "
+                              f"{exc.strerror or exc}", path=self.archive) from None
+        return bytes(blake3.blake3(view).digest())
+
+    def seal(self, parsed: Sequence[ParsedPack], reserved: Sequence[ReservedSection] = (),
+             *, walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> GitSealReport:
+        """The tail after the packs (their ``parsed`` indexes, in :meth:`add` order), then the
+        staging file renamed onto the archive and the folder fsynced."""
+        flushed = self._pool.submit(os.fdatasync, self._fd)
+        digests = [job.result() for job in self._jobs]
+        flushed.result()
+        extents = self._extents
+        parsed_at = {e[0]: p for e, p in zip(extents, parsed)}
+        with open(self._fd, "r+b", closefd=False) as fh:
+            report = _seal_into(fh, self.archive, self._end, JournalState(extents, frozenset()),
+                                reserved, git=True, parsed=parsed_at, every=walk_bound,
+                                prefer=prefer, checksums=digests)
+        os.replace(self.staged, self.archive)
+        self._sealed = True
+        fsync_dir(self.archive)
+        return report
 
 
 @contextmanager
@@ -154,47 +218,49 @@ def _check_order(state: JournalState, blob_bytes: int,
         end = offset + size
 
 
-def _seal_into(staged: str, archive: str, blob_bytes: int, state: JournalState,
+def _seal_into(fh: BinaryIO, archive: str, blob_bytes: int, state: JournalState,
                reserved: Sequence[ReservedSection], *, git: bool,
-               parsed: Mapping[int, ParsedPack], every: int,
-               prefer: Collection[bytes]) -> GitSealReport:
+               parsed: Mapping[int, ParsedPack], every: int, prefer: Collection[bytes],
+               checksums: Sequence[bytes] | None = None) -> GitSealReport:
+    """The tail written into ``fh`` (the staging file, the packs in it); ``checksums``: each
+    live pack's BLAKE3 when the caller took them (else read back here)."""
     live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
     retired = sum(1 for e in state.packs if e[0] in state.retired)
     after = len(state.live()) - len(live)
-    with open(staged, "r+b") as fh:
-        view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)) if blob_bytes \
-            else memoryview(b"")
-        try:
-            rows = pa.table({
-                "relative_path": pa.array([pack_path(i) for i, _ in live], pa.utf8()),
-                "chunk_seq": pa.array([0] * len(live), pa.uint32()),
-                "fdata_offset": pa.array([0] * len(live), pa.uint64()),
-                "compressed": pa.array([False] * len(live), pa.bool_()),
-                "uncompressed_size": pa.array([s for _, (_, s) in live], pa.uint64()),
-                "blob_offset": pa.array([o for _, (o, _) in live], pa.uint64()),
-                "blob_size": pa.array([s for _, (_, s) in live], pa.uint64()),
-                "checksum": pa.array([blake3.blake3(view[o:o + s]).digest()
-                                      for _, (o, s) in live], pa.binary(32)),
-            }, schema=BASE_SCHEMA)
-            counts = [0, 0]
-            builders = []
-            if git:
-                def build(lookup: pa.Table) -> list[ReservedSection]:
-                    row_of = {p: r for r, p in enumerate(lookup.column("relative_path")
-                                                         .to_pylist())}
-                    packs = _parse_live(view, live, parsed)
-                    made = git_sections([(row_of[pack_path(i)], p) for i, p in packs],
-                                        walk_bound=every, prefer=prefer)
-                    counts[0], counts[1] = made.objects, made.commits
-                    return made.sections
-                builders.append(build)
-            groups = {GroupKey(0, "", ""): rows} if live else {}
-            info = write_tail(fh, blob_bytes, groups, sections=reserved,
-                              section_builders=builders)
-        finally:
-            del view
+    view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)) if blob_bytes \
+        else memoryview(b"")
+    try:
+        digests = list(checksums) if checksums is not None else [
+            blake3.blake3(view[o:o + s]).digest() for _, (o, s) in live]
+        rows = pa.table({
+            "relative_path": pa.array([pack_path(i) for i, _ in live], pa.utf8()),
+            "chunk_seq": pa.array([0] * len(live), pa.uint32()),
+            "fdata_offset": pa.array([0] * len(live), pa.uint64()),
+            "compressed": pa.array([False] * len(live), pa.bool_()),
+            "uncompressed_size": pa.array([s for _, (_, s) in live], pa.uint64()),
+            "blob_offset": pa.array([o for _, (o, _) in live], pa.uint64()),
+            "blob_size": pa.array([s for _, (_, s) in live], pa.uint64()),
+            "checksum": pa.array(digests, pa.binary(32)),
+        }, schema=BASE_SCHEMA)
+        counts = [0, 0]
+        builders = []
+        if git:
+            def build(lookup: pa.Table) -> list[ReservedSection]:
+                row_of = {p: r for r, p in enumerate(lookup.column("relative_path")
+                                                     .to_pylist())}
+                packs = _parse_live(view, live, parsed)
+                made = git_sections([(row_of[pack_path(i)], p) for i, p in packs],
+                                    walk_bound=every, prefer=prefer)
+                counts[0], counts[1] = made.objects, made.commits
+                return made.sections
+            builders.append(build)
+        groups = {GroupKey(0, "", ""): rows} if live else {}
+        info = write_tail(fh, blob_bytes, groups, sections=reserved,
+                          section_builders=builders)
+    finally:
+        del view
     return GitSealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
-                      counts[0], counts[1])
+                         counts[0], counts[1])
 
 
 def _parse_live(view: memoryview, live: list[tuple[int, tuple[int, int]]],

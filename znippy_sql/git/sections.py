@@ -28,7 +28,8 @@ from ..format.gitindex import encode_sorted, id_order
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..format.sections import ReservedSection
 from .bulk import OID, PackGraph, ids_of
-from .graph import Commit, Tree, generations, layout_ordinals, select_commits, topo_order
+from .graph import (Commit, Tree, commit_links, generations_of, layout_ordinals,
+                    select_commits)
 from .pack import ParsedPack
 
 OID_TYPE = pa.binary(20)
@@ -219,14 +220,15 @@ def _git_sections(packs: Sequence[tuple[int, ParsedPack]], *, walk_bound: int,
                   prefer: Collection[bytes]) -> GitSections:
     got = graph_input([p for _row, p in packs])
     table, commits = got.table, got.commits
-    gen, corrected = generations(commits, topo_order(commits))
+    links = commit_links(commits)
+    gen, corrected = generations_of(links)
     if walk_bound <= 0:
         chosen: Collection[int] = commits
     else:
         wanted = table.find(ids_of(b"".join(o for o in prefer if len(o) == OID)))
         chosen = select_commits(commits, {c for c in wanted.tolist() if c in commits})
     layout = layout_ordinals(len(table), commits, got.trees, gen, chosen=chosen,
-                             bound=max(walk_bound, 1))
+                             bound=max(walk_bound, 1), links=links)
     rows = got.commit_rows.tolist()
     lists = pa.ListArray.from_arrays(pa.array(got.parent_offsets.astype(np.int32)),
                                      _fixed(got.parent_ids),
