@@ -116,3 +116,38 @@ def test_errors_name_the_archive(fleet: list[str], tmp_path: Path) -> None:
     finally:
         os.rename(moved, fleet[0])
     assert canon([(1,)]) == [(1,)]
+
+
+def test_catalog_path_filters_go_through_the_path_index(fleet: list[str],
+                                                        tmp_path: Path) -> None:
+    """A path filter (``==``, ``is_in``, ``startswith``) plans through ``paths`` as
+    ``Catalog.sql`` does, and every answer is DuckDB's (the catalog's own SQL, index off)."""
+    from znippy_sql.catalog import open_catalog
+    from znippy_sql.engines.catalog import CatalogScan
+
+    wh = tmp_path / "wh"
+    cat = open_catalog(wh, create=True)
+    cat.add(fleet)
+    jar = "com/acme/central/art0/1.0/art0-1.0.jar"
+    scan = CatalogScan(str(wh))
+    every = sum(len(p.tasks) for p in scan.plan())
+    pruned = scan.plan([("relative_path", "in", (jar,))])  # all columns: files, pruned
+    assert all("/files/" in p.metadata_location for p in pruned)
+    assert sum(len(p.tasks) for p in pruned) == 3 < every  # central-a, central-b, mixed
+    read = scan.plan([("relative_path", "in", (jar,))], ["archive_uri", "size"])
+    assert read and all("/paths/" in p.metadata_location for p in read)
+    assert all("/files/" in p.metadata_location for p in scan.plan(
+        [("relative_path", "in", (jar,))], ["archive_uri", "chunks"]))
+    cases = [(col("relative_path") == jar, f"relative_path = '{jar}'"),
+             (col("relative_path").is_in([jar, "src/pkg0/mod0.txt", "nope"]),
+              f"relative_path IN ('{jar}', 'src/pkg0/mod0.txt', 'nope')"),
+             (col("relative_path").startswith("src/pkg1/") & (col("repo") == "src"),
+              "starts_with(relative_path, 'src/pkg1/') AND repo = 'src'"),
+             (col("relative_path") == "nope", "relative_path = 'nope'")]
+    cat.has_index = False
+    for expr, sql in cases:
+        for columns in (["archive_uri", "relative_path", "size", "digest"],
+                        ["archive_uri", "relative_path", "chunks", "maven_artifact_id"]):
+            got = zdaft.read_catalog(wh).where(expr).select(*columns).to_pydict()
+            want = cat.sql(f"SELECT {', '.join(columns)} FROM files WHERE {sql}")
+            assert pydict_rows(got, columns) == pydict_rows(want.to_pydict(), columns), sql

@@ -168,13 +168,22 @@ def _indexed(cat: "Catalog", use: Use, files: Any) -> Scan | None:
     paths = cat.table_for_read(_index.PATHS)
     if _index.covers(use.columns):
         return Scan(FILES, paths, use, [], index="read").plan()
-    lookup = _index.restrict(use.filter) or paths_filter
-    hits = Scan(FILES, paths, Use({"archive_uri"}, lookup), []).plan().to_arrow()
-    uris = sorted(set(hits.column("archive_uri").to_pylist()))
+    uris = archives_holding(paths, use.filter)
     pruned = Use(use.columns, And(use.filter, _index.is_in("archive_uri", uris)) if uris
                  else AlwaysFalse())
     return Scan(FILES, files, pruned, [], index="pruned",
                 notes={"archives": len(uris)}).plan()
+
+
+def archives_holding(paths: Any, row_filter: Any) -> list[str]:
+    """The archives (sorted URIs) whose rows in the path index ``paths`` (a loaded table)
+    match what ``row_filter`` says of ``paths``'s columns: every archive with a ``files`` row
+    that ``row_filter`` keeps is among them when the filter bounds the path."""
+    lookup = _index.restrict(row_filter) or _index.path_filter(row_filter)
+    if lookup is None:
+        raise ValueError("the filter does not bound relative_path")
+    hits = Scan(FILES, paths, Use({"archive_uri"}, lookup), []).plan().to_arrow()
+    return sorted(set(hits.column("archive_uri").to_pylist()))
 
 
 def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
