@@ -5,6 +5,7 @@ test_engines_ray.py)."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from daft.functions import try_decode  # noqa: E402
 import znippy_sql.daft as zdaft  # noqa: E402
 from _engines import COLUMNS, canon, duck, pydict_rows  # noqa: E402
 from _fleet import write_fleet  # noqa: E402
-from znippy_sql import ZnippyError  # noqa: E402
+from znippy_sql import Entry, ZnippyError, write_archive  # noqa: E402
 from znippy_sql.engines.daft import ZnippySource, conjuncts  # noqa: E402
 from znippy_sql.engines.predicates import where_of  # noqa: E402
 
@@ -151,3 +152,46 @@ def test_catalog_path_filters_go_through_the_path_index(fleet: list[str],
             got = zdaft.read_catalog(wh).where(expr).select(*columns).to_pydict()
             want = cat.sql(f"SELECT {', '.join(columns)} FROM files WHERE {sql}")
             assert pydict_rows(got, columns) == pydict_rows(want.to_pydict(), columns), sql
+
+
+def test_content_is_fetched_only_for_the_rows_a_filter_keeps(fleet: list[str], tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """Daft pushes few filters into a source (not a negated ``endswith``); ``content`` is
+    an expression over the rows read, so Daft's filter runs before it and only the files
+    kept are fetched: the bytes sent are those of the DuckDB path's ``read_files`` of the
+    same rows, not of every file (counted at an HTTP server honouring ranges)."""
+    from remote_server import RangeServer
+    from znippy_sql.engines import parts
+
+    monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
+    rnd = random.Random(25)
+    local = tmp_path / "big.znippy"  # past the 256 KiB the open's suffix GET holds
+    write_archive(local, [Entry(f"b/x{j}.big" if j >= 60 else f"a/x{j}.small",
+                                data=rnd.randbytes(8192 if j >= 60 else 2048))
+                          for j in range(200)], fsync=False)  # the small ones together
+    server = RangeServer()
+    try:
+        url = server.put("big.znippy", local.read_bytes())
+
+        def blob_bytes(fn: object) -> int:
+            parts._OPEN.clear()  # no archive kept open (and its blobs) from before
+            zdaft.read_archives(url).count_rows()  # the tail fetched and cached: not counted
+            server.reset()
+            fn()  # type: ignore[operator]
+            return sum(h.sent for h in server.gets() if not h.range.startswith("bytes=-"))
+
+        small = sorted(p for p in zdaft.read_archives(url).to_pydict()["relative_path"]
+                       if not p.endswith(".big"))
+        df = zdaft.read_archives(url, content=True)
+        kept = df.where(~col("relative_path").endswith(".big"))
+        got = kept.select("relative_path", "content").to_pydict()
+        assert sorted(got["relative_path"]) == small and all(
+            len(c) == 2048 for c in got["content"])
+        daft_bytes = blob_bytes(lambda: kept.select("relative_path", "content").collect())
+        duck_bytes = blob_bytes(lambda: parts.read_files(url, small))
+        every = blob_bytes(lambda: df.select("relative_path", "content").collect())
+        assert 0 < daft_bytes <= duck_bytes * 1.1 and every > 3 * daft_bytes, (
+            daft_bytes, duck_bytes, every)
+    finally:
+        server.close()

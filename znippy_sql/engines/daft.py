@@ -24,7 +24,7 @@ from daft.io.source import DataSource, DataSourceTask
 
 from ..views import Part, Where
 from .catalog import CatalogPart, CatalogScan
-from .parts import TARGET_BYTES, Scan, contents
+from .parts import ARCHIVE, CONTENT, TARGET_BYTES, Scan, contents
 from .predicates import Conjunct, where_kwargs, where_of
 from .sources import expand
 
@@ -37,12 +37,23 @@ def read_archives(archives: Any, view: str = "files", *, content: bool = False,
     """View ``view`` of ``archives`` (a path, a glob, a URL or URL pattern, or a list of
     them) as a DataFrame with an ``archive`` column first; ``content=True`` adds the files'
     bytes (read only if the query keeps the column). The keyword predicates prune before any
-    task runs, as the filters Daft pushes do."""
+    task runs, as the filters Daft pushes do.
+
+    ``content`` is :func:`read_bytes` over the rows read, not a column of the source: Daft
+    pushes few filters into a source (not ``~col("relative_path").endswith(".jar")``), but it
+    moves every filter that does not use ``content`` below the expression, so only the rows
+    that pass are fetched (in the source they were all fetched, then filtered)."""
+    if content and view != "files":
+        raise ValueError(f"content is read for the files view, not {view!r}")
     scan = Scan(tuple(expand(archives, storage_options)), view,
                 where_kwargs(where, repo=repo, pkg_type=pkg_type, module_name=module_name,
                              path_prefix=path_prefix, path=path),
-                storage_options, content, target_bytes)
-    return ZnippySource(scan).read()
+                storage_options, False, target_bytes)
+    df = ZnippySource(scan).read()
+    if content:
+        df = df.with_column(CONTENT.name, read_bytes(daft.col(ARCHIVE), daft.col(
+            "relative_path"), storage_options=storage_options))
+    return df
 
 
 def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
