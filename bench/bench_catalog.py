@@ -307,7 +307,8 @@ def main() -> None:
         f"Catalog size on disk (warehouse: SQLite + metadata + Parquet): "
         f"{size / 1e6:.1f} MB ({size / rows_total:.0f} bytes a row).",
         "",
-        "## Queries: catalog (pyiceberg scan → Arrow → DuckDB) vs one native DuckDB table",
+        "## Queries: catalog (pyiceberg planning → DuckDB over the planned files) vs one "
+        "native DuckDB table",
         "",
         f"Medians of {ROUNDS} runs after one warm-up (catalog, native and Arrow read "
         "interleaved round by round), and the fastest of them (\"best\": "
