@@ -1,10 +1,13 @@
 """The fleet catalog's tables as parts for an engine: pyiceberg plans, workers read.
 
-:class:`CatalogScan` plans a scan of ``files`` (or ``archives``) with pyiceberg (partition
-pruning, min/max statistics, delete files attached to their data files) on the driver; each
-part is a list of pyiceberg ``FileScanTask`` s and the table's metadata location, so a worker
-reads it with pyiceberg's ``ArrowScan`` from the metadata file alone (no catalog database
-needed there). The ``content`` column is read from the archives afterwards
+:class:`CatalogScan` plans a scan of ``files`` (or ``archives``, ``paths``) on the driver with
+pyiceberg's evaluators (partition pruning, min/max statistics, delete files attached to their
+data files; manifests decoded once per process, :mod:`znippy_sql.catalog.planning`); a path
+filter goes through the path index ``paths`` as ``Catalog.sql``'s does. Each part is a list of
+pyiceberg ``FileScanTask`` s and the table's metadata location, so a worker reads it from the
+metadata file alone (no catalog database needed there): local Parquet files whose names are
+ids by one pyarrow dataset scan (:mod:`znippy_sql.catalog.fastread`), anything else with
+pyiceberg's ``ArrowScan``. The ``content`` column is read from the archives afterwards
 (:func:`~znippy_sql.engines.parts.contents`).
 """
 
@@ -17,8 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CatalogError
 from ..catalog.planning import plan_files
+from ..errors import CatalogError
 from ..native import guard
 from .parts import CONTENT, contents
 from .predicates import Conjunct
