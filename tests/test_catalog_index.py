@@ -144,7 +144,11 @@ def test_cached_planning_plans_what_pyiceberg_plans(cat):
 
 @pytest.mark.parametrize("query", [*QUERIES, "SELECT repo, count(*) n, sum(size) s FROM files "
                                    "WHERE repo = 'r1' GROUP BY repo",
-                                   "SELECT * FROM archives WHERE files > 3"])
+                                   "SELECT * FROM archives WHERE files > 3",
+                                   "SELECT archive_uri, added_at, root_digest, size FROM "
+                                   "archives WHERE files > 3",
+                                   "SELECT f.relative_path, f.digest, a.added_at FROM files f "
+                                   "JOIN archives a USING (archive_uri) WHERE f.repo = 'r0'"])
 def test_duckdb_and_the_dataset_read_give_arrowscans_rows(cat, monkeypatch, query):
     """The three readers of planned files: DuckDB's ``read_parquet`` view (duckread.py),
     the pyarrow dataset (fastread.py) and pyiceberg's ArrowScan give the same result."""
