@@ -18,7 +18,7 @@ import znippy_sql.daft as zdaft  # noqa: E402
 from _engines import COLUMNS, canon, duck, pydict_rows  # noqa: E402
 from _fleet import write_fleet  # noqa: E402
 from znippy_sql import Entry, ZnippyError, write_archive  # noqa: E402
-from znippy_sql.engines.daft import ZnippySource, conjuncts  # noqa: E402
+from znippy_sql.engines.daft import CatalogSource, ZnippySource, conjuncts  # noqa: E402
 from znippy_sql.engines.predicates import where_of  # noqa: E402
 
 
@@ -57,7 +57,10 @@ def test_pushdown_prunes_archives_and_groups(fleet: list[str]) -> None:
     got = zdaft.read_archives(fleet).where(expr).select("archive", "relative_path")
     assert got.to_pydict() == {"archive": [fleet[3]], "relative_path": ["docs/pkg0/mod0.txt"]}
     assert conjuncts(col("size") > 3) == [] and conjuncts((col("repo") == "a") | (
-        col("repo") == "b")) == []
+        col("size") == 2)) == []
+    # an OR of == on one column (how Daft hands over is_in) is an IN
+    assert conjuncts((col("repo") == "a") | (col("repo") == "b") | (col("repo") == "a")) == [
+        ("repo", "in", ("a", "b"))]
 
 
 def test_content_only_when_asked_and_read_bytes(fleet: list[str]) -> None:
@@ -152,6 +155,27 @@ def test_catalog_path_filters_go_through_the_path_index(fleet: list[str],
             got = zdaft.read_catalog(wh).where(expr).select(*columns).to_pydict()
             want = cat.sql(f"SELECT {', '.join(columns)} FROM files WHERE {sql}")
             assert pydict_rows(got, columns) == pydict_rows(want.to_pydict(), columns), sql
+    # what Daft really hands the source: is_in as an OR of ==, no startswith at all (hence
+    # path_prefix= up front)
+    seen: list[list[tuple[object, ...]]] = []
+
+    class Recording(CatalogSource):
+        async def get_tasks(self, pushdowns):  # type: ignore[no-untyped-def]
+            seen.append(conjuncts(pushdowns.filters) if pushdowns.filters is not None else [])
+            async for task in super().get_tasks(pushdowns):
+                yield task
+
+    Recording(scan).read().where(col("relative_path").is_in([jar, "nope"])).select(
+        "archive_uri").collect()
+    assert seen[-1] == [("relative_path", "in", (jar, "nope"))]
+    Recording(scan).read().where(col("relative_path").startswith("src/")).collect()
+    assert seen[-1] == []
+    columns = ["archive_uri", "relative_path", "size"]
+    got = zdaft.read_catalog(wh, path_prefix=["src/pkg1/", "docs/"], repo="src").select(
+        *columns).to_pydict()
+    want = cat.sql("SELECT archive_uri, relative_path, size FROM files WHERE repo = 'src' AND "
+                   "(relative_path LIKE 'src/pkg1/%' OR relative_path LIKE 'docs/%')")
+    assert pydict_rows(got, columns) == pydict_rows(want.to_pydict(), columns) != []
 
 
 def test_content_is_fetched_only_for_the_rows_a_filter_keeps(fleet: list[str], tmp_path: Path,

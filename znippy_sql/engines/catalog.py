@@ -140,8 +140,9 @@ def _through_index(cat: Any, files: Any, flt: Any, columns: Sequence[str] | None
 
 
 def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
-    """A pyiceberg row filter: the conjuncts on the table's columns, AND-ed."""
-    from pyiceberg.expressions import AlwaysTrue, And, In, StartsWith
+    """A pyiceberg row filter: the conjuncts on the table's columns, AND-ed (a prefix
+    conjunct of several values: their ``startswith`` OR-ed)."""
+    from pyiceberg.expressions import AlwaysTrue, And, In, Or, StartsWith
 
     known = {f.name for f in schema.fields}
     out: Any = AlwaysTrue()
@@ -152,8 +153,10 @@ def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
         # pydantic-generated signatures name them as keywords only, hence the ignores
         if op == "in":
             term: Any = In(column, set(values))  # type: ignore[call-arg, arg-type]  # above
-        elif op == "prefix" and len(values) == 1:
+        elif op == "prefix":
             term = StartsWith(column, values[0])  # type: ignore[call-arg, arg-type]  # above
+            for v in values[1:]:
+                term = Or(term, StartsWith(column, v))  # type: ignore[call-arg, arg-type]
         else:
             continue
         out = And(out, term)

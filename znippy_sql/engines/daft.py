@@ -58,17 +58,28 @@ def read_archives(archives: Any, view: str = "files", *, content: bool = False,
 
 def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
                  catalog: Mapping[str, Any] | None = None, namespace: str = "fleet",
-                 io_config: Any = None) -> "daft.DataFrame":
+                 repo: Any = None, module_name: Any = None, path: Any = None,
+                 path_prefix: Any = None, io_config: Any = None) -> "daft.DataFrame":
     """The catalog's ``files`` (or ``archives``, ``paths``) table as a DataFrame: planned by
     pyiceberg on the driver with the filters Daft pushes (partition pruning, min/max, delete
     files honoured), a path filter (``==``, ``is_in``, ``startswith`` on ``relative_path``)
     through the path index as ``Catalog.sql`` does, the data files read on the workers.
     ``catalog``: the pyiceberg properties of ``open_catalog``; object-storage credentials
     among them (``s3.*``) reach the workers' reads. ``io_config`` is accepted for
-    compatibility and unused (the reads are pyiceberg's, configured by ``catalog``)."""
+    compatibility and unused (the reads are pyiceberg's, configured by ``catalog``).
+
+    ``repo``, ``module_name``, ``path`` (exact paths) and ``path_prefix`` (a string or a
+    list of them) filter up front: Daft does not push ``startswith`` into a source, so a
+    prefix reaches the path index only this way."""
     scan = CatalogScan(os.fspath(warehouse), table, dict(catalog) if catalog else None,
                        namespace)
-    return CatalogSource(scan).read()
+    upfront: list[Conjunct] = []
+    for column, op, given in (("repo", "in", repo), ("module_name", "in", module_name),
+                              ("relative_path", "in", path),
+                              ("relative_path", "prefix", path_prefix)):
+        if given is not None:
+            upfront.append((column, op, (given,) if isinstance(given, str) else tuple(given)))
+    return CatalogSource(scan, upfront).read()
 
 
 def read_bytes(archive: "daft.Expression", relative_path: "daft.Expression", *,
@@ -136,8 +147,9 @@ class CatalogSource(DataSource):
     """A :class:`~znippy_sql.engines.catalog.CatalogScan` as a Daft source: one task per
     part (a few data files), planned with the filters and columns Daft pushes."""
 
-    def __init__(self, scan: CatalogScan) -> None:
+    def __init__(self, scan: CatalogScan, upfront: Sequence[Conjunct] = ()) -> None:
         self._scan = scan
+        self._upfront = list(upfront)
         self._arrow = scan.schema()
         self._schema = daft.Schema.from_pyarrow_schema(self._arrow)
 
@@ -150,7 +162,8 @@ class CatalogSource(DataSource):
         return self._schema
 
     async def get_tasks(self, pushdowns: Any) -> AsyncIterator["CatalogTask"]:
-        pushed = conjuncts(pushdowns.filters) if pushdowns.filters is not None else []
+        pushed = self._upfront + (conjuncts(pushdowns.filters)
+                                  if pushdowns.filters is not None else [])
         columns = pushdowns.columns
         if columns is not None:
             columns = [n for n in self._arrow.names if n in set(columns)
@@ -219,6 +232,10 @@ class _Conjuncts(PredicateVisitor):
         return got if isinstance(got, list) else []
 
     def visit_or(self, left: Any, right: Any) -> Any:
+        # Daft hands ``is_in`` over as an OR of ``==`` on one column: an ``in`` again
+        a, b = self._list(left), self._list(right)
+        if len(a) == len(b) == 1 and a[0][0] == b[0][0] and a[0][1] == b[0][1] == "in":
+            return [(a[0][0], "in", tuple(dict.fromkeys(a[0][2] + b[0][2])))]
         return []
 
     def visit_not(self, expr: Any) -> Any:
