@@ -144,16 +144,63 @@ def test_cached_planning_plans_what_pyiceberg_plans(cat):
 
 @pytest.mark.parametrize("query", [*QUERIES, "SELECT repo, count(*) n, sum(size) s FROM files "
                                    "WHERE repo = 'r1' GROUP BY repo",
-                                   "SELECT * FROM archives WHERE files > 3"])
-def test_the_dataset_read_gives_arrowscans_rows(cat, monkeypatch, query):
+                                   "SELECT * FROM archives WHERE files > 3",
+                                   "SELECT archive_uri, added_at, root_digest, size FROM "
+                                   "archives WHERE files > 3",
+                                   "SELECT f.relative_path, f.digest, a.added_at FROM files f "
+                                   "JOIN archives a USING (archive_uri) WHERE f.repo = 'r0'"])
+def test_duckdb_and_the_dataset_read_give_arrowscans_rows(cat, monkeypatch, query):
+    """The three readers of planned files: DuckDB's ``read_parquet`` view (duckread.py),
+    the pyarrow dataset (fastread.py) and pyiceberg's ArrowScan give the same result."""
     from znippy_sql.catalog import query as q
 
+    key = lambda r: sorted(map(str, r.items()))  # noqa: E731
     got = cat.sql(query)
+    monkeypatch.setattr(q, "DIRECT", [False])  # the Arrow path: the dataset read
+    dataset = cat.sql(query)
     monkeypatch.setattr(q, "read_tasks", lambda *a: None)  # pyiceberg's ArrowScan only
     want = cat.sql(query)
-    assert got.schema.names == want.schema.names
-    key = lambda r: sorted(map(str, r.items()))  # noqa: E731
-    assert sorted(got.to_pylist(), key=key) == sorted(want.to_pylist(), key=key)
+    for other in (got, dataset):
+        assert other.schema.names == want.schema.names
+        assert other.schema.types == want.schema.types
+        assert sorted(other.to_pylist(), key=key) == sorted(want.to_pylist(), key=key)
+
+
+def test_duckdb_reads_the_planned_files_only_when_it_reads_what_arrowscan_would(cat):
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.table import FileScanTask
+
+    from znippy_sql.catalog.duckread import view_sql
+    from znippy_sql.catalog.planning import plan_files
+
+    plan = cat.plan("SELECT count(*) n, sum(size) s FROM files WHERE repo = 'r1'")["files"]
+    assert plan["reader"] == "duckdb" and plan["data_files"] == 3
+    plan = cat.plan("SELECT relative_path FROM files WHERE relative_path LIKE 'com/acme/a1%'")
+    assert plan["files"]["reader"] == "duckdb" and plan["files"]["index"] == "read"
+    # an optional column (a module column: not in every data file) → the Arrow path
+    assert cat.plan("SELECT maven_artifact_id FROM files WHERE repo = 'r1'"
+                    )["files"]["reader"] == "arrow"
+    assert cat.plan("SELECT * FROM archives")["archives"]["reader"] == "arrow"  # meta
+    files = cat.table("files")
+    tasks = plan_files(files, AlwaysTrue())
+    assert view_sql(files, tasks, ["relative_path"], AlwaysTrue()) is not None
+    assert view_sql(files, [], ["relative_path"], AlwaysTrue()) is None
+    # a data file with a delete file (another engine's merge-on-read delete): ArrowScan
+    # applies it, DuckDB would not, so it is never read that way
+    marked = [FileScanTask(tasks[0].file, delete_files={tasks[1].file}), *tasks[1:]]
+    assert view_sql(files, marked, ["relative_path"], AlwaysTrue()) is None
+
+
+def test_duckdb_views_and_registered_tables_alternate_in_a_given_connection(cat):
+    import duckdb
+
+    con = duckdb.connect()
+    direct = "SELECT count(*) n FROM files WHERE repo = 'r1'"
+    arrow = "SELECT count(*) + 0 * count(maven_artifact_id) n FROM files WHERE repo = 'r1'"
+    for _ in range(2):
+        assert cat.sql(direct, con=con).to_pylist() == [{"n": 90}]
+        assert con.sql("SELECT count(*) FROM files").fetchall() == [(90,)]
+        assert cat.sql(arrow, con=con).to_pylist() == [{"n": 90}]
 
 
 def test_the_dataset_read_only_where_names_are_ids(tmp_path):

@@ -99,6 +99,45 @@ def test_catalog_format_without_a_jar(spark, fleet: list[str], tmp_path: Path) -
     assert archives.count() == len(fleet)
 
 
+def test_catalog_path_filters_go_through_the_path_index(spark, fleet: list[str],
+                                                        tmp_path: Path) -> None:
+    """pushFilters' path filters plan through ``paths`` (files pruned to the archives it
+    lists; ``paths`` read for a schema of its columns), with DuckDB's answers."""
+    from pyspark.sql.datasource import EqualTo, StringStartsWith
+
+    from znippy_sql.catalog import open_catalog
+    from znippy_sql.engines.spark import ZnippyCatalogReader, catalog_scan_of
+
+    wh = str(tmp_path / "wh")
+    cat = open_catalog(wh, create=True)
+    cat.add(fleet)
+    jar = "com/acme/central/art0/1.0/art0-1.0.jar"
+    scan = catalog_scan_of({"path": wh})
+    full = spark.read.format("znippy-catalog").load(wh)
+    reader = ZnippyCatalogReader(scan, full.schema)
+    every = sum(len(p.value.tasks) for p in reader.partitions())
+    reader.pushFilters([EqualTo(("relative_path",), jar)])
+    parts = [p.value for p in reader.partitions()]
+    assert all("/files/" in p.metadata_location for p in parts)
+    assert sum(len(p.tasks) for p in parts) == 3 < every  # central-a, central-b, mixed
+    narrow = ZnippyCatalogReader(scan, full.select("archive_uri", "size").schema)
+    narrow.pushFilters([StringStartsWith(("relative_path",), "src/pkg1/")])
+    assert all("/paths/" in p.value.metadata_location for p in narrow.partitions())
+    cat.has_index = False
+    columns = ["archive_uri", "relative_path", "size", "digest", "chunks"]
+    for where in (f"relative_path = '{jar}'", "relative_path LIKE 'src/pkg1/%'",
+                  f"relative_path IN ('{jar}', 'src/pkg0/mod0.txt', 'nope')"):
+        want = cat.sql(f"SELECT {', '.join(columns)} FROM files WHERE {where}").to_pylist()
+        got = [r.asDict(recursive=True) for r in full.where(where).select(*columns).collect()]
+        assert canon(got) == canon(want), where
+    narrow_df = spark.read.format("znippy-catalog").schema(
+        "archive_uri string, relative_path string, size long").load(wh)
+    got = narrow_df.where("relative_path LIKE 'src/pkg1/%'").collect()
+    assert canon(r.asDict() for r in got) == canon(cat.sql(
+        "SELECT archive_uri, relative_path, size FROM files "
+        "WHERE relative_path LIKE 'src/pkg1/%'").to_pylist())
+
+
 def test_errors_keep_our_message(spark, fleet: list[str], tmp_path: Path) -> None:
     from pyspark.errors import PySparkException
 

@@ -37,6 +37,22 @@ def _stable(metadata: Any) -> bool:
     return True
 
 
+_STABLE: dict[str, bool] = {}
+
+
+def stable(table: Any) -> bool:
+    """:func:`_stable` of the table's metadata, once per metadata file (never rewritten)."""
+    loc = getattr(table, "metadata_location", None)
+    if not isinstance(loc, str) or not loc:
+        return _stable(table.metadata)
+    got = _STABLE.get(loc)
+    if got is None:
+        if len(_STABLE) > 256:
+            _STABLE.clear()
+        got = _STABLE[loc] = _stable(table.metadata)
+    return got
+
+
 def _local(path: str) -> str | None:
     if path.startswith("file:"):
         return unquote(urlparse(path).path)
@@ -70,7 +86,7 @@ def read_tasks(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,
     from pyiceberg.io.pyarrow import expression_to_pyarrow, schema_to_pyarrow
     from pyiceberg.manifest import FileFormat
 
-    if not tasks or any(t.delete_files for t in tasks) or not _stable(table.metadata):
+    if not tasks or any(t.delete_files for t in tasks) or not stable(table):
         return None
     paths = []
     for t in tasks:

@@ -44,10 +44,32 @@ def _entries(manifest: Any, io: Any) -> list[Any]:
     return entries
 
 
+#: manifest lists decoded, by path (immutable too; one per snapshot, a few entries each)
+_LISTS: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
+MAX_LISTS = 64
+
+
+def manifests(snapshot: Any, io: Any) -> tuple[Any, ...]:
+    """``snapshot.manifests(io)``, the snapshot's manifest list decoded once per process."""
+    key = snapshot.manifest_list
+    with _LOCK:
+        hit = _LISTS.get(key)
+        if hit is not None:
+            _LISTS.move_to_end(key)
+            return hit
+    got = tuple(snapshot.manifests(io))
+    with _LOCK:
+        _LISTS[key] = got
+        while len(_LISTS) > MAX_LISTS:
+            _LISTS.popitem(last=False)
+    return got
+
+
 def clear() -> None:
-    """Forget every cached manifest (tests; memory)."""
+    """Forget every cached manifest and manifest list (tests; memory)."""
     with _LOCK:
         _CACHE.clear()
+        _LISTS.clear()
         _SIZE[0] = 0
 
 
@@ -129,4 +151,4 @@ def plan_files(table: Any, row_filter: Any, snapshot: Any = None) -> list[Any]:
     if snap is None:
         return []
     return list(planner(table_metadata=table.metadata, io=table.io, row_filter=row_filter,
-                        case_sensitive=True).plan_files(snap.manifests(table.io)))
+                        case_sensitive=True).plan_files(manifests(snap, table.io)))

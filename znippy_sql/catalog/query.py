@@ -23,6 +23,7 @@ import pyarrow as pa
 from ..errors import CatalogError
 from ..native import guard
 from . import index as _index
+from .duckread import view_sql
 from .fastread import read_tasks
 from .planning import plan_files
 from .pushdown import Columns, Use, analyse, parse
@@ -53,7 +54,8 @@ class Scan:
                 "columns": None if self.use.columns is None else sorted(self.use.columns),
                 "data_files": len(self.tasks),
                 "table_files": _file_count(self.table),
-                "index": self.index, **self.notes}
+                "index": self.index,
+                "reader": "duckdb" if DIRECT[0] and self.view_sql() is not None else "arrow", **self.notes}
 
     def to_arrow(self) -> pa.Table:
         from pyiceberg.io.pyarrow import ArrowScan
@@ -68,10 +70,18 @@ class Scan:
             return ArrowScan(self.table.metadata, self.table.io, scan.projection(),
                              scan.row_filter).to_table(self.tasks)
 
-    def _scan(self) -> Any:
+    def view_sql(self) -> str | None:
+        """A ``SELECT`` DuckDB reads the planned files with, or None (:mod:`.duckread`)."""
+        fields = self._fields()
+        return view_sql(self.table, self.tasks, None if fields == ("*",) else fields,
+                        self.use.filter)
+
+    def _fields(self) -> tuple[str, ...]:
         cols = self.use.columns
-        fields = ("*",) if cols is None else tuple(sorted(cols)) or (_CHEAPEST[self.name],)
-        return self.table.scan(row_filter=self.use.filter, selected_fields=fields)
+        return ("*",) if cols is None else tuple(sorted(cols)) or (_CHEAPEST[self.name],)
+
+    def _scan(self) -> Any:
+        return self.table.scan(row_filter=self.use.filter, selected_fields=self._fields())
 
     def plan(self) -> "Scan":
         self.tasks = plan_files(self.table, self.use.filter)
@@ -98,6 +108,10 @@ def table_columns(table: Any) -> Columns:
     return out
 
 
+#: whether DuckDB may read the planned files itself (:mod:`.duckread`); tests and the
+#: benchmark switch it off to compare with the Arrow path
+DIRECT = [True]
+
 _DB: list[Any] = []
 _DB_LOCK = threading.Lock()
 
@@ -108,7 +122,9 @@ def _cursor() -> Any:
 
     with _DB_LOCK:
         if not _DB:
-            _DB.append(duckdb.connect())
+            db = duckdb.connect()
+            db.execute("SET parquet_metadata_cache = true")  # data files never change
+            _DB.append(db)
         return _DB[0].cursor()
 
 
@@ -152,13 +168,22 @@ def _indexed(cat: "Catalog", use: Use, files: Any) -> Scan | None:
     paths = cat.table_for_read(_index.PATHS)
     if _index.covers(use.columns):
         return Scan(FILES, paths, use, [], index="read").plan()
-    lookup = _index.restrict(use.filter) or paths_filter
-    hits = Scan(FILES, paths, Use({"archive_uri"}, lookup), []).plan().to_arrow()
-    uris = sorted(set(hits.column("archive_uri").to_pylist()))
+    uris = archives_holding(paths, use.filter)
     pruned = Use(use.columns, And(use.filter, _index.is_in("archive_uri", uris)) if uris
                  else AlwaysFalse())
     return Scan(FILES, files, pruned, [], index="pruned",
                 notes={"archives": len(uris)}).plan()
+
+
+def archives_holding(paths: Any, row_filter: Any) -> list[str]:
+    """The archives (sorted URIs) whose rows in the path index ``paths`` (a loaded table)
+    match what ``row_filter`` says of ``paths``'s columns: every archive with a ``files`` row
+    that ``row_filter`` keeps is among them when the filter bounds the path."""
+    lookup = _index.restrict(row_filter) or _index.path_filter(row_filter)
+    if lookup is None:
+        raise ValueError("the filter does not bound relative_path")
+    hits = Scan(FILES, paths, Use({"archive_uri"}, lookup), []).plan().to_arrow()
+    return sorted(set(hits.column("archive_uri").to_pylist()))
 
 
 def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
@@ -171,6 +196,17 @@ def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
     con = _cursor() if own else con
     try:
         for name, scan in plan_query(cat, query, con=con).items():
+            view = scan.view_sql() if DIRECT[0] else None
+            if view is not None:
+                try:
+                    con.execute(f'CREATE OR REPLACE TEMPORARY VIEW "{name}" AS {view}')
+                    continue
+                except duckdb.Error:  # a file DuckDB cannot read as we expect: Arrow
+                    pass
+            try:  # a view of ours from an earlier query in ``con`` (register cannot replace it)
+                con.execute(f'DROP VIEW IF EXISTS temp."{name}"')
+            except duckdb.Error:
+                pass
             con.register(name, scan.to_arrow())
         try:
             rel = con.sql(query)

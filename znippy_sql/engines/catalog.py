@@ -1,10 +1,13 @@
 """The fleet catalog's tables as parts for an engine: pyiceberg plans, workers read.
 
-:class:`CatalogScan` plans a scan of ``files`` (or ``archives``) with pyiceberg (partition
-pruning, min/max statistics, delete files attached to their data files) on the driver; each
-part is a list of pyiceberg ``FileScanTask`` s and the table's metadata location, so a worker
-reads it with pyiceberg's ``ArrowScan`` from the metadata file alone (no catalog database
-needed there). The ``content`` column is read from the archives afterwards
+:class:`CatalogScan` plans a scan of ``files`` (or ``archives``, ``paths``) on the driver with
+pyiceberg's evaluators (partition pruning, min/max statistics, delete files attached to their
+data files; manifests decoded once per process, :mod:`znippy_sql.catalog.planning`); a path
+filter goes through the path index ``paths`` as ``Catalog.sql``'s does. Each part is a list of
+pyiceberg ``FileScanTask`` s and the table's metadata location, so a worker reads it from the
+metadata file alone (no catalog database needed there): local Parquet files whose names are
+ids by one pyarrow dataset scan (:mod:`znippy_sql.catalog.fastread`), anything else with
+pyiceberg's ``ArrowScan``. The ``content`` column is read from the archives afterwards
 (:func:`~znippy_sql.engines.parts.contents`).
 """
 
@@ -17,6 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..catalog.planning import plan_files
 from ..errors import CatalogError
 from ..native import guard
 from .parts import CONTENT, contents
@@ -42,7 +46,7 @@ class CatalogScan:
     storage_options: Mapping[str, Any] | None = None
     io_properties: Mapping[str, Any] = field(default_factory=dict)
 
-    def _table(self) -> Any:
+    def _catalog(self) -> Any:
         from ..catalog import open_catalog
 
         if self.table not in ("files", "archives", "paths"):
@@ -50,19 +54,31 @@ class CatalogScan:
                              f"{self.table!r}")
         if self.content and self.table != "files":
             raise ValueError("content is read for the files table")
-        cat = open_catalog(os.fspath(self.warehouse), catalog=self.catalog,
-                           namespace=self.namespace)
-        return cat.table(self.table)
+        return open_catalog(os.fspath(self.warehouse), catalog=self.catalog,
+                            namespace=self.namespace)
+
+    def _table(self) -> Any:
+        return self._catalog().table(self.table)
 
     def schema(self) -> pa.Schema:
         out = self._table().schema().as_arrow()
         return out.append(CONTENT) if self.content else out
 
-    def plan(self, conjuncts: Sequence[Conjunct] = ()) -> list[CatalogPart]:
-        table = self._table()
-        with guard(CatalogError, "planning a scan of the catalog"):
-            scan = table.scan(row_filter=row_filter(conjuncts, table.schema()))
-            tasks = list(scan.plan_files())
+    def plan(self, conjuncts: Sequence[Conjunct] = (),
+             columns: Sequence[str] | None = None) -> list[CatalogPart]:
+        """The parts of a scan keeping the rows ``conjuncts`` may keep, for ``columns``
+        (all when None). A ``files`` scan whose conjuncts bound ``relative_path`` goes
+        through the path index as ``Catalog.sql``'s does: ``paths`` is read instead when
+        ``columns`` are all its own, else ``files`` is pruned to the archives ``paths``
+        lists."""
+        cat = self._catalog()
+        table = cat.table(self.table)
+        flt = row_filter(conjuncts, table.schema())
+        with guard(CatalogError, "planning a scan of the catalog", path=cat.warehouse):
+            if self.table == "files" and cat.has_index:
+                table, flt = _through_index(cat, table, flt, columns, self.content,
+                                            {c for c, _op, _v in conjuncts})
+            tasks = plan_files(table, flt)
         loc = table.metadata_location
         return [CatalogPart(loc, tuple(tasks[i:i + FILES_PER_PART]))
                 for i in range(0, len(tasks), FILES_PER_PART)]
@@ -71,6 +87,8 @@ class CatalogScan:
              conjuncts: Sequence[Conjunct] = ()) -> Iterator[pa.RecordBatch]:
         from pyiceberg.io.pyarrow import ArrowScan
         from pyiceberg.table import StaticTable
+
+        from ..catalog.fastread import read_tasks
 
         props = {**(self.catalog or {}), **self.io_properties}  # s3.* keys reach the FileIO
         table = StaticTable.from_metadata(part.metadata_location, properties=props)
@@ -82,8 +100,13 @@ class CatalogScan:
         if want_content:
             need = list(dict.fromkeys(need + ["archive_uri", "relative_path"]))
         projected = full.select(*need) if need else full.select(full.fields[0].name)
-        rows = ArrowScan(table.metadata, table.io, projected,
-                         row_filter(conjuncts, full)).to_record_batches(part.tasks)
+        flt = row_filter(conjuncts, full)
+        with guard(CatalogError, "reading the catalog's data files",
+                   path=part.metadata_location):
+            # local Parquet files whose names are ids: one pyarrow dataset scan (fastread.py)
+            fast = read_tasks(table, part.tasks, [f.name for f in projected.fields], flt)
+        rows: Iterable[pa.RecordBatch] = fast.to_batches() if fast is not None else \
+            ArrowScan(table.metadata, table.io, projected, flt).to_record_batches(part.tasks)
         for batch in _guarded(rows, part.metadata_location):
             if not batch.num_rows:
                 continue
@@ -95,9 +118,31 @@ class CatalogScan:
             yield pa.RecordBatch.from_arrays([cols[n] for n in names], names=names)
 
 
+def _through_index(cat: Any, files: Any, flt: Any, columns: Sequence[str] | None,
+                   content: bool, filtered: set[str]) -> tuple[Any, Any]:
+    """(table, filter) to plan a ``files`` scan with: ``paths`` and ``flt`` when the
+    columns read and filtered are all ``paths``'s, ``files`` pruned to the archives ``paths``
+    lists when ``flt`` bounds the path, ``files`` and ``flt`` otherwise. ``filtered``: the
+    columns the conjuncts test."""
+    from pyiceberg.expressions import AlwaysFalse, And
+
+    from ..catalog import index
+    from ..catalog.query import archives_holding
+
+    if index.path_filter(flt) is None:
+        return files, flt
+    paths = cat.table(index.PATHS)
+    if columns is not None and not (content and CONTENT.name in columns) and index.covers(
+            {c for c in columns if c != CONTENT.name} | filtered):
+        return paths, flt
+    uris = archives_holding(paths, flt)
+    return files, (And(flt, index.is_in("archive_uri", uris)) if uris else AlwaysFalse())
+
+
 def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
-    """A pyiceberg row filter: the conjuncts on the table's columns, AND-ed."""
-    from pyiceberg.expressions import AlwaysTrue, And, In, StartsWith
+    """A pyiceberg row filter: the conjuncts on the table's columns, AND-ed (a prefix
+    conjunct of several values: their ``startswith`` OR-ed)."""
+    from pyiceberg.expressions import AlwaysTrue, And, In, Or, StartsWith
 
     known = {f.name for f in schema.fields}
     out: Any = AlwaysTrue()
@@ -108,8 +153,10 @@ def row_filter(conjuncts: Sequence[Conjunct], schema: Any) -> Any:
         # pydantic-generated signatures name them as keywords only, hence the ignores
         if op == "in":
             term: Any = In(column, set(values))  # type: ignore[call-arg, arg-type]  # above
-        elif op == "prefix" and len(values) == 1:
+        elif op == "prefix":
             term = StartsWith(column, values[0])  # type: ignore[call-arg, arg-type]  # above
+            for v in values[1:]:
+                term = Or(term, StartsWith(column, v))  # type: ignore[call-arg, arg-type]
         else:
             continue
         out = And(out, term)

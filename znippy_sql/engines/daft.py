@@ -5,8 +5,9 @@
 filter Daft pushes: ``repo``/``pkg_type``/``pkg_type_name``/``module_name`` ``==``/``is_in``
 prune archives and groups, ``relative_path`` ``==``/``is_in``/``startswith`` go through the
 trie); Daft filters the rows again. The column projection Daft pushes is honoured, so
-``content`` is read only when the query uses it. ``read_catalog`` is Daft's own Iceberg reader
-over the catalog's table (pyiceberg's planning: partition pruning, delete files).
+``content`` is read only when the query uses it. ``read_catalog`` is a source over the
+catalog's table (:class:`~znippy_sql.engines.catalog.CatalogScan`: pyiceberg's planning with
+the pushed filter, a path filter through the path index ``paths``).
 ``read_bytes`` is a UDF: each batch's files are read archive by archive on the worker.
 """
 
@@ -22,7 +23,8 @@ from daft.expressions.visitor import PredicateVisitor
 from daft.io.source import DataSource, DataSourceTask
 
 from ..views import Part, Where
-from .parts import TARGET_BYTES, Scan, contents
+from .catalog import CatalogPart, CatalogScan
+from .parts import ARCHIVE, CONTENT, TARGET_BYTES, Scan, contents
 from .predicates import Conjunct, where_kwargs, where_of
 from .sources import expand
 
@@ -35,26 +37,49 @@ def read_archives(archives: Any, view: str = "files", *, content: bool = False,
     """View ``view`` of ``archives`` (a path, a glob, a URL or URL pattern, or a list of
     them) as a DataFrame with an ``archive`` column first; ``content=True`` adds the files'
     bytes (read only if the query keeps the column). The keyword predicates prune before any
-    task runs, as the filters Daft pushes do."""
+    task runs, as the filters Daft pushes do.
+
+    ``content`` is :func:`read_bytes` over the rows read, not a column of the source: Daft
+    pushes few filters into a source (not ``~col("relative_path").endswith(".jar")``), but it
+    moves every filter that does not use ``content`` below the expression, so only the rows
+    that pass are fetched (in the source they were all fetched, then filtered)."""
+    if content and view != "files":
+        raise ValueError(f"content is read for the files view, not {view!r}")
     scan = Scan(tuple(expand(archives, storage_options)), view,
                 where_kwargs(where, repo=repo, pkg_type=pkg_type, module_name=module_name,
                              path_prefix=path_prefix, path=path),
-                storage_options, content, target_bytes)
-    return ZnippySource(scan).read()
+                storage_options, False, target_bytes)
+    df = ZnippySource(scan).read()
+    if content:
+        df = df.with_column(CONTENT.name, read_bytes(daft.col(ARCHIVE), daft.col(
+            "relative_path"), storage_options=storage_options))
+    return df
 
 
 def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
                  catalog: Mapping[str, Any] | None = None, namespace: str = "fleet",
-                 io_config: Any = None) -> "daft.DataFrame":
-    """The catalog's ``files`` (or ``archives``) table, read by Daft's Iceberg reader through
-    pyiceberg's scan planning. ``catalog``: the pyiceberg properties of ``open_catalog``;
-    object-storage credentials among them (``s3.*``) reach Daft's reader too."""
-    from ..catalog import open_catalog
+                 repo: Any = None, module_name: Any = None, path: Any = None,
+                 path_prefix: Any = None, io_config: Any = None) -> "daft.DataFrame":
+    """The catalog's ``files`` (or ``archives``, ``paths``) table as a DataFrame: planned by
+    pyiceberg on the driver with the filters Daft pushes (partition pruning, min/max, delete
+    files honoured), a path filter (``==``, ``is_in``, ``startswith`` on ``relative_path``)
+    through the path index as ``Catalog.sql`` does, the data files read on the workers.
+    ``catalog``: the pyiceberg properties of ``open_catalog``; object-storage credentials
+    among them (``s3.*``) reach the workers' reads. ``io_config`` is accepted for
+    compatibility and unused (the reads are pyiceberg's, configured by ``catalog``).
 
-    cat = open_catalog(warehouse, catalog=catalog, namespace=namespace)
-    if table not in ("files", "archives", "paths"):
-        raise ValueError(f"the catalog has tables files, archives and paths, not {table!r}")
-    return daft.read_iceberg(cat.table(table), io_config=io_config)
+    ``repo``, ``module_name``, ``path`` (exact paths) and ``path_prefix`` (a string or a
+    list of them) filter up front: Daft does not push ``startswith`` into a source, so a
+    prefix reaches the path index only this way."""
+    scan = CatalogScan(os.fspath(warehouse), table, dict(catalog) if catalog else None,
+                       namespace)
+    upfront: list[Conjunct] = []
+    for column, op, given in (("repo", "in", repo), ("module_name", "in", module_name),
+                              ("relative_path", "in", path),
+                              ("relative_path", "prefix", path_prefix)):
+        if given is not None:
+            upfront.append((column, op, (given,) if isinstance(given, str) else tuple(given)))
+    return CatalogSource(scan, upfront).read()
 
 
 def read_bytes(archive: "daft.Expression", relative_path: "daft.Expression", *,
@@ -118,6 +143,54 @@ class ZnippyTask(DataSourceTask):
             yield RecordBatch.from_arrow_record_batches([batch], self._out)
 
 
+class CatalogSource(DataSource):
+    """A :class:`~znippy_sql.engines.catalog.CatalogScan` as a Daft source: one task per
+    part (a few data files), planned with the filters and columns Daft pushes."""
+
+    def __init__(self, scan: CatalogScan, upfront: Sequence[Conjunct] = ()) -> None:
+        self._scan = scan
+        self._upfront = list(upfront)
+        self._arrow = scan.schema()
+        self._schema = daft.Schema.from_pyarrow_schema(self._arrow)
+
+    @property
+    def name(self) -> str:
+        return f"znippy-catalog:{self._scan.table}"
+
+    @property
+    def schema(self) -> "daft.Schema":
+        return self._schema
+
+    async def get_tasks(self, pushdowns: Any) -> AsyncIterator["CatalogTask"]:
+        pushed = self._upfront + (conjuncts(pushdowns.filters)
+                                  if pushdowns.filters is not None else [])
+        columns = pushdowns.columns
+        if columns is not None:
+            columns = [n for n in self._arrow.names if n in set(columns)
+                       or n in pushdowns.filter_required_column_names()]
+        for part in self._scan.plan(pushed, columns):
+            yield CatalogTask(self._scan, part, self._arrow, columns, pushed)
+
+
+class CatalogTask(DataSourceTask):
+    def __init__(self, scan: CatalogScan, part: CatalogPart, arrow: pa.Schema,
+                 columns: Sequence[str] | None, pushed: Sequence[Conjunct]) -> None:
+        self._scan, self._part, self._pushed = scan, part, list(pushed)
+        self._columns = list(columns) if columns is not None else None
+        names = self._columns if self._columns is not None else arrow.names
+        self._out = pa.schema([arrow.field(n) for n in names])
+
+    @property
+    def schema(self) -> "daft.Schema":
+        return daft.Schema.from_pyarrow_schema(self._out)
+
+    async def read(self) -> AsyncIterator[Any]:
+        from daft.recordbatch import RecordBatch
+
+        for batch in self._scan.read(self._part, self._out.names, self._pushed):
+            yield RecordBatch.from_arrow_record_batches([batch.cast(self._out)], self._out)
+
+
 def conjuncts(expr: "daft.Expression") -> list[Conjunct]:
     """The AND-ed ``col == lit``, ``col.is_in([...])``, ``startswith`` tests of ``expr``."""
     try:
@@ -159,6 +232,10 @@ class _Conjuncts(PredicateVisitor):
         return got if isinstance(got, list) else []
 
     def visit_or(self, left: Any, right: Any) -> Any:
+        # Daft hands ``is_in`` over as an OR of ``==`` on one column: an ``in`` again
+        a, b = self._list(left), self._list(right)
+        if len(a) == len(b) == 1 and a[0][0] == b[0][0] and a[0][1] == b[0][1] == "in":
+            return [(a[0][0], "in", tuple(dict.fromkeys(a[0][2] + b[0][2])))]
         return []
 
     def visit_not(self, expr: Any) -> Any:

@@ -7,7 +7,10 @@ Python worker with :func:`znippy_sql.views.read_part` and handed to Spark as Arr
 files on the workers (no Iceberg jar). With ``spark.sql.python.filterPushdown.enabled``,
 ``pushFilters`` takes ``=``/``IN``/``startswith`` on ``repo``, ``pkg_type``,
 ``pkg_type_name``, ``module_name``, ``relative_path`` to prune before any task runs (every
-filter is still evaluated by Spark: a pushed one only prunes). Options:
+filter is still evaluated by Spark: a pushed one only prunes); on ``znippy-catalog`` a path
+filter goes through the catalog's path index ``paths`` (the ``files`` scan pruned to the
+archives it lists, or ``paths`` read when the schema asked for holds only its columns).
+Options:
 
 - ``view`` (``files``), ``content`` (``false``): the files' bytes as a ``content`` column
   (a Spark data source cannot prune a column it declared, so it is asked for explicitly);
@@ -230,7 +233,8 @@ class ZnippyCatalogReader(DataSourceReader):
         return rest
 
     def partitions(self) -> list[InputPartition]:
-        return [_Part(p) for p in self.scan.plan(self.conjuncts)] or [_Part(None)]
+        return [_Part(p) for p in self.scan.plan(self.conjuncts, self.out.names)] or \
+            [_Part(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         part: CatalogPart | None = partition.value
