@@ -757,8 +757,8 @@ class Archive:
             paths = sorted(self.first_paths())  # in order already unless the lookup is damaged
         else:
             idx = self.index(pkg_type=pkg_type, repo=repo)
-            seq = idx.column("chunk_seq").to_numpy()
-            first = filter_by(idx.column("relative_path"), pa.array(seq == 0))
+            seq = numpy_of(one_array(idx.column("chunk_seq")))
+            first = filter_by(one_array(idx.column("relative_path")), seq == 0)
             paths = sorted(first.to_pylist())
         if glob is not None:
             rx = re.compile(fnmatch.translate(glob))
