@@ -41,6 +41,7 @@ from ..errors import FormatError, NotFoundError, OutputError, ZnippyError
 from ..format.fsio import write_all
 from ..format.paths import Targets, plain_paths
 from . import partfile
+from .fileviews import file_views
 from .partfile import Sink
 
 if TYPE_CHECKING:
@@ -635,10 +636,26 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
 
 
 def _write_file(archive: "Archive", part: _Part, target: str, made: set[str], sink: Sink) -> int:
-    """A whole file, chunk by chunk (its chunks are checked before anything is created)."""
+    """A whole file: its chunks at once when :func:`.fileviews.file_views` can (a cut jar's
+    hundreds of small chunks), else chunk by chunk; checked before anything is created."""
+    if part.row >= 0:
+        views = file_views(archive, part.path, part.row, part.end, verify=True)
+        if views is not None:
+            n = _write_new(sink, part.path, target, made, views)
+            if n >= RELEASE_BYTES:
+                _release_rows(archive, part.row, part.end)
+            return n
     chunks = _file_chunks(archive, part)
     return _write_new(sink, part.path, target, made,
                       (data for _, data, _ in _decoded(archive, part.path, chunks)))
+
+
+def _release_rows(archive: "Archive", row: int, end: int) -> None:
+    """Drop the mapped pages of the blobs of lookup rows ``[row, end)`` (one span)."""
+    c = archive._cols
+    start = int(c.blob_offset[row:end].min())
+    archive.source.release(start, int((c.blob_offset[row:end] + c.blob_size[row:end]).max())
+                           - start)
 
 
 def _decoded(archive: "Archive", path: str, chunks: Iterable["Chunk"]
