@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import FormatError, NotFoundError, OutputError, ZnippyError
 from ..format.fsio import write_all
+from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, plain_paths
 from . import partfile
 from .fileviews import file_views
@@ -426,9 +427,12 @@ def _files(archive: "Archive") -> _Files:
     packed = c.compressed & (c.uncompressed_size <= MAX_CHUNK_BYTES)
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
     paths = archive.first_paths()
-    offsets = c.path_offsets
-    plain = plain_paths(np.frombuffer(c.path_data, dtype=np.uint8),
-                        offsets[c.first_rows], offsets[c.first_rows + 1])
+    if len(c.first_rows) == c.n:
+        offsets, data = c.path_offsets, c.path_data
+    else:  # the first rows' paths only (a cut jar has hundreds of rows of one path)
+        offsets, data = utf8_parts(take(one_array(archive.lookup.column("relative_path")),
+                                        c.first_rows))
+    plain = plain_paths(np.frombuffer(data, dtype=np.uint8), offsets[:-1], offsets[1:])
     return _Files(paths, np.add.reduceat(usable, c.first_rows).tolist(),
                   c.first_rows.tolist(), c.n, plain.tolist())
 
