@@ -300,3 +300,39 @@ def test_arrow_of_matches_pa_array() -> None:
             assert arrow_of(values[::3]).equals(pa.array(values[::3]))
         mask = np.array([rnd.random() < 0.5 for _ in range(n)], dtype=bool)
         assert arrow_of(mask).equals(pa.array(mask))
+
+
+@pytest.mark.parametrize("name", ["__lookup__", "__trie__"])
+def test_first_find_checks_both_digests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        name: str) -> None:
+    """The first ``find`` of a lookup in batches searches while the section digests are
+    computed (read/firstfind.py), and answers only once both match: a flipped byte in either
+    section is the digest's FormatError, at every call, and nothing read from it is kept."""
+    from znippy_sql.format.schema import GroupKey
+    from znippy_sql.write import tail
+
+    monkeypatch.setattr(tail, "LOOKUP_BATCH_ROWS", 64)
+    es = entries(400)
+    path = tmp_path / "b.znippy"
+    write_archive(path, es, workers=1, index_compression=True)
+    with open_archive(path) as a:
+        assert a.find(es[250].relative_path).chunks[0].uncompressed_size == len(es[250].data)
+        assert "trie" in a.__dict__ and "lookup" not in a.__dict__ and len(a._sound) == 2
+        assert a.find("no/such") is None
+    data = bytearray(path.read_bytes())
+    with open_archive(path) as a:
+        row = a.manifest_row(GroupKey(-1, "", name))
+    data[row.index_offset + row.index_len // 2] ^= 0x01
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(bytes(data))
+    with open_archive(bad) as a:
+        for _ in range(2):
+            with pytest.raises(FormatError, match=f"{name}: its bytes do not match the BLAKE3"):
+                a.find(es[250].relative_path)
+            assert "_lazy_lookup" not in a.__dict__ and "lookup" not in a.__dict__
+            assert name != "__trie__" or "trie" not in a.__dict__  # (a sound one may stay)
+    with open_archive(bad, verify_sections=False) as a:  # searched unchecked: no digest here
+        try:
+            a.find(es[250].relative_path)
+        except FormatError as exc:  # a damaged row or trie is said, never a crash
+            assert str(bad) in str(exc)
