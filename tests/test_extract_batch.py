@@ -62,3 +62,45 @@ def test_a_damaged_chunk_inside_a_batch_is_named(tmp_path: Path, name: str) -> N
     others = [n for n in files if n != name]
     for other in others:
         assert (tmp_path / "out" / other).read_bytes() == files[other]
+
+
+@pytest.mark.parametrize("pack", [True, False])
+def test_file_views_are_the_chunks_checked(tmp_path: Path, pack: bool) -> None:
+    """``fileviews.file_views`` (extract's path for a file of many chunks) gives each chunk's
+    bytes as ``chunk_views`` does, packed blobs sliced, and None (the caller then reads
+    chunk by chunk, which names the problem) for a damaged chunk or rows it is not given
+    exactly."""
+    from znippy_sql.read.fileviews import file_views
+
+    files = {"a.log": text_bytes(90 * BLOCK + 5, 7), "b.bin": random_bytes(30 * BLOCK, 8),
+             "c.txt": text_bytes(700, 9), "d.mix": text_bytes(20 * BLOCK, 10)
+             + random_bytes(20 * BLOCK, 11)}
+    small = {f"s/{i:02d}.txt": text_bytes(300 + i, 20 + i) for i in range(30)}  # packed
+    path = tmp_path / "fv.znippy"
+    write_archive(path, [Entry(p, data=d) for p, d in {**files, **small}.items()],
+                  block_size=BLOCK, dedup=False, fsync=False, pack=pack)
+    with open_archive(path) as a:
+        assert a.packed == pack
+        for name, data in files.items():
+            info = a.find(name)
+            end = info.lookup_row + len(info.chunks)
+            views = file_views(a, name, info.lookup_row, end, verify=True)
+            assert views is not None
+            assert [bytes(v) for v in views] == [bytes(v) for v in a.chunk_views(name,
+                                                                                 info.chunks)]
+            assert b"".join(views) == data
+            if len(info.chunks) > 1:  # not the file's rows exactly: refused
+                assert file_views(a, name, info.lookup_row, end - 1, verify=True) is None
+                assert file_views(a, name, info.lookup_row + 1, end, verify=True) is None
+            assert file_views(a, "other", info.lookup_row, end, verify=True) is None
+        victim = a.find("a.log").chunks[40]
+    raw = bytearray(path.read_bytes())
+    raw[victim.blob_offset + victim.blob_size // 2] ^= 0x40
+    path.write_bytes(bytes(raw))
+    with open_archive(path) as a:
+        info = a.find("a.log")
+        assert file_views(a, "a.log", info.lookup_row, info.lookup_row + len(info.chunks),
+                          verify=True) is None
+        report = a.extract(str(tmp_path / "out"))
+    assert "a.log" in report.failed and "chunk 40" in report.failed["a.log"]
+    assert (tmp_path / "out" / "b.bin").read_bytes() == files["b.bin"]

@@ -254,3 +254,85 @@ def test_numpy_of_matches_to_numpy() -> None:
                 got = numpy_of(arr)
                 assert got.dtype == arr.to_numpy(zero_copy_only=False).dtype
                 assert np.array_equal(got, arr.to_numpy(zero_copy_only=False))
+
+
+def test_cli_extract_and_verify_import_no_pandas(tmp_path: Path) -> None:
+    """``extract`` and ``verify`` of an archive with packs, POSIX facts and a selection read
+    their Arrow columns without pyarrow's pandas shim (``pa.array`` of a list or an ndarray,
+    ``to_numpy``): importing pandas costs a CLI run ~0.5-1 s of CPU."""
+    import subprocess
+    import sys
+
+    from znippy_sql.cli import main as cli_main
+
+    src = tmp_path / "src"
+    for i in range(40):
+        p = src / f"d{i % 4}" / f"f{i:03d}.txt"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(f"line {i}\n".encode() * (i + 1))
+    arc = tmp_path / "p.znippy"
+    code = ("import sys\nfrom znippy_sql.cli import main\n"
+            "assert main(sys.argv[1:]) == 0\n"
+            "print('pandas' in sys.modules)\n")
+    assert cli_main(["create", str(src), "-o", str(arc)]) == 0
+    with open_archive(arc) as a:
+        assert a.packed and a.has_section("__meta__")
+    for args in (["extract", str(arc), "-o", str(tmp_path / "x1")],
+                 ["extract", str(arc), "-o", str(tmp_path / "x2"), "--preserve", "--glob",
+                  "d1/*"],
+                 ["verify", str(arc)]):
+        out = subprocess.run([sys.executable, "-c", code, *args], check=True,
+                             capture_output=True, text=True).stdout
+        assert out.strip().splitlines()[-1] == "False", args
+    assert (tmp_path / "x1" / "d3" / "f039.txt").read_bytes() == b"line 39\n" * 40
+
+
+def test_arrow_of_matches_pa_array() -> None:
+    import numpy as np
+
+    from znippy_sql.format.build import arrow_of
+
+    rnd = random.Random(5)
+    for n in (0, 1, 7, 8, 9, 100):
+        for dtype in (np.int64, np.uint32, np.int8, np.uint64):
+            values = np.array([rnd.randrange(100) for _ in range(n)], dtype=dtype)
+            assert arrow_of(values).equals(pa.array(values))
+            assert arrow_of(values[::3]).equals(pa.array(values[::3]))
+        mask = np.array([rnd.random() < 0.5 for _ in range(n)], dtype=bool)
+        assert arrow_of(mask).equals(pa.array(mask))
+
+
+@pytest.mark.parametrize("name", ["__lookup__", "__trie__"])
+def test_first_find_checks_both_digests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        name: str) -> None:
+    """The first ``find`` of a lookup in batches searches while the section digests are
+    computed (read/firstfind.py), and answers only once both match: a flipped byte in either
+    section is the digest's FormatError, at every call, and nothing read from it is kept."""
+    from znippy_sql.format.schema import GroupKey
+    from znippy_sql.write import tail
+
+    monkeypatch.setattr(tail, "LOOKUP_BATCH_ROWS", 64)
+    es = entries(400)
+    path = tmp_path / "b.znippy"
+    write_archive(path, es, workers=1, index_compression=True)
+    with open_archive(path) as a:
+        assert a.find(es[250].relative_path).chunks[0].uncompressed_size == len(es[250].data)
+        assert "trie" in a.__dict__ and "lookup" not in a.__dict__ and len(a._sound) == 2
+        assert a.find("no/such") is None
+    data = bytearray(path.read_bytes())
+    with open_archive(path) as a:
+        row = a.manifest_row(GroupKey(-1, "", name))
+    data[row.index_offset + row.index_len // 2] ^= 0x01
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(bytes(data))
+    with open_archive(bad) as a:
+        for _ in range(2):
+            with pytest.raises(FormatError, match=f"{name}: its bytes do not match the BLAKE3"):
+                a.find(es[250].relative_path)
+            assert "_lazy_lookup" not in a.__dict__ and "lookup" not in a.__dict__
+            assert name != "__trie__" or "trie" not in a.__dict__  # (a sound one may stay)
+    with open_archive(bad, verify_sections=False) as a:  # searched unchecked: no digest here
+        try:
+            a.find(es[250].relative_path)
+        except FormatError as exc:  # a damaged row or trie is said, never a crash
+            assert str(bad) in str(exc)

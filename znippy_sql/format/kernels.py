@@ -11,24 +11,28 @@ from typing import Any
 
 import numpy as np
 
-from .build import numpy_of  # one definition (re-exported: read.reader, validate)
+from .build import arrow_of, numpy_of  # one definition (re-exported: read.reader, validate)
 
 try:
     from pyarrow._compute import SortOptions, call_function
 except ImportError:  # pragma: no cover  (a pyarrow that moved its private module)
     from pyarrow.compute import SortOptions, call_function
 
-__all__ = ["SortOptions", "call_function", "filter_by", "numpy_of", "one_array", "take",
+__all__ = ["SortOptions", "arrow_of", "call_function", "filter_by", "numpy_of", "one_array", "take",
            "utf8_parts"]
 
 
 def take(values: Any, indices: Any) -> Any:
-    """``values.take(indices)``."""
+    """``values.take(indices)`` (NumPy indices too, without pyarrow's pandas shim)."""
+    if isinstance(indices, np.ndarray):
+        indices = arrow_of(indices)
     return call_function("take", [values, indices])
 
 
 def filter_by(values: Any, mask: Any) -> Any:
-    """``values.filter(mask)``."""
+    """``values.filter(mask)`` (a NumPy mask too, without pyarrow's pandas shim)."""
+    if isinstance(mask, np.ndarray):
+        mask = arrow_of(mask)
     return call_function("filter", [values, mask])
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from .build import numpy_of
-from .kernels import call_function, one_array
+from .kernels import call_function, filter_by, one_array
 from .schema import (BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, LOOKUP_SCHEMA, META_SCHEMA,
                      PACKED_LOOKUP_SCHEMA, GroupKey)
 
@@ -273,13 +273,13 @@ def duplicate_paths(groups: Iterable[tuple[GroupKey, pa.Table]]) -> list[str]:
     for _, table in groups:
         seq = _u64(table, "chunk_seq")
         paths = one_array(table.column("relative_path"))
-        firsts.append(call_function("filter", [paths, pa.array(seq == 0)]))
+        firsts.append(filter_by(paths, seq == 0))
     if not firsts:
         return []
     allp = pa.concat_arrays(firsts) if len(firsts) > 1 else firsts[0]
     counts = call_function("value_counts", [allp])
-    many = counts.field("counts").to_numpy() > 1
-    return sorted(counts.field("values").filter(pa.array(many)).to_pylist())
+    many = numpy_of(counts.field("counts")) > 1
+    return sorted(filter_by(counts.field("values"), many).to_pylist())
 
 
 def _portable_type(t: pa.DataType) -> pa.DataType | None:

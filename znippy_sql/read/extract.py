@@ -39,8 +39,10 @@ import numpy as np
 
 from ..errors import FormatError, NotFoundError, OutputError, ZnippyError
 from ..format.fsio import write_all
+from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, plain_paths
 from . import partfile
+from .fileviews import file_views
 from .partfile import Sink
 
 if TYPE_CHECKING:
@@ -425,9 +427,12 @@ def _files(archive: "Archive") -> _Files:
     packed = c.compressed & (c.uncompressed_size <= MAX_CHUNK_BYTES)
     usable = np.where(inside & (raw | packed), c.uncompressed_size, 0)
     paths = archive.first_paths()
-    offsets = c.path_offsets
-    plain = plain_paths(np.frombuffer(c.path_data, dtype=np.uint8),
-                        offsets[c.first_rows], offsets[c.first_rows + 1])
+    if len(c.first_rows) == c.n:
+        offsets, data = c.path_offsets, c.path_data
+    else:  # the first rows' paths only (a cut jar has hundreds of rows of one path)
+        offsets, data = utf8_parts(take(one_array(archive.lookup.column("relative_path")),
+                                        c.first_rows))
+    plain = plain_paths(np.frombuffer(data, dtype=np.uint8), offsets[:-1], offsets[1:])
     return _Files(paths, np.add.reduceat(usable, c.first_rows).tolist(),
                   c.first_rows.tolist(), c.n, plain.tolist())
 
@@ -635,10 +640,26 @@ def _file_chunks(archive: "Archive", part: _Part) -> tuple["Chunk", ...]:
 
 
 def _write_file(archive: "Archive", part: _Part, target: str, made: set[str], sink: Sink) -> int:
-    """A whole file, chunk by chunk (its chunks are checked before anything is created)."""
+    """A whole file: its chunks at once when :func:`.fileviews.file_views` can (a cut jar's
+    hundreds of small chunks), else chunk by chunk; checked before anything is created."""
+    if part.row >= 0:
+        views = file_views(archive, part.path, part.row, part.end, verify=True)
+        if views is not None:
+            n = _write_new(sink, part.path, target, made, views)
+            if n >= RELEASE_BYTES:
+                _release_rows(archive, part.row, part.end)
+            return n
     chunks = _file_chunks(archive, part)
     return _write_new(sink, part.path, target, made,
                       (data for _, data, _ in _decoded(archive, part.path, chunks)))
+
+
+def _release_rows(archive: "Archive", row: int, end: int) -> None:
+    """Drop the mapped pages of the blobs of lookup rows ``[row, end)`` (one span)."""
+    c = archive._cols
+    start = int(c.blob_offset[row:end].min())
+    archive.source.release(start, int((c.blob_offset[row:end] + c.blob_size[row:end]).max())
+                           - start)
 
 
 def _decoded(archive: "Archive", path: str, chunks: Iterable["Chunk"]

@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
+from .fileviews import file_views
 
 if TYPE_CHECKING:
     from .reader import Archive, Chunk, FileInfo
@@ -111,14 +112,20 @@ def _decode(archive: "Archive", infos: Sequence["FileInfo"], verify: bool | None
     items = [(i.relative_path, i.lookup_row, i.lookup_row + 1) if len(i.chunks) == 1
              else (i.relative_path, -1, -1) for i in infos]
     others = [c for i in infos if len(i.chunks) != 1 for c in i.chunks]
+    check = archive.verify_checksums if verify is None else verify
     with unit_views(archive, items, others, verify=verify) as fast:
         out = []
         for info, view in zip(infos, fast):
             if view is not None:
                 out.append(bytes(view))
-            else:
+                continue
+            parts: Sequence[bytes | memoryview] | None = file_views(
+                archive, info.relative_path, info.lookup_row,
+                info.lookup_row + len(info.chunks), verify=check) if len(info.chunks) > 1 \
+                else None
+            if parts is None:
                 parts = archive.chunk_views(info.relative_path, info.chunks, verify=verify)
-                out.append(b"".join(parts))
+            out.append(b"".join(parts))
         return out
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ..format.kernels import call_function, one_array, take
+from ..format.kernels import call_function, numpy_of, one_array, take
 from ..format.lookup import build_lookup, with_inner
 from ..format.schema import BASE_NAMES, INNER, GroupKey
 
@@ -77,12 +77,11 @@ class SortedPaths:
             else:
                 paths = first_paths_array(self._lookup, self._first)
                 same = call_function("equal", [paths.slice(1), paths.slice(0, n - 1)])
-                self._distinct = n - int(np.count_nonzero(
-                    same.to_numpy(zero_copy_only=False)))
+                self._distinct = n - int(np.count_nonzero(numpy_of(same)))
         return self._distinct
 
 
 def first_paths_array(lookup: pa.Table, first_rows: np.ndarray) -> pa.Array:
     """The ``relative_path`` of each ``chunk_seq = 0`` row, as one Arrow array."""
     paths = one_array(lookup.column("relative_path"))
-    return paths if len(first_rows) == len(paths) else take(paths, pa.array(first_rows))
+    return paths if len(first_rows) == len(paths) else take(paths, first_rows)

@@ -27,11 +27,13 @@ NAME_MAX = 255
 def tmp_name(target: str) -> str:
     """The temporary sibling of ``target`` this process writes (a name too long for the file
     system gets a short hashed one, still recognisable)."""
-    directory, name = os.path.split(target)
+    directory, slash, name = target.rpartition(os.sep)
     suffix = f"{SUFFIX}{os.getpid()}"
-    if len(os.fsencode(name)) + len(suffix) + 1 > NAME_MAX:
+    # a character is at most 4 bytes: most names need no encoding to know they fit
+    if 4 * len(name) + len(suffix) + 1 > NAME_MAX \
+            and len(os.fsencode(name)) + len(suffix) + 1 > NAME_MAX:
         name = hashlib.sha256(os.fsencode(name)).hexdigest()[:32]
-    return os.path.join(directory, f".{name}{suffix}")
+    return f"{directory}{slash}.{name}{suffix}"
 
 
 def create(target: str, made: set[str] | None = None) -> tuple[int, str]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format.build import column
 from ..format.kernels import call_function, filter_by
 from ..format.schema import META
 from ..format.validate import meta_problem
@@ -54,7 +55,7 @@ def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
     if problem is not None:  # damaged facts are not guessed at
         raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)
     mask = call_function("is_in", [table.column("key")],
-                         _set_lookup(pa.array(keys, pa.utf8())))
+                         _set_lookup(column(keys, pa.utf8())))  # (pa.array imports pandas)
     return filter_by(table, mask)
 
 

@@ -56,6 +56,8 @@ if TYPE_CHECKING:
     from .memlookup import SortedPaths
 
 _T = TypeVar("_T")
+#: what :func:`.firstfind.first_find` returns when it leaves the call to :meth:`Archive.find`
+NOT_HANDLED = object()
 #: a point read of a pack member decodes at least this much of the pack (the files next to it
 #: are often read next, and zstd decodes in blocks of 128 KiB anyway)
 PREFIX_MIN = 256 << 10
@@ -363,6 +365,13 @@ class Archive:
             key = path.encode("utf-8")
         except UnicodeEncodeError:
             return None
+        if "trie" not in self.__dict__ and "lookup" not in self.__dict__ \
+                and not self.lookup_in_memory:
+            from .firstfind import first_find  # the first call: digests beside the search
+
+            found = first_find(self, path, key)
+            if found is not NOT_HANDLED:
+                return cast("FileInfo | None", found)
         row = self.trie.get(key)
         if row is None:
             return None
@@ -381,9 +390,13 @@ class Archive:
         """``__lookup__`` written in several record batches (a compressed one, docs/format.md
         §2): its batches, each decoded only when a point read needs it; None for one batch."""
         self._fetch_paths()
+        return self._batches_of(self.range_bytes(GroupKey(RESERVED_PKG_TYPE, "", LOOKUP),
+                                                 LOOKUP))
+
+    def _batches_of(self, buf: pa.Buffer) -> "_Batches | None":
+        """:attr:`_lazy_lookup` of the lookup's bytes ``buf`` (their digest is the caller's)."""
         key = GroupKey(RESERVED_PKG_TYPE, "", LOOKUP)
-        schema, batches = batch_index(self.range_bytes(key, LOOKUP), LOOKUP, self.path,
-                                      check_schema=lookup_schema_problem)
+        schema, batches = batch_index(buf, LOOKUP, self.path, check_schema=lookup_schema_problem)
         if len(batches) <= 1:
             return None
         if sum(n for _, n, _ in batches) != self.manifest_row(key).row_count:
@@ -757,8 +770,8 @@ class Archive:
             paths = sorted(self.first_paths())  # in order already unless the lookup is damaged
         else:
             idx = self.index(pkg_type=pkg_type, repo=repo)
-            seq = idx.column("chunk_seq").to_numpy()
-            first = filter_by(idx.column("relative_path"), pa.array(seq == 0))
+            seq = numpy_of(one_array(idx.column("chunk_seq")))
+            first = filter_by(one_array(idx.column("relative_path")), seq == 0)
             paths = sorted(first.to_pylist())
         if glob is not None:
             rx = re.compile(fnmatch.translate(glob))
