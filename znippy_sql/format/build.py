@@ -22,7 +22,8 @@ import pyarrow as pa
 
 def column(values: Sequence[Any], type: pa.DataType,
            memory_pool: pa.MemoryPool | None = None) -> pa.Array:
-    """``values`` (no nulls) as an array of ``type``: an integer, boolean or string type."""
+    """``values`` as an array of ``type``: an integer or boolean type (no nulls), or a
+    string type (None: null)."""
     n = len(values)
     if pa.types.is_integer(type):
         kind = "i" if pa.types.is_signed_integer(type) else "u"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..format import build
 from ..format.kernels import SortOptions, call_function, take
 from ..format.schema import META_SCHEMA
 from ..read.posix import MODE, MTIME, SYMLINK, mode_text, mtime_text
@@ -61,8 +62,7 @@ class PosixFacts:
                 paths.append(path)
                 keys.append(SYMLINK)
                 values.append(link)
-        return pa.table({"relative_path": paths, "key": keys, "value": values},
-                        schema=META_SCHEMA)
+        return build.table({"relative_path": paths, "key": keys, "value": values}, META_SCHEMA)
 
 
 def with_rows(meta: pa.Table | None, rows: pa.Table) -> pa.Table:
