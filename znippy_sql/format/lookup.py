@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
-from .build import column, numpy_of
+from .build import numpy_of
 from .kernels import SortOptions, call_function
 import numpy as np
 
@@ -46,7 +46,7 @@ def unify_inner(groups: Mapping[GroupKey, pa.Table]) -> dict[GroupKey, pa.Table]
 
 
 def _zeros(n: int) -> pa.Array:
-    return column(np.zeros(n, np.uint64), pa.uint64())
+    return pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(bytes(8 * n))])
 
 
 def with_inner(*groups: Mapping[GroupKey, pa.Table]) -> list[dict[GroupKey, pa.Table]]:
