@@ -33,11 +33,33 @@ def column(values: Sequence[Any], type: pa.DataType,
         bits = np.packbits(np.asarray(values, dtype=bool), bitorder="little")
         return pa.Array.from_buffers(type, n, [None, pa.py_buffer(bits.tobytes())])
     if pa.types.is_string(type) or pa.types.is_large_string(type):
+        fast = _ascii_strings(values, type)
+        if fast is not None:
+            return fast
         builder = pa.lib.StringBuilder(memory_pool)
         builder.append_values(list(values))
         out = builder.finish()
         return out if out.type == type else out.cast(type)
     raise TypeError(f"column(): no builder for {type}")  # pragma: no cover (a caller's bug)
+
+
+def _ascii_strings(values: Sequence[Any], type: pa.DataType) -> pa.Array | None:
+    """``values`` as a string array from one joined buffer when every value is an ASCII
+    ``str`` (then character and byte offsets agree: ~5x the builder's speed), else None."""
+    try:
+        joined = "".join(values)
+    except TypeError:  # a None (a null) or a non-str: the builder says what it makes of it
+        return None
+    if not joined.isascii():
+        return None
+    n = len(values)
+    large = pa.types.is_large_string(type)
+    if not large and len(joined) >= 1 << 31:
+        return None
+    offsets = np.zeros(n + 1, dtype=np.int64 if large else np.int32)
+    np.cumsum(np.fromiter(map(len, values), dtype=np.int64, count=n), out=offsets[1:])
+    return pa.Array.from_buffers(type, n, [None, pa.py_buffer(offsets.tobytes()),
+                                           pa.py_buffer(joined.encode("ascii"))])
 
 
 def binary(values: Sequence[bytes | None]) -> pa.Array:
