@@ -87,14 +87,17 @@ class Packer:
         self.top = top
         return self.drain() if self.open else []
 
-    def add(self, tag: ChunkTag, data: bytes | memoryview) -> list[Pack]:
+    def add(self, tag: ChunkTag, data: bytes | memoryview, digest: bytes | None = None
+            ) -> list[Pack]:
+        """``data`` joins its group's pack (``digest``: its BLAKE3, when already taken)."""
         rows = tag.rows
         pack = self.open.get(id(rows))
         closed: list[Pack] = []
         if pack is None:
             pack = self.open[id(rows)] = Pack(rows)
         n = len(data)
-        digest = blake3.blake3(data).digest()
+        if digest is None:
+            digest = blake3.blake3(data).digest()
         ref = slot = -1
         if self.dedup is not None:
             ref, slot = self.dedup.pack_member(digest, n, pack.slots)
