@@ -141,7 +141,9 @@ def test_read_ahead_leaves_a_file_that_changed_size_to_the_writer(tmp_path: Path
 
     f = tmp_path / "f.txt"
     f.write_bytes(b"abc")
-    assert readahead._read(str(f), 3) == b"abc"
-    assert readahead._read(str(f), 2) is None  # grew since the walk: the writer reads it
-    assert readahead._read(str(f), 4) is None
-    assert readahead._read(str(tmp_path / "gone"), 4) is None
+    spare = bytearray(1)
+    place = bytearray(3)
+    assert readahead._read_into(str(f), memoryview(place), spare) and place == b"abc"
+    for size in (2, 4):  # grew or shrank since the walk: the writer reads it
+        assert not readahead._read_into(str(f), memoryview(bytearray(size)), spare)
+    assert not readahead._read_into(str(tmp_path / "gone"), memoryview(place), spare)
