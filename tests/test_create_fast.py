@@ -53,8 +53,7 @@ def _odd_tree(root: Path) -> None:
 _WRITE = """
 import sys
 from znippy_sql.write import readahead
-if sys.argv[3] == "off":
-    readahead.usable = lambda: False
+readahead.allow(sys.argv[3] == "on")
 started = []
 real_start = readahead.ReadAhead.start
 readahead.ReadAhead.start = lambda self: started.append(real_start(self)) or started[-1]
@@ -84,8 +83,11 @@ def test_read_ahead_child_changes_no_byte(tmp_path: Path, workers: int) -> None:
 _ITER = """
 import os, sys, pickle
 from znippy_sql.format import b3
+from znippy_sql.write import readahead
 from znippy_sql.write.readahead import ReadAhead
 from znippy_sql.write.source import Walk
+assert not readahead.usable()  # a library process does not fork unless it asks
+readahead.allow()
 wants = lambda path, size: size < 100_000
 ahead = ReadAhead(Walk(sys.argv[1], posix=True), wants)
 assert ahead.start()

@@ -18,9 +18,10 @@ was just given.
 
 Nothing about the output depends on it: the entries, their order and the bytes are the walk's
 and the files'; a file the reader could not read whole is read by the writer as before (and
-fails there, naming it). Used only where it is safe and cheap: Linux, ``os.fork``, no other
-thread in the process (a fork copies no threads but may copy a lock one of them held), and
-a source that is a directory. The children ignore SIGINT, exit when a pipe breaks (the caller
+fails there, naming it). Used only where it is safe and cheap: in a process that asked for it
+(:func:`allow`: the CLI's ``create``, a process of its own; a library does not fork behind its
+caller's back), on Linux, with ``os.fork``, no other thread in the process (a fork copies no
+threads but may copy a lock one of them held), and a source that is a directory. The children ignore SIGINT, exit when a pipe breaks (the caller
 gave up) and are killed and reaped by :meth:`close`.
 """
 
@@ -67,9 +68,19 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 _F_SETPIPE_SZ = 1031  # Linux fcntl: a pipe buffer of one chunk
 
 
+_allowed = False
+
+
+def allow(on: bool = True) -> None:
+    """Let one-shot writes of this process fork read-ahead children (off by default)."""
+    global _allowed
+    _allowed = on
+
+
 def usable() -> bool:
-    """Whether read-ahead children may be forked here (Linux, fork, no other thread)."""
-    return (sys.platform.startswith("linux") and hasattr(os, "fork")
+    """Whether read-ahead children may be forked here (asked for, Linux, fork, no other
+    thread)."""
+    return (_allowed and sys.platform.startswith("linux") and hasattr(os, "fork")
             and threading.active_count() == 1)
 
 
