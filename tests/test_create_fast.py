@@ -88,6 +88,8 @@ from znippy_sql.write.readahead import ReadAhead
 from znippy_sql.write.source import Walk
 assert not readahead.usable()  # a library process does not fork unless it asks
 readahead.allow()
+if sys.argv[2] == "small":  # a ring smaller than the files read: it wraps, the reader waits
+    readahead._RING = 1 << 17
 wants = lambda path, size: size < 100_000
 ahead = ReadAhead(Walk(sys.argv[1], posix=True), wants)
 assert ahead.start()
@@ -115,10 +117,14 @@ except ChildProcessError:
 """
 
 
-def test_read_ahead_yields_the_walk_and_the_bytes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ring", ["default", "small"])
+def test_read_ahead_yields_the_walk_and_the_bytes(tmp_path: Path, ring: str) -> None:
     src = tmp_path / "src"
     _odd_tree(src)
-    got = subprocess.run([sys.executable, "-c", _ITER, str(src)], check=True,
+    if ring == "small":
+        for i in range(40):
+            (src / f"more{i:02d}.txt").write_bytes(text_bytes(20_000 + i, seed=200 + i))
+    got = subprocess.run([sys.executable, "-c", _ITER, str(src), ring], check=True,
                          capture_output=True, text=True)
     assert got.stdout.strip() == "reaped"
 

@@ -175,7 +175,10 @@ class ReadAhead:
                 stream.gather()
                 continue
             both = [s for s in (self._walker, self._reader) if s is not None and not s.eof]
-            ready, _, _ = select.select([s.fd for s in both], [], [])
+            poll = select.poll()  # (not select(): a descriptor may be above FD_SETSIZE)
+            for s in both:
+                poll.register(s.fd, select.POLLIN)
+            ready = {fd for fd, _ in poll.poll()}
             for s in both:
                 if s.fd in ready:
                     s.pull()
@@ -339,6 +342,7 @@ def _read_named(root: str, names: int, out: int, ring: mmap.mmap) -> None:
     """The reader: each named file's bytes into the ring, and where they are with their
     BLAKE3 (or that it could not read it whole) to the caller, in order."""
     base = root if root.endswith("/") else root + "/"
+    parent = os.getppid()
     head = _HEAD.pack
     hasher = blake3.blake3
     nsize = _NAME.size
@@ -368,6 +372,8 @@ def _read_named(root: str, names: int, out: int, ring: mmap.mmap) -> None:
                     _write(out, out_parts)
                     out_parts = []
                 while written + size - _TAKEN.unpack_from(ring, 0)[0] > _RING:
+                    if os.getppid() != parent:  # the caller is gone (killed): so are we
+                        return
                     time.sleep(0.0005)
             place = view[at : at + size]
             if _read_into(base + str(rel, "utf-8", "surrogateescape"), place, spare):
