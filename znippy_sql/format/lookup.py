@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import pyarrow as pa
 
+from .build import numpy_of
 from .kernels import SortOptions, call_function
 import numpy as np
 
@@ -28,7 +29,8 @@ def unify_inner(groups: Mapping[GroupKey, pa.Table]) -> dict[GroupKey, pa.Table]
     it otherwise. Groups without it get zeros; the column is dropped where none is needed."""
     packed = False
     for t in groups.values():
-        if has_packs(t) and t.num_rows and int(np.max(t.column(INNER).to_numpy())) > 0:
+        if has_packs(t) and t.num_rows and any(
+                len(c) and int(np.max(numpy_of(c))) > 0 for c in t.column(INNER).chunks):
             packed = True
             break
     n = len(BASE_FIELDS)
@@ -36,11 +38,15 @@ def unify_inner(groups: Mapping[GroupKey, pa.Table]) -> dict[GroupKey, pa.Table]
     for key, t in groups.items():
         there = has_packs(t)
         if packed and not there:
-            t = t.add_column(n, INNER_FIELD, pa.array(np.zeros(t.num_rows, np.uint64)))
+            t = t.add_column(n, INNER_FIELD, _zeros(t.num_rows))
         elif there and not packed:
             t = t.drop_columns([INNER])
         out[key] = t
     return out
+
+
+def _zeros(n: int) -> pa.Array:
+    return pa.Array.from_buffers(pa.uint64(), n, [None, pa.py_buffer(bytes(8 * n))])
 
 
 def with_inner(*groups: Mapping[GroupKey, pa.Table]) -> list[dict[GroupKey, pa.Table]]:
@@ -50,7 +56,7 @@ def with_inner(*groups: Mapping[GroupKey, pa.Table]) -> list[dict[GroupKey, pa.T
         return [dict(g) for g in groups]
     n = len(BASE_FIELDS)
     return [{k: t if has_packs(t) else t.add_column(
-                n, INNER_FIELD, pa.array(np.zeros(t.num_rows, np.uint64)))
+                n, INNER_FIELD, _zeros(t.num_rows))
              for k, t in g.items()} for g in groups]
 
 

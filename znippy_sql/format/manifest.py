@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import FormatError
+from . import build
 from .footer import FOOTER_LEN
 from .ipc import read_stream, stream_bytes
 from .rangeio import RangeSource
@@ -39,16 +40,16 @@ def encode_manifest(rows: list[ManifestRow]) -> bytes:
     digests = [r.blake3 for r in rows if r.blake3 is not None]
     if rows and len(digests) == len(rows):
         schema = schema.with_metadata({SECTION_BLAKE3: ",".join(d.hex() for d in digests)})
-    table = pa.table(
+    table = build.table(
         {
-            "pkg_type": pa.array([r.key.pkg_type for r in rows], pa.int8()),
-            "repo": pa.array([r.key.repo for r in rows], pa.utf8()),
-            "module_name": pa.array([r.key.module_name for r in rows], pa.utf8()),
-            "index_offset": pa.array([r.index_offset for r in rows], pa.uint64()),
-            "index_len": pa.array([r.index_len for r in rows], pa.uint64()),
-            "row_count": pa.array([r.row_count for r in rows], pa.uint64()),
+            "pkg_type": [r.key.pkg_type for r in rows],
+            "repo": [r.key.repo for r in rows],
+            "module_name": [r.key.module_name for r in rows],
+            "index_offset": [r.index_offset for r in rows],
+            "index_len": [r.index_len for r in rows],
+            "row_count": [r.row_count for r in rows],
         },
-        schema=schema,
+        schema,
     )
     return stream_bytes(table)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Union
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
+from ..format import build
 from ..format.paths import check_relative_path
 from ..format.schema import META, META_SCHEMA
 from ..format.validate import meta_problem
@@ -256,8 +257,9 @@ def _check(row: Fact) -> Fact:
 def _canonical(rows: Iterable[Fact]) -> pa.Table:
     checked = [_check(r) for r in rows]
     checked.sort(key=lambda r: (r[0] is not None, (r[0] or "").encode("utf-8"), r[1]))
-    return pa.table({"relative_path": [r[0] for r in checked], "key": [r[1] for r in checked],
-                     "value": [r[2] for r in checked]}, schema=META_SCHEMA)
+    return build.table({"relative_path": [r[0] for r in checked],
+                        "key": [r[1] for r in checked], "value": [r[2] for r in checked]},
+                       META_SCHEMA)
 
 
 def _from_table(table: pa.Table) -> pa.Table:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from ..format import build
 from ..modules import Module
 from .dedup import DedupIndex
 from .pipeline import BatchResult, Job
@@ -64,7 +65,7 @@ class GroupRows:
         """The rows; ``inner``: with the ``inner_offset`` column (an archive with packs)."""
         n = len(self.paths)
         cols: list[pa.Array] = [
-            pa.array(self.paths, pa.utf8()),
+            build.column(self.paths, pa.utf8()),
             _ints(self.seqs, pa.uint32(), n),
             _ints(self.offsets, pa.uint64(), n),
             _flags(self.compressed, n),

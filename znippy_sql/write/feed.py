@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from ..errors import UnsafePathError
 from ..format.paths import check_relative_path
 from .posix import PosixFacts
+from .readahead import ReadAhead
 from .source import Entry, Walk
 
 #: the hint every "unsafe path" error of a write carries
@@ -26,8 +27,12 @@ class Feed:
     def __init__(self, take: Callable[[Entry], None], *, posix: bool = False,
                  skip_unsafe: bool = False, exclude: Sequence[str] = (),
                  exclude_prefixes: Sequence[str] = (),
-                 unchanged: Callable[[Entry], bool] | None = None) -> None:
+                 unchanged: Callable[[Entry], bool] | None = None,
+                 ahead: Callable[[Walk], ReadAhead | None] | None = None) -> None:
         self.take = take
+        #: starts a child process that walks a directory source and reads its small files
+        #: ahead of ``take`` (``write/readahead.py``; None when it could not)
+        self.ahead = ahead
         self.posix = posix
         self.skip_unsafe = skip_unsafe
         self.exclude = list(exclude)
@@ -79,9 +84,14 @@ class Feed:
                     after()
             return
         walk = self.walk(source)
-        for entry in walk:
-            if self.add(entry) and after is not None:
-                after()
+        ahead = self.ahead(walk) if self.ahead is not None else None
+        try:
+            for entry in walk if ahead is None else ahead:
+                if self.add(entry) and after is not None:
+                    after()
+        finally:
+            if ahead is not None:
+                ahead.close()
         self.links_left_out += walk.links_left_out
         self.special_left_out += walk.special_left_out
         for rel, mode, mtime in walk.directories:

@@ -27,12 +27,13 @@ from .blobs import BlobSink, ChunkTag, GroupRows
 from .compat import Compat
 from .limits import check
 from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
+from .readahead import ReadAhead
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, ZnippyError
 from ..format.paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, DIR_PACK, PACK, BatchResult, Compressor, Job
 from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
-from .source import Entry, data_origin
+from .source import Entry, Walk, data_origin
 
 
 #: recorded on the sub-indexes of an archive written with packing on (append follows it)
@@ -132,6 +133,25 @@ class Ingest:
         self.packer = Packer(self.dedup) if options.pack else None
         self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
         self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
+        #: the child reading a walked directory's small files ahead (:meth:`read_ahead`)
+        self.ahead: ReadAhead | None = None
+
+    def read_ahead(self, walk: Walk) -> ReadAhead | None:
+        """A started :class:`ReadAhead` of ``walk`` that reads the files :meth:`add` will
+        pack (None: packing is off, or no child process here)."""
+        if self.packer is None:
+            return None
+        ahead = ReadAhead(walk, self._packs_whole)
+        if not ahead.start():
+            return None
+        self.ahead = ahead
+        return ahead
+
+    def _packs_whole(self, path: str, size: int) -> bool:
+        """Whether a walked file of ``size`` bytes (> 0) goes into a pack whole (:meth:`add`:
+        small enough, compressed, not cut at zip entries)."""
+        return (size <= self._pack_max and not codec.is_skipped(path)
+                and not (self.options.dedup and zipcut.is_zip_family(path)))
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
@@ -232,7 +252,14 @@ class Ingest:
 
     def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
               size: int, directory: bool = False) -> None:
-        """A small file joins its group's open pack (read now: the pack needs its bytes)."""
+        """A small file joins its group's open pack (read now, or by the read-ahead child:
+        the pack needs its bytes)."""
+        digest = None
+        if data is None and self.ahead is not None:
+            assert file is not None
+            got = self.ahead.take(file)
+            if got is not None:
+                data, digest = got
         if data is None:
             assert file is not None
             try:
@@ -245,7 +272,7 @@ class Ingest:
                 raise ZnippyError(f"cannot read source file: {exc.strerror or exc}",
                                   path=file) from None
         assert self.packer is not None
-        for pack in self.packer.add(tag, data, directory=directory):
+        for pack in self.packer.add(tag, data, digest, directory=directory):
             self._send_pack(pack)
 
     def _send_pack(self, pack: Pack) -> None:

@@ -121,10 +121,10 @@ class Packer:
         self.dir = key
         return self.drain() if self.open else []
 
-    def add(self, tag: ChunkTag, data: bytes | memoryview, *, directory: bool = False
-            ) -> list[Pack]:
+    def add(self, tag: ChunkTag, data: bytes | memoryview, digest: bytes | None = None,
+            *, directory: bool = False) -> list[Pack]:
         """``data`` joins the open pack (``directory``: the directory pack) of its group;
-        returns the packs this closed."""
+        returns the packs this closed (``digest``: its BLAKE3, when already taken)."""
         rows = tag.rows
         closed: list[Pack] = []
         n = len(data)
@@ -134,7 +134,8 @@ class Packer:
             pack = None
         if pack is None:
             pack = self.open[(id(rows), directory)] = Pack(rows, directory=directory)
-        digest = blake3.blake3(data).digest()
+        if digest is None:
+            digest = blake3.blake3(data).digest()
         ref = slot = -1
         if self.dedup is not None:
             ref, slot = self.dedup.pack_member(digest, n, pack.slots)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ..format import build
 from ..format.kernels import SortOptions, call_function, take
 from ..format.schema import META_SCHEMA
 from ..read.posix import MODE, MTIME, SYMLINK, mode_text, mtime_text
@@ -42,27 +43,38 @@ class PosixFacts:
 
     def rows(self) -> pa.Table:
         """The rows in ``__meta__``'s canonical order (by path bytes, then key)."""
-        order = sorted(range(len(self.paths)), key=lambda i: self.paths[i].encode("utf-8"))
-        paths: list[str] = []
-        keys: list[str] = []
-        values: list[str] = []
+        names = self.paths
+        keys = [p.encode("utf-8") for p in names]
+        order = sorted(range(len(names)), key=keys.__getitem__)
+        modes, mtimes = self.modes, self.mtimes
+        mode_of = {m: mode_text(m) for m in set(modes)}  # a tree has a few distinct modes
+        paths: list[str]
+        if not self.links and None not in mtimes:  # every row a mode and an mtime: in bulk
+            paths = [names[i] for i in order for _ in (0, 1)]
+            values = [v for i in order  # (no None among mtimes: checked just above)
+                      for v in (mode_of[modes[i]], mtime_text(mtimes[i]))]  # type: ignore[arg-type]
+            return build.table({"relative_path": paths, "key": [MODE, MTIME] * len(order),
+                                "value": values}, META_SCHEMA)
+        paths = []
+        keys_out: list[str] = []
+        values = []
         for i in order:
-            path = self.paths[i]
+            path = names[i]
             paths.append(path)
-            keys.append(MODE)
-            values.append(mode_text(self.modes[i]))
-            mtime = self.mtimes[i]
+            keys_out.append(MODE)
+            values.append(mode_of[modes[i]])
+            mtime = mtimes[i]
             if mtime is not None:
                 paths.append(path)
-                keys.append(MTIME)
+                keys_out.append(MTIME)
                 values.append(mtime_text(mtime))
             link = self.links.get(path)
             if link is not None:
                 paths.append(path)
-                keys.append(SYMLINK)
+                keys_out.append(SYMLINK)
                 values.append(link)
-        return pa.table({"relative_path": paths, "key": keys, "value": values},
-                        schema=META_SCHEMA)
+        return build.table({"relative_path": paths, "key": keys_out, "value": values},
+                           META_SCHEMA)
 
 
 def with_rows(meta: pa.Table | None, rows: pa.Table) -> pa.Table:

@@ -158,7 +158,8 @@ class ArchiveWriter:
                               pkg_type=self._pkg_type)
         self._feed = Feed(self._ingest.add, posix=self.options.posix,
                           skip_unsafe=self.options.skip_unsafe,
-                          exclude=[self.path], exclude_prefixes=[self.staging_prefix])
+                          exclude=[self.path], exclude_prefixes=[self.staging_prefix],
+                          ahead=self._ingest.read_ahead)
         return self
 
     def add(self, entry: Entry | str, data: bytes | None = None, *,
