@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .fastread import _local, stable
+from .fastread import local_parquet, stable
 
 
 def _quote(text: str) -> str:
@@ -55,21 +55,14 @@ def view_sql(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,
              row_filter: Any) -> str | None:
     """A ``SELECT`` over ``read_parquet`` of ``tasks`` giving ``columns`` (all when None) of
     ``table``, or None when the Arrow path must read them (see the module docstring)."""
-    from pyiceberg.manifest import FileFormat
-
-    if not tasks or any(t.delete_files for t in tasks):
+    paths = local_parquet(tasks)
+    if paths is None:
         return None
     schema = table.schema()
     fields = list(schema.fields) if columns is None else [
         schema.find_field(n) for n in columns]
     if not fields or not all(f.required for f in fields):
         return None
-    paths = []
-    for t in tasks:
-        path = _local(t.file.file_path)
-        if path is None or t.file.file_format != FileFormat.PARQUET:
-            return None
-        paths.append(path)
     if not stable(table):
         return None
     select = ", ".join(_ident(f.name) for f in fields)

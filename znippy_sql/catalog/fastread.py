@@ -59,6 +59,22 @@ def _local(path: str) -> str | None:
     return path if path.startswith("/") else None
 
 
+def local_parquet(tasks: Sequence[Any]) -> list[str] | None:
+    """The local paths of ``tasks``' data files when every one is a local Parquet file
+    without delete files, else None (then pyiceberg's own reader takes them)."""
+    from pyiceberg.manifest import FileFormat
+
+    if not tasks or any(t.delete_files for t in tasks):
+        return None
+    paths = []
+    for t in tasks:
+        path = _local(t.file.file_path)
+        if path is None or t.file.file_format != FileFormat.PARQUET:
+            return None
+        paths.append(path)
+    return paths
+
+
 def _prefix_ranges(expr: Any) -> Any:
     """``startswith`` conjuncts of ``expr`` as ranges (``>= p AND < p'``), which pyarrow's
     Parquet scan checks against row-group statistics (it cannot with ``starts_with``), or
@@ -84,16 +100,12 @@ def read_tasks(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.expressions.visitors import bind
     from pyiceberg.io.pyarrow import expression_to_pyarrow, schema_to_pyarrow
-    from pyiceberg.manifest import FileFormat
 
-    if not tasks or any(t.delete_files for t in tasks) or not stable(table):
+    if not stable(table):
         return None
-    paths = []
-    for t in tasks:
-        path = _local(t.file.file_path)
-        if path is None or t.file.file_format != FileFormat.PARQUET:
-            return None
-        paths.append(path)
+    paths = local_parquet(tasks)
+    if paths is None:
+        return None
     schema = table.schema()
     names = [f.name for f in schema.fields] if columns is None else list(columns)
     try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 #: decoded entries kept, summed over manifests (a data file's entry took ~6.5 KB of memory
@@ -21,56 +22,61 @@ from typing import Any
 MAX_ENTRIES = 20_000
 
 _LOCK = threading.Lock()
-_CACHE: OrderedDict[str, list[Any]] = OrderedDict()
-_SIZE = [0]
+
+
+class _Lru:
+    """Decoded manifest data by path, least recently used first out once ``weight`` summed
+    over the kept values passes ``limit`` (a value heavier than ``limit`` is not kept)."""
+
+    def __init__(self, limit: int, weight: Callable[[Any], int]) -> None:
+        self.limit, self.weight, self.size = limit, weight, 0
+        self.kept: OrderedDict[str, Any] = OrderedDict()
+
+    def get(self, key: str, load: Callable[[], Any]) -> Any:
+        with _LOCK:
+            hit = self.kept.get(key)
+            if hit is not None:
+                self.kept.move_to_end(key)
+                return hit
+        got = load()
+        w = self.weight(got)
+        with _LOCK:
+            if key not in self.kept and w <= self.limit:
+                self.kept[key] = got
+                self.size += w
+                while self.size > self.limit:
+                    _old, gone = self.kept.popitem(last=False)
+                    self.size -= self.weight(gone)
+        return got
+
+
+_ENTRIES = _Lru(MAX_ENTRIES, len)
 
 
 def _entries(manifest: Any, io: Any) -> list[Any]:
     """The live entries of ``manifest`` (decoded once per process while they fit)."""
-    key = manifest.manifest_path
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-            return hit
-    entries = list(manifest.fetch_manifest_entry(io, discard_deleted=True))
-    with _LOCK:
-        if key not in _CACHE and len(entries) <= MAX_ENTRIES:
-            _CACHE[key] = entries
-            _SIZE[0] += len(entries)
-            while _SIZE[0] > MAX_ENTRIES:
-                _old, gone = _CACHE.popitem(last=False)
-                _SIZE[0] -= len(gone)
-    return entries
+    return _ENTRIES.get(manifest.manifest_path, lambda: list(
+        manifest.fetch_manifest_entry(io, discard_deleted=True)))
 
 
 #: manifest lists decoded, by path (immutable too; one per snapshot, a few entries each)
-_LISTS: OrderedDict[str, tuple[Any, ...]] = OrderedDict()
 MAX_LISTS = 64
+_LISTS = _Lru(MAX_LISTS, lambda _value: 1)
 
 
 def manifests(snapshot: Any, io: Any) -> tuple[Any, ...]:
     """``snapshot.manifests(io)``, the snapshot's manifest list decoded once per process."""
-    key = snapshot.manifest_list
-    with _LOCK:
-        hit = _LISTS.get(key)
-        if hit is not None:
-            _LISTS.move_to_end(key)
-            return hit
-    got = tuple(snapshot.manifests(io))
-    with _LOCK:
-        _LISTS[key] = got
-        while len(_LISTS) > MAX_LISTS:
-            _LISTS.popitem(last=False)
+    got: tuple[Any, ...] = _LISTS.get(snapshot.manifest_list,
+                                      lambda: tuple(snapshot.manifests(io)))
     return got
 
 
 def clear() -> None:
     """Forget every cached manifest and manifest list (tests; memory)."""
     with _LOCK:
-        _CACHE.clear()
-        _LISTS.clear()
-        _SIZE[0] = 0
+        for lru in (_ENTRIES, _LISTS):
+            lru.kept.clear()
+            lru.size = 0
 
 
 def _planner_class() -> Any:

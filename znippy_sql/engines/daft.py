@@ -96,45 +96,66 @@ def read_bytes(archive: "daft.Expression", relative_path: "daft.Expression", *,
     return znippy_read_bytes(archive, relative_path)
 
 
-class ZnippySource(DataSource):
-    """A :class:`Scan` as a Daft source (one task per part)."""
+def _pushed_columns(arrow: pa.Schema, pushdowns: Any) -> list[str] | None:
+    """The columns a task reads: those Daft asks for and those its filters need, in the
+    schema's order (None: all)."""
+    columns = pushdowns.columns
+    if columns is None:
+        return None
+    wanted = set(columns) | set(pushdowns.filter_required_column_names())
+    return [n for n in arrow.names if n in wanted]
 
-    def __init__(self, scan: Scan) -> None:
-        self._scan = scan
-        self._arrow = scan.schema()
-        self._schema = daft.Schema.from_pyarrow_schema(self._arrow)
 
-    @property
-    def name(self) -> str:
-        return f"znippy:{self._scan.view}"
+class _Source(DataSource):
+    """A Daft source over an Arrow schema (the schema Daft sees)."""
+
+    def __init__(self, arrow: pa.Schema) -> None:
+        self._arrow = arrow
+        self._schema = daft.Schema.from_pyarrow_schema(arrow)
 
     @property
     def schema(self) -> "daft.Schema":
         return self._schema
 
-    async def get_tasks(self, pushdowns: Any) -> AsyncIterator["ZnippyTask"]:
-        where = where_of(conjuncts(pushdowns.filters)) if pushdowns.filters is not None \
-            else Where()
-        columns = pushdowns.columns
-        if columns is not None:
-            columns = [n for n in self._arrow.names if n in set(columns)
-                       or n in pushdowns.filter_required_column_names()]
-        for part in self._scan.plan(where):
-            yield ZnippyTask(self._scan, part, self._arrow, columns, where)
 
+class _Task(DataSourceTask):
+    """A Daft task giving ``columns`` (all when None) of ``arrow``."""
 
-class ZnippyTask(DataSourceTask):
-    def __init__(self, scan: Scan, part: Part, arrow: pa.Schema,
-                 columns: Sequence[str] | None, where: Where) -> None:
-        self._scan, self._part, self._arrow = scan, part, arrow
+    def __init__(self, arrow: pa.Schema, columns: Sequence[str] | None) -> None:
         self._columns = list(columns) if columns is not None else None
-        self._where = where
         names = self._columns if self._columns is not None else arrow.names
         self._out = pa.schema([arrow.field(n) for n in names])
 
     @property
     def schema(self) -> "daft.Schema":
         return daft.Schema.from_pyarrow_schema(self._out)
+
+
+class ZnippySource(_Source):
+    """A :class:`Scan` as a Daft source (one task per part)."""
+
+    def __init__(self, scan: Scan) -> None:
+        super().__init__(scan.schema())
+        self._scan = scan
+
+    @property
+    def name(self) -> str:
+        return f"znippy:{self._scan.view}"
+
+    async def get_tasks(self, pushdowns: Any) -> AsyncIterator["ZnippyTask"]:
+        where = where_of(conjuncts(pushdowns.filters)) if pushdowns.filters is not None \
+            else Where()
+        columns = _pushed_columns(self._arrow, pushdowns)
+        for part in self._scan.plan(where):
+            yield ZnippyTask(self._scan, part, self._arrow, columns, where)
+
+
+class ZnippyTask(_Task):
+    def __init__(self, scan: Scan, part: Part, arrow: pa.Schema,
+                 columns: Sequence[str] | None, where: Where) -> None:
+        super().__init__(arrow, columns)
+        self._scan, self._part, self._arrow = scan, part, arrow
+        self._where = where
 
     async def read(self) -> AsyncIterator[Any]:
         from daft.recordbatch import RecordBatch
@@ -143,46 +164,32 @@ class ZnippyTask(DataSourceTask):
             yield RecordBatch.from_arrow_record_batches([batch], self._out)
 
 
-class CatalogSource(DataSource):
+class CatalogSource(_Source):
     """A :class:`~znippy_sql.engines.catalog.CatalogScan` as a Daft source: one task per
     part (a few data files), planned with the filters and columns Daft pushes."""
 
     def __init__(self, scan: CatalogScan, upfront: Sequence[Conjunct] = ()) -> None:
+        super().__init__(scan.schema())
         self._scan = scan
         self._upfront = list(upfront)
-        self._arrow = scan.schema()
-        self._schema = daft.Schema.from_pyarrow_schema(self._arrow)
 
     @property
     def name(self) -> str:
         return f"znippy-catalog:{self._scan.table}"
 
-    @property
-    def schema(self) -> "daft.Schema":
-        return self._schema
-
     async def get_tasks(self, pushdowns: Any) -> AsyncIterator["CatalogTask"]:
         pushed = self._upfront + (conjuncts(pushdowns.filters)
                                   if pushdowns.filters is not None else [])
-        columns = pushdowns.columns
-        if columns is not None:
-            columns = [n for n in self._arrow.names if n in set(columns)
-                       or n in pushdowns.filter_required_column_names()]
+        columns = _pushed_columns(self._arrow, pushdowns)
         for part in self._scan.plan(pushed, columns):
             yield CatalogTask(self._scan, part, self._arrow, columns, pushed)
 
 
-class CatalogTask(DataSourceTask):
+class CatalogTask(_Task):
     def __init__(self, scan: CatalogScan, part: CatalogPart, arrow: pa.Schema,
                  columns: Sequence[str] | None, pushed: Sequence[Conjunct]) -> None:
+        super().__init__(arrow, columns)
         self._scan, self._part, self._pushed = scan, part, list(pushed)
-        self._columns = list(columns) if columns is not None else None
-        names = self._columns if self._columns is not None else arrow.names
-        self._out = pa.schema([arrow.field(n) for n in names])
-
-    @property
-    def schema(self) -> "daft.Schema":
-        return daft.Schema.from_pyarrow_schema(self._out)
 
     async def read(self) -> AsyncIterator[Any]:
         from daft.recordbatch import RecordBatch
