@@ -21,11 +21,21 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format import b3 as blake3
 from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, TRIE, GroupKey
 from ..format.trie import TrieMap
 
 if TYPE_CHECKING:
     from .reader import Archive, FileInfo
+
+#: what :func:`first_find` returns when it leaves the call to :meth:`Archive.find`
+NOT_HANDLED = object()
+
+
+def section_digest(buf: pa.Buffer) -> bytes:
+    """BLAKE3 of a section's bytes (every core for a big one)."""
+    threads = blake3.blake3.AUTO if buf.size > 8 << 20 else 1
+    return blake3.blake3(memoryview(buf), max_threads=threads).digest()
 
 
 class _Digests(threading.Thread):
@@ -38,8 +48,6 @@ class _Digests(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        from .reader import section_digest
-
         try:
             self.digests = [section_digest(b) for b in self.bufs]
         except BaseException as exc:  # given to the caller (a ChecksumError of the guard)
@@ -48,10 +56,8 @@ class _Digests(threading.Thread):
 
 def first_find(archive: "Archive", path: str, key: bytes) -> "FileInfo | None | object":
     """:meth:`Archive.find` of the first call (neither the trie nor the lookup read yet);
-    ``reader.NOT_HANDLED`` when this archive's sections are not both recorded with a digest
+    ``NOT_HANDLED`` when this archive's sections are not both recorded with a digest
     still to check, or its lookup is one record batch (then ``find`` goes its plain way)."""
-    from .reader import NOT_HANDLED
-
     keys = [GroupKey(RESERVED_PKG_TYPE, "", name) for name in (TRIE, LOOKUP)]
     if not archive.verify_sections or any(
             k not in archive._by_key or archive._by_key[k].blake3 is None or k in archive._sound

@@ -46,6 +46,7 @@ from ..format.schema import (
 )
 from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, lookup_schema_problem,
                                portable, rows_problem, subindex_schema_problem)
+from .firstfind import NOT_HANDLED, first_find, section_digest
 from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
                       unsealed_problem, with_writer)
 
@@ -56,8 +57,6 @@ if TYPE_CHECKING:
     from .memlookup import SortedPaths
 
 _T = TypeVar("_T")
-#: what :func:`.firstfind.first_find` returns when it leaves the call to :meth:`Archive.find`
-NOT_HANDLED = object()
 #: a point read of a pack member decodes at least this much of the pack (the files next to it
 #: are often read next, and zstd decodes in blocks of 128 KiB anyway)
 PREFIX_MIN = 256 << 10
@@ -367,8 +366,6 @@ class Archive:
             return None
         if "trie" not in self.__dict__ and "lookup" not in self.__dict__ \
                 and not self.lookup_in_memory:
-            from .firstfind import first_find  # the first call: digests beside the search
-
             found = first_find(self, path, key)
             if found is not NOT_HANDLED:
                 return cast("FileInfo | None", found)
@@ -870,12 +867,6 @@ class _Batches:
 def group_what(key: GroupKey) -> str:
     """How errors name a data sub-index."""
     return f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
-
-
-def section_digest(buf: pa.Buffer) -> bytes:
-    """BLAKE3 of a section's bytes (every core for a big one)."""
-    threads = blake3.blake3.AUTO if buf.size > 8 << 20 else 1
-    return blake3.blake3(memoryview(buf), max_threads=threads).digest()
 
 
 def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
