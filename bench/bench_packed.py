@@ -236,7 +236,7 @@ def main() -> None:
     ap.add_argument("--find-rows", type=int, default=0,
                     help="only the first-find measurement on a lookup of this many rows")
     args = ap.parse_args()
-    # the package's bytecode, as a wheel install has it (the sessions' environment sets
+    # the package's bytecode, as a wheel install has it (this machine's environment sets
     # PYTHONDONTWRITEBYTECODE, so an editable install would compile every module each run:
     # ~0.1-0.3 s of CPU per CLI command that neither a user nor the peer pays)
     import compileall

@@ -327,7 +327,8 @@ def test_dedup_index_memory_is_bounded() -> None:
 
 
 @pytest.mark.skipif(not os.path.isdir(os.path.expanduser("~/.m2/repository")),
-                    reason="no local Maven repository")
+                    reason="no Maven repository at ~/.m2/repository on this machine: this test "
+                           "round-trips its real jars")
 @pytest.mark.slow
 def test_real_jars_round_trip(tmp_path: Path) -> None:
     root = Path(os.path.expanduser("~/.m2/repository"))

@@ -156,7 +156,8 @@ def project_repository() -> Path | None:
 def test_every_object_of_this_projects_history(tmp_path: Path) -> None:
     source = project_repository()
     if source is None:
-        pytest.skip("the tests are not in a git checkout")
+        pytest.skip("the tests are not in a git checkout: this project's own history "
+                    "is the corpus")
     mirror = tmp_path / "self.git"
     subprocess.run(["git", "clone", "-q", "--mirror", str(source), str(mirror)], check=True,
                    env=git_env(tmp_path))

@@ -162,7 +162,8 @@ def test_create_failures(disks: Disks) -> None:
 
 def test_create_onto_a_read_only_file_system(disks: Disks) -> None:
     if disks.ro is None:
-        pytest.skip("no read-only bind mount (needs root)")
+        pytest.skip("a read-only bind mount needs root, which this run lacks: EROFS "
+                    "cannot be produced otherwise")
     src = _source(disks.root / "src", n=3)
     check(run(disks, ["create", str(src), "-o", str(disks.ro / "x.znippy")]), 2,
           "Read-only file system")
@@ -216,7 +217,8 @@ def test_extract_onto_a_full_disk_stops_at_the_first_failure(disks: Disks, archi
 
 def test_extract_onto_a_read_only_file_system(disks: Disks, archive) -> None:
     if disks.ro is None:
-        pytest.skip("no read-only bind mount (needs root)")
+        pytest.skip("a read-only bind mount needs root, which this run lacks: EROFS "
+                    "cannot be produced otherwise")
     arc, _ = archive
     (disks.ro_src / "out").mkdir()
     check(run(disks, ["extract", str(arc), "-o", str(disks.ro / "out")]), 2,
