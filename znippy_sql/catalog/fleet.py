@@ -407,9 +407,18 @@ def _cast(col: pa.ChunkedArray, to: pa.DataType) -> pa.ChunkedArray:
     child it cannot take (``ValidateChildData``), where building raises."""
     if col.type == to:
         return col
+    if _lists_of_same(col.type, to):  # list -> large_list of the very same element field
+        return col.cast(to)
     if pa.types.is_nested(to) or pa.types.is_nested(col.type):
         return pa.chunked_array([pa.array(col.to_pylist(), type=to)], type=to)
     return col.cast(to)
+
+
+def _lists_of_same(a: pa.DataType, b: pa.DataType) -> bool:
+    """Both list types (plain or large) of an equal element field: name, type, nullability."""
+    def is_list(t: pa.DataType) -> bool:
+        return pa.types.is_list(t) or pa.types.is_large_list(t)
+    return is_list(a) and is_list(b) and a.value_field.equals(b.value_field)
 
 
 def _conform(rows: pa.Table, schema: Any, ident: str) -> pa.Table:

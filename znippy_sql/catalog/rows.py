@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..errors import CatalogError
 from ..views.files import files_of_group, module_fields
 from ..format.schema import pkg_type_name
-from ..format.kernels import one_array
+from ..format.kernels import call_function, one_array
 from ..provenance.sign import archive_root
 from ..read.reader import Archive, open_archive
 from .schema import module_field
@@ -130,12 +130,13 @@ def read_rows(uri: str, *, identity: tuple[int, str] | None = None,
         groups = len(archive.groups)
         bytes_read, tail_offset = archive.source.bytes_read, archive.tail_offset
     files = _concat(parts)
-    paths = files.column("relative_path").to_pylist()
-    if len(set(paths)) != len(paths):
+    paths = one_array(files.column("relative_path"))
+    n = len(paths)
+    if n > 1 and call_function("any", [call_function(
+            "equal", [paths.slice(1), paths.slice(0, n - 1)])]).as_py():  # sorted: neighbours
         raise CatalogError("a relative_path is in two groups of the archive", path=uri)
-    digests = files.column("digest").to_pylist()
     return ArchiveRows(uri=uri, size=size, etag_or_mtime=etag,
-                       root_digest=archive_root(paths, digests), groups=groups,
+                       root_digest=archive_root(paths, files.column("digest")), groups=groups,
                        chunk_rows=chunk_rows, meta=meta, files=files, bytes_read=bytes_read,
                        tail_offset=tail_offset)
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ..errors import FormatError
 from ..format import build
-from ..format.files import file_digest
+from ..format.files import file_digests
 from ..format.kernels import call_function, one_array, take
 from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
 from ..format.validate import union_problem
@@ -177,25 +177,11 @@ def files_of_group(table: pa.Table, key: GroupKey, *,
                 any_ = np.maximum.reduceat(flags, starts) if nfiles else flags[:0]
                 out[name] = pa.array(any_.astype(bool), pa.bool_())
         elif name == "digest":
-            out[name] = pa.array(_digests(first.column("relative_path"),
-                                          table.column("checksum"), starts, n), pa.binary(32))
+            out[name] = file_digests(first.column("relative_path"), table.column("checksum"),
+                                     starts)
         else:
             out[name] = first.column(name)
     return pa.table(out, schema=pa.schema([schema.field(c) for c in want]))
-
-
-def _digests(paths: pa.ChunkedArray, checksums: pa.ChunkedArray, starts: np.ndarray,
-             n: int) -> list[bytes]:
-    """The file digest of every file: ``starts`` are the rows where each file begins."""
-    names = paths.to_pylist()
-    sums = checksums.combine_chunks()
-    raw = sums.buffers()[1]
-    blob = b"" if raw is None else raw.to_pybytes()[sums.offset * 32 : (sums.offset + n) * 32]
-    ends = np.append(starts[1:], n)
-    return [
-        file_digest(name, [blob[r * 32 : r * 32 + 32] for r in range(int(s), int(e))])
-        for name, s, e in zip(names, starts, ends)
-    ]
 
 
 def _groups(archive: Archive, request: Request) -> tuple[GroupKey, ...]:
