@@ -36,6 +36,24 @@ def test_cli_create_does_not_import_pandas(tmp_path: Path) -> None:
     assert out.strip().splitlines()[-1] == "0 False"
 
 
+def test_cli_ls_info_extract_do_not_import_pandas(tmp_path: Path) -> None:
+    """The commands a user runs on an archive right after ``create``: ``ls``, ``info`` (dedup
+    figures: ``write/dedup.distinct_blob_bytes``) and ``extract``."""
+    src = tmp_path / "src"
+    _tree(src)
+    archive = tmp_path / "a.znippy"
+    from znippy_sql.cli import main
+    assert main(["create", str(src), "-o", str(archive)]) == 0
+    for argv in (["ls", str(archive)], ["info", str(archive)],
+                 ["extract", str(archive), "-o", str(tmp_path / "out")]):
+        code = ("import sys\nfrom znippy_sql.cli import main\n"
+                f"rc = main({argv!r})\n"
+                "print(rc, 'pandas' in sys.modules)\n")
+        out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                             text=True).stdout
+        assert out.strip().splitlines()[-1] == "0 False", argv
+
+
 def _odd_tree(root: Path) -> None:
     """Small and big files, an empty one, a skip-listed name, repeated content, a symbolic
     link, an empty directory and a name that is not UTF-8."""

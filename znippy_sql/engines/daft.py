@@ -65,14 +65,14 @@ def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
     files honoured), a path filter (``==``, ``is_in``, ``startswith`` on ``relative_path``)
     through the path index as ``Catalog.sql`` does, the data files read on the workers.
     ``catalog``: the pyiceberg properties of ``open_catalog``; object-storage credentials
-    among them (``s3.*``) reach the workers' reads. ``io_config`` is accepted for
-    compatibility and unused (the reads are pyiceberg's, configured by ``catalog``).
+    among them (``s3.*``) reach the workers' reads. ``io_config``: a Daft ``IOConfig`` whose
+    S3 settings become those ``s3.*`` properties where ``catalog`` does not set them.
 
     ``repo``, ``module_name``, ``path`` (exact paths) and ``path_prefix`` (a string or a
     list of them) filter up front: Daft does not push ``startswith`` into a source, so a
     prefix reaches the path index only this way."""
-    scan = CatalogScan(os.fspath(warehouse), table, dict(catalog) if catalog else None,
-                       namespace)
+    props = {**iceberg_s3_properties(io_config), **(catalog or {})}
+    scan = CatalogScan(os.fspath(warehouse), table, props or None, namespace)
     upfront: list[Conjunct] = []
     for column, op, given in (("repo", "in", repo), ("module_name", "in", module_name),
                               ("relative_path", "in", path),
@@ -80,6 +80,25 @@ def read_catalog(warehouse: str | os.PathLike[str], table: str = "files", *,
         if given is not None:
             upfront.append((column, op, (given,) if isinstance(given, str) else tuple(given)))
     return CatalogSource(scan, upfront).read()
+
+
+def iceberg_s3_properties(io_config: Any) -> dict[str, str]:
+    """A Daft ``IOConfig``'s S3 settings as pyiceberg's ``s3.*`` catalog properties."""
+    s3 = getattr(io_config, "s3", None)
+    if s3 is None:
+        return {}
+    props: dict[str, str] = {}
+    for attr, key in (("endpoint_url", "s3.endpoint"), ("key_id", "s3.access-key-id"),
+                      ("access_key", "s3.secret-access-key"),
+                      ("session_token", "s3.session-token"), ("region_name", "s3.region")):
+        value = getattr(s3, attr, None)
+        if value:
+            props[key] = str(value)
+    if getattr(s3, "force_virtual_addressing", None) is not None:
+        props["s3.force-virtual-addressing"] = str(bool(s3.force_virtual_addressing)).lower()
+    if getattr(s3, "anonymous", False):
+        props["s3.anonymous"] = "true"
+    return props
 
 
 def read_bytes(archive: "daft.Expression", relative_path: "daft.Expression", *,

@@ -101,7 +101,8 @@ def archive_module_fields(archive: Archive) -> list[pa.Field]:
 
 
 def constant(value: Any, typ: pa.DataType, n: int) -> pa.Array:
-    return pa.repeat(pa.scalar(value, typ), n)
+    """``value`` ``n`` times (built without pyarrow's Python converters: format/build.py)."""
+    return take(build.column([value], typ), np.zeros(n, np.int32))
 
 
 def group_constants(key: GroupKey, n: int, want: Request | None = None) -> dict[str, pa.Array]:
@@ -129,7 +130,7 @@ def _contiguous(table: pa.Table) -> pa.Table:
     expected = np.arange(n) - np.repeat(starts, counts) if len(starts) and starts[0] == 0 else None
     if expected is not None and np.array_equal(seq, expected):
         paths = one_array(table.column("relative_path"))
-        first = take(paths, pa.array(np.repeat(starts, counts)))
+        first = take(paths, np.repeat(starts, counts))
         if bool(call_function("all", [call_function("equal", [paths, first])]).as_py()):
             return table
     return table.sort_by([("relative_path", "ascending"), ("chunk_seq", "ascending")])
@@ -147,14 +148,14 @@ def files_of_group(table: pa.Table, key: GroupKey, *,
     starts = np.flatnonzero(seq == 0)
     single = len(starts) == n
     nfiles = len(starts)
-    first = table if single else table.take(pa.array(starts))
+    first = table if single else table.take(build.arrow_of(starts))
     consts = group_constants(key, nfiles)
 
     def summed(name: str) -> pa.Array:
         if single:
             return table.column(name)
         values = _numpy(table.column(name)).astype(np.uint64)
-        return pa.array(np.add.reduceat(values, starts) if nfiles else values[:0], pa.uint64())
+        return build.arrow_of(np.add.reduceat(values, starts) if nfiles else values[:0])
 
     out: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name in want:
@@ -168,14 +169,14 @@ def files_of_group(table: pa.Table, key: GroupKey, *,
             out[name] = summed("blob_size")
         elif name == "chunks":
             counts = np.diff(np.append(starts, n)) if nfiles else np.zeros(0)
-            out[name] = pa.array(counts.astype(np.uint32), pa.uint32())
+            out[name] = build.arrow_of(counts.astype(np.uint32))
         elif name == "compressed":
             if single:
                 out[name] = table.column("compressed")
             else:
                 flags = _numpy(table.column("compressed")).astype(np.uint8)
                 any_ = np.maximum.reduceat(flags, starts) if nfiles else flags[:0]
-                out[name] = pa.array(any_.astype(bool), pa.bool_())
+                out[name] = build.arrow_of(any_.astype(bool))
         elif name == "digest":
             out[name] = file_digests(first.column("relative_path"), table.column("checksum"),
                                      starts)

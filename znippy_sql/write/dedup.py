@@ -23,6 +23,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..format.kernels import numpy_of, one_array
+
 Placed = tuple[list[int], list[int], list[bool], list[memoryview], int, list[int]]
 
 #: an entry's state: a whole blob (written here or seeded); a member of an open pack of this
@@ -38,9 +40,8 @@ def distinct_blob_bytes(tables: Iterable[pa.Table]) -> int:
     parts = [t.select(["blob_offset", "blob_size"]) for t in tables if t.num_rows]
     if not parts:
         return 0
-    both = pa.concat_tables(parts)
-    off = both.column("blob_offset").to_numpy()
-    size = both.column("blob_size").to_numpy()
+    off = np.concatenate([numpy_of(one_array(t.column("blob_offset"))) for t in parts])
+    size = np.concatenate([numpy_of(one_array(t.column("blob_size"))) for t in parts])
     used = size > 0
     _, first = np.unique(off[used], return_index=True)
     return int(size[used][first].sum())
