@@ -44,6 +44,8 @@ INDEX_KEY = "znippy.index_compression"
 IN_MEMORY = "<data>"
 #: a zip-family file up to this size is read whole to be cut; a bigger one in pieces
 ZIP_READ_WHOLE = 64 << 20
+#: where :meth:`Ingest.add` sends a file (:meth:`Ingest._route`)
+_DIR_PACK, _ZIP_SPANS, _SMALL_PACK, _OWN_CHUNKS = range(4)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,10 +150,22 @@ class Ingest:
         return ahead
 
     def _packs_whole(self, path: str, size: int) -> bool:
-        """Whether a walked file of ``size`` bytes (> 0) goes into a pack whole (:meth:`add`:
-        small enough, compressed, not cut at zip entries)."""
-        return (size <= self._pack_max and not codec.is_skipped(path)
-                and not (self.options.dedup and zipcut.is_zip_family(path)))
+        """Whether :meth:`add` puts a walked file of ``size`` bytes into a small pack (what
+        the read-ahead child reads; directory-pack members are read by the writer)."""
+        return self._route(path, size) == _SMALL_PACK
+
+    def _route(self, path: str, size: int) -> int:
+        """Where :meth:`add` sends a file: a directory pack (a zip-family file, whole), its
+        zip entry spans (deduplicated), a small pack (compressed with its neighbours), or
+        chunks of its own."""
+        zip_family = zipcut.is_zip_family(path)
+        if self.packer is not None and 0 < size <= self._dir_max and zip_family:
+            return _DIR_PACK
+        if self.options.dedup and size and zip_family:
+            return _ZIP_SPANS
+        if self.packer is not None and 0 < size <= self._pack_max and not codec.is_skipped(path):
+            return _SMALL_PACK
+        return _OWN_CHUNKS
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
@@ -197,29 +211,26 @@ class Ingest:
         extra = None
         if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
             extra = dict(rows.module.columns(path, lambda: _read_all(entry)))
-        dedup = self.options.dedup
         mode = codec.COMPRESS
         if codec.is_skipped(path):
-            mode = codec.PROBE if dedup else codec.RAW
+            mode = codec.PROBE if self.options.dedup else codec.RAW
         block = self.options.block_size
         data: bytes | memoryview | None = entry.data
         file = None if entry.file is None else os.fspath(entry.file)
         self.files += 1
         self.bytes_in += size
-        if self.packer is not None and 0 < size <= self._dir_max and zipcut.is_zip_family(path):
-            self._pack(ChunkTag(rows, path, 0, extra), data, file, size, directory=True)
+        route = self._route(path, size)
+        if route == _DIR_PACK or route == _SMALL_PACK:
+            self._pack(ChunkTag(rows, path, 0, extra), data, file, size,
+                       directory=route == _DIR_PACK)
             return
-        if dedup and size and zipcut.is_zip_family(path):
+        if route == _ZIP_SPANS:
             data, spans = self._zip_spans(data, file, size)
             if spans is not None:
                 self._queue_spans(data, file, spans, rows, path, extra)
                 return
         if size <= block:
-            tag = ChunkTag(rows, path, 0, extra)
-            if self.packer is not None and 0 < size <= self._pack_max and mode == codec.COMPRESS:
-                self._pack(tag, data, file, size)
-                return
-            self._queue(Job(data, file, 0, size, mode), tag)
+            self._queue(Job(data, file, 0, size, mode), ChunkTag(rows, path, 0, extra))
             return
         for seq, off in enumerate(range(0, size, block)):
             length = min(block, size - off)
