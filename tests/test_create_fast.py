@@ -173,3 +173,38 @@ def test_read_ahead_leaves_a_file_that_changed_size_to_the_writer(tmp_path: Path
     for size in (2, 4):  # grew or shrank since the walk: the writer reads it
         assert not readahead._read_into(str(f), memoryview(bytearray(size)), spare)
     assert not readahead._read_into(str(tmp_path / "gone"), memoryview(place), spare)
+
+
+def test_read_ahead_child_failure_is_our_error(tmp_path: Path) -> None:
+    """A walker child that fails tells the caller through its pipe: a ``ZnippyError`` naming
+    the directory and the child's exception, and both children are reaped."""
+    src = tmp_path / "src"
+    _tree(src, files=8)
+    code = f"""
+import os
+from znippy_sql.errors import ZnippyError
+from znippy_sql.write import readahead
+from znippy_sql.write.source import Walk
+readahead.allow(True)
+def wants(path, size):
+    raise RuntimeError("no wants today")
+ahead = readahead.ReadAhead(Walk({str(src)!r}), wants)
+assert ahead.start()
+pids = list(ahead.pids)
+try:
+    list(ahead)
+except ZnippyError as exc:
+    print(type(exc).__name__, exc)
+finally:
+    ahead.close()
+for pid in pids:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+        print("not reaped", pid)
+    except ChildProcessError:
+        pass
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    assert out.startswith("ZnippyError") and "RuntimeError: no wants today" in out, out
+    assert str(src) in out and "not reaped" not in out

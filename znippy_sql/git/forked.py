@@ -1,38 +1,27 @@
 """One function run in a forked child process while this one goes on (``git import``'s trees).
 
 The import of a large pack is CPU work in one Python thread; a machine has two cores or more.
-:func:`run_forked` forks, the child runs the function over the memory it shares with the
-parent (the pack bytes are not copied), sends back the result pickled through a pipe and ends
-with ``os._exit`` (no Python clean-up, no buffered output of the parent written twice). The
-parent gets a callable that waits for the child and returns the result, or raises what the
-child raised: a :class:`~znippy_sql.errors.ZnippyError` subclass with its class, message and
-path; anything else, or a child that ended without an answer, as :class:`WorkerLost` (the
-caller then does the work itself). Called from a
-process with threads, only the forking thread lives on in the child, so the function must
-not take a lock another thread may hold (logging, a thread pool): the trees' work is zlib,
-hashlib, dulwich's C ``apply_delta`` and numpy.
-"""
+:func:`run_forked` forks (:func:`znippy_sql.forking.fork`); the child runs the function over
+the memory it shares with the parent (the pack bytes are not copied) and sends back the result
+pickled through a pipe. The parent gets a callable that waits for the child and returns the
+result, or raises what the child raised: a :class:`~znippy_sql.errors.ZnippyError` subclass
+with its class, message and path; anything else, or a child that ended without an answer, as
+:class:`WorkerLost` (the caller then does the work itself). The function must not take a lock
+another thread may hold: the trees' work is zlib, hashlib, dulwich's C ``apply_delta`` and
+numpy."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import pickle
-import signal
-import sys
-import warnings
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from ..errors import ZnippyError
+from ..forking import can_fork, end, fork
 
 T = TypeVar("T")
-
-
-def can_fork() -> bool:
-    """Forking is used where the platform has it (not on Windows) and the interpreter is not
-    shutting down."""
-    return hasattr(os, "fork") and not sys.is_finalizing()
+__all__ = ["Forked", "WorkerLost", "can_fork", "run_forked"]
 
 
 class WorkerLost(ZnippyError):
@@ -70,8 +59,8 @@ class Forked(Generic[T]):
             os.close(self._fd)
             self._fd = -1
             if not self._done:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self._pid, signal.SIGKILL)
+                self._done = True
+                end(self._pid)
         self._reap()
 
     def _reap(self) -> None:
@@ -83,24 +72,17 @@ class Forked(Generic[T]):
 def run_forked(fn: Callable[[], T]) -> Forked[T]:
     """``fn()`` in a forked child; its result (or error) through :meth:`Forked.result`."""
     read, write = os.pipe()
-    with warnings.catch_warnings():     # 3.12+ warns of fork() with threads: see module doc
-        warnings.simplefilter("ignore", DeprecationWarning)
-        pid = os.fork()
-    if pid == 0:                                      # the child
-        code = 0
+
+    def work() -> None:
         try:
-            os.close(read)
-            try:
-                answer: tuple[bool, object] = (True, fn())
-            except ZnippyError as exc:
-                answer = (False, (type(exc), (exc.problem,), exc.path))
-            except BaseException as exc:  # reported to the parent, never raised here
-                answer = (False, (None, (f"{type(exc).__name__}: {exc}",), None))
-            with os.fdopen(write, "wb", closefd=True) as pipe:
-                pipe.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
-        except BaseException:  # a closed pipe (the parent cancelled): nothing to tell
-            code = 1
-        finally:
-            os._exit(code)
+            answer: tuple[bool, object] = (True, fn())
+        except ZnippyError as exc:
+            answer = (False, (type(exc), (exc.problem,), exc.path))
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            answer = (False, (None, (f"{type(exc).__name__}: {exc}",), None))
+        with os.fdopen(write, "wb", closefd=True) as pipe:
+            pipe.write(pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+
+    pid = fork(work, close=(read,))
     os.close(write)
     return Forked(pid, read)

@@ -21,8 +21,9 @@ and the files'; a file the reader could not read whole is read by the writer as 
 fails there, naming it). Used only where it is safe and cheap: in a process that asked for it
 (:func:`allow`: the CLI's ``create``, a process of its own; a library does not fork behind its
 caller's back), on Linux, with ``os.fork``, no other thread in the process (a fork copies no
-threads but may copy a lock one of them held), and a source that is a directory. The children ignore SIGINT, exit when a pipe breaks (the caller
-gave up) and are killed and reaped by :meth:`close`.
+threads but may copy a lock one of them held), and a source that is a directory. The children
+(:func:`znippy_sql.forking.fork`) ignore SIGINT, exit when a pipe breaks (the caller gave up)
+and are killed and reaped by :meth:`close`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import os
 import mmap
 import pickle
 import select
-import signal
 import struct
 import sys
 import threading
@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import ZnippyError
+from ..forking import end, fork
 from ..format import b3 as blake3
 from .source import Entry, Walk
 
@@ -137,20 +138,13 @@ class ReadAhead:
         to_me, from_walker = _pipe()
         to_me2, from_reader = _pipe()
         names_r, names_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the walker: never returns
-            for fd in (to_me, to_me2, from_reader, names_r):
-                os.close(fd)
-            _child(lambda: _walk(self.walk, self.wants, from_walker, names_w), from_walker)
-        self.pids.append(pid)
+        self.pids.append(fork(lambda: _walk(self.walk, self.wants, from_walker, names_w),
+                              _reporter(from_walker),
+                              close=(to_me, to_me2, from_reader, names_r)))
         os.close(from_walker)
         os.close(names_w)
-        pid = os.fork()
-        if pid == 0:  # the reader: never returns
-            os.close(to_me)
-            os.close(to_me2)
-            _child(lambda: _read_named(self.walk.root, names_r, from_reader, ring), from_reader)
-        self.pids.append(pid)
+        self.pids.append(fork(lambda: _read_named(self.walk.root, names_r, from_reader, ring),
+                              _reporter(from_reader), close=(to_me, to_me2)))
         os.close(from_reader)
         os.close(names_r)
         self._walker, self._reader = _Stream(to_me), _Stream(to_me2)
@@ -261,13 +255,7 @@ class ReadAhead:
             self._ring = None
         pids, self.pids = self.pids, []
         for pid in pids:
-            try:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-                if not done:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            end(pid)
 
 
 def _pipe() -> tuple[int, int]:
@@ -282,22 +270,12 @@ def _pipe() -> tuple[int, int]:
 
 
 # -- the children's side --------------------------------------------------------------------
-def _child(work: Callable[[], None], out: int) -> None:
-    """Run ``work``; exit (never return into the caller's code)."""
-    code = 0
-    try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        work()
-    except BrokenPipeError:
-        pass  # the caller closed its end: it does not want the rest
-    except BaseException as exc:  # noqa: BLE001 - reported to the caller, which raises
-        try:
-            text = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")
-            _write(out, [_HEAD.pack(FAIL, 0, len(text), 0, 0, 0), text])
-        except BaseException:  # noqa: BLE001
-            pass
-        code = 1
-    os._exit(code)
+def _reporter(out: int) -> Callable[[BaseException], None]:
+    """How a child tells the caller it failed: a FAIL record on its pipe (the caller raises)."""
+    def report(exc: BaseException) -> None:
+        text = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")
+        _write(out, [_HEAD.pack(FAIL, 0, len(text), 0, 0, 0), text])
+    return report
 
 
 def _walk(walk: Walk, wants: Callable[[str, int], bool], out: int, names: int) -> None:
