@@ -8,7 +8,8 @@ Usage::
         [--out bench/results-engines.md]
 
 Per engine, in one run: start-up, planning (the ``files`` view's parts of the whole fleet),
-count by repo, a grep of every text file's content (``TODO``), extract of 1,000 files
+count by repo, a grep of every text file's content (``TODO``; run twice, the second time
+with each engine's first-use costs paid), extract of 1,000 files
 selected by a query (content fetched and written to disk). Wall time per step, peak RSS
 summed over the engine's process tree (sampled every 50 ms), bytes read from disk by that
 tree (``/proc/<pid>/io`` ``read_bytes``, plus ``rchar`` for page-cache reads). Every
@@ -80,6 +81,12 @@ out = {{}}
 t0 = time.perf_counter()
 def mark(name, t):
     out["t_" + name] = time.perf_counter() - t
+def twice(grep):
+    """The grep run twice: ``t_grep`` the first (with the engine's first-use costs),
+    ``t_grep2`` the second; both answers must agree."""
+    t = time.perf_counter(); out["grep"] = grep(); mark("grep", t)
+    t = time.perf_counter(); again = grep(); mark("grep2", t)
+    assert again == out["grep"], "the grep's second answer differs"
 def text(b):
     return b is not None and b"\x00" not in b[:1024]
 if engine == "duckdb":
@@ -98,18 +105,19 @@ if engine == "duckdb":
     t = time.perf_counter()
     out["by_repo"] = sorted(con.sql("SELECT repo, count(*) FROM f_files GROUP BY 1").fetchall())
     mark("count", t)
-    t = time.perf_counter()
     from znippy_sql.engines.parts import read_files
-    rows = con.sql("SELECT archive, relative_path FROM f_files WHERE NOT ends_with(relative_path, '.jar')").fetchall()
-    by = {{}}
-    for a, p in rows:
-        by.setdefault(a, []).append(p)
-    hits = []
-    for a, ps in by.items():
-        for p, b in read_files(a, ps, opts).items():
-            if GREP in b:
-                hits.append([a, p])
-    out["grep"] = sorted(hits); mark("grep", t)
+    def grep():
+        rows = con.sql("SELECT archive, relative_path FROM f_files WHERE NOT ends_with(relative_path, '.jar')").fetchall()
+        by = {{}}
+        for a, p in rows:
+            by.setdefault(a, []).append(p)
+        hits = []
+        for a, ps in by.items():
+            for p, b in read_files(a, ps, opts).items():
+                if GREP in b:
+                    hits.append([a, p])
+        return sorted(hits)
+    twice(grep)
     t = time.perf_counter()
     sel = con.sql("SELECT archive, relative_path FROM f_files WHERE relative_path LIKE '%.pom' ORDER BY 1, 2 LIMIT 1000").fetchall()
     n = 0
@@ -136,10 +144,11 @@ elif engine.startswith("daft"):
     t = time.perf_counter()
     d = zd.read_archives(paths, storage_options=opts).groupby("repo").agg(col("relative_path").count().alias("n")).to_pydict()
     out["by_repo"] = sorted(zip(d["repo"], d["n"])); mark("count", t)
-    t = time.perf_counter()
-    df = zd.read_archives(paths, content=True, storage_options=opts).where(~col("relative_path").endswith(".jar"))
-    d = df.where(col("content").not_null() & try_decode(col("content"), "utf-8").contains(GREP.decode())).select("archive", "relative_path").to_pydict()
-    out["grep"] = sorted(map(list, zip(d["archive"], d["relative_path"]))); mark("grep", t)
+    def grep():
+        df = zd.read_archives(paths, content=True, storage_options=opts).where(~col("relative_path").endswith(".jar"))
+        d = df.where(col("content").not_null() & try_decode(col("content"), "utf-8").contains(GREP.decode())).select("archive", "relative_path").to_pydict()
+        return sorted(map(list, zip(d["archive"], d["relative_path"])))
+    twice(grep)
     t = time.perf_counter()
     d = zd.read_archives(paths, storage_options=opts).where(col("relative_path").endswith(".pom")).sort(["archive", "relative_path"]).limit(1000).with_column("content", zd.read_bytes(col("archive"), col("relative_path"), storage_options=opts)).to_pydict()
     for a, p, b in zip(d["archive"], d["relative_path"], d["content"]):
@@ -157,9 +166,10 @@ elif engine == "spark":
         return r.option("storage_options", json.dumps(opts)) if opts else r
     t = time.perf_counter(); df = znippy().load(paths); out["parts"] = df.rdd.getNumPartitions(); mark("plan", t)
     t = time.perf_counter(); out["by_repo"] = sorted((r[0], r[1]) for r in df.groupBy("repo").count().collect()); mark("count", t)
-    t = time.perf_counter()
-    g = znippy().option("content", "true").load(paths).where("NOT relative_path LIKE '%.jar'").where(f"instr(content, '{{GREP.decode()}}') > 0")
-    out["grep"] = sorted([r[0], r[1]] for r in g.select("archive", "relative_path").collect()); mark("grep", t)
+    def grep():
+        g = znippy().option("content", "true").load(paths).where("NOT relative_path LIKE '%.jar'").where(f"instr(content, '{{GREP.decode()}}') > 0")
+        return sorted([r[0], r[1]] for r in g.select("archive", "relative_path").collect())
+    twice(grep)
     t = time.perf_counter()
     sel = znippy().option("content", "true").load(paths).where("relative_path LIKE '%.pom'").orderBy("archive", "relative_path").limit(1000).select("archive", "relative_path", "content").collect()
     for a, p, b in sel:
@@ -176,14 +186,15 @@ elif engine == "ray":
     t = time.perf_counter(); from znippy_sql.engines.parts import Scan
     out["parts"] = len(Scan(tuple(paths), storage_options=opts).plan()); mark("plan", t)
     t = time.perf_counter(); out["by_repo"] = sorted((r["repo"], r["count()"]) for r in zr.read_archives(paths, storage_options=opts).groupby("repo").count().take_all()); mark("count", t)
-    t = time.perf_counter()
-    ds = zr.read_archives(paths, content=True, storage_options=opts)
-    hits = []
-    for b in ds.select_columns(["archive", "relative_path", "content"]).iter_batches(batch_format="pyarrow", batch_size=4096):
-        for a, p, c in zip(b["archive"].to_pylist(), b["relative_path"].to_pylist(), b["content"].to_pylist()):
-            if not p.endswith(".jar") and GREP in c:
-                hits.append([a, p])
-    out["grep"] = sorted(hits); mark("grep", t)
+    def grep():
+        ds = zr.read_archives(paths, content=True, storage_options=opts)
+        hits = []
+        for b in ds.select_columns(["archive", "relative_path", "content"]).iter_batches(batch_format="pyarrow", batch_size=4096):
+            for a, p, c in zip(b["archive"].to_pylist(), b["relative_path"].to_pylist(), b["content"].to_pylist()):
+                if not p.endswith(".jar") and GREP in c:
+                    hits.append([a, p])
+        return sorted(hits)
+    twice(grep)
     t = time.perf_counter()
     sel = sorted((r["archive"], r["relative_path"]) for r in zr.read_archives(paths, storage_options=opts).filter(expr=col("pkg_type") == 1).select_columns(["archive", "relative_path"]).take_all() if r["relative_path"].endswith(".pom"))[:1000]
     from znippy_sql.engines.parts import contents
@@ -356,12 +367,13 @@ def table_rows(runs: dict, s3: bool = False) -> list[str]:
         wire = (f" {r.get('s3_bytes', 0) / 1e6:,.2f} MB ({r.get('s3_requests', 0):,}) |"
                 if s3 else "")
         if "error" in r:
-            lines.append(f"| {engine} | failed: {r['error']} | | | | | {r['wall']:.1f} s | "
+            lines.append(f"| {engine} | failed: {r['error']} | | | | | | {r['wall']:.1f} s | "
                          f"{r['rss'] / 2**20:,.0f} MiB | | |{wire} |")
             continue
         lines.append(
             f"| {engine} | {r['t_start']:.2f} s | {r['t_plan']:.2f} s | {r['t_count']:.2f} s | "
-            f"{r['t_grep']:.2f} s | {r['t_extract']:.2f} s | {r['wall']:.1f} s | "
+            f"{r['t_grep']:.2f} s | {r.get('t_grep2', float('nan')):.2f} s | "
+            f"{r['t_extract']:.2f} s | {r['wall']:.1f} s | "
             f"{r['rss'] / 2**20:,.0f} MiB | {r['read_bytes'] / 1e6:,.1f} MB | "
             f"{r['rchar'] / 1e6:,.1f} MB |{wire} {'yes' if r['equal'] else 'NO'} |")
     return lines
@@ -381,9 +393,11 @@ def write(args, paths, size, runs, scaling, t_plan, n_parts, s3) -> None:
         f"of its own with {args.workers} workers; RSS is the peak of the sum over the "
         "child's process tree (JVM, Python workers, raylets), bytes read are `read_bytes` "
         "(disk) and `rchar` (all reads, page cache included) of that tree.", "",
-        "| engine | start | plan | count by repo | grep text files | extract 1,000 | wall | "
-        "peak RSS | disk read | all reads | = DuckDB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "\"grep again\": the same grep run a second time in the same process (the engine's "
+        "first-use costs paid: Daft's kernels, the archives opened).", "",
+        "| engine | start | plan | count by repo | grep text files | grep again | "
+        "extract 1,000 | wall | peak RSS | disk read | all reads | = DuckDB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     lines += table_rows(runs)
     if s3:
@@ -395,14 +409,17 @@ def write(args, paths, size, runs, scaling, t_plan, n_parts, s3) -> None:
                   "read count the engine's tree only (the server's disk reads are not in them; "
                   "`rchar` includes each engine's own imports and files). \"from S3\": the "
                   "body bytes (and requests) the server sent, counted at a proxy in front of it.",
-                  "", "| engine | start | plan | count by repo | grep text files | "
+                  "", "| engine | start | plan | count by repo | grep text files | grep again | "
                   "extract 1,000 | wall | peak RSS | disk read | all reads | from S3 | = DuckDB |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
         lines += table_rows(s3, s3=True)
     if "t_grep" in runs.get("duckdb", {}) and "t_grep" in runs.get("daft", {}):
-        lines += ["", f"Daft native / DuckDB on the grep: "
-                      f"{runs['daft']['t_grep'] / runs['duckdb']['t_grep']:.2f}x "
-                      "(target ≤ 1.25x)."]
+        for label, rs in (("local", runs), ("S3", s3 or {})):
+            d, k = rs.get("daft", {}), rs.get("duckdb", {})
+            if "t_grep" in d and "t_grep" in k:
+                lines += ["", f"Daft native / DuckDB on the grep, {label}: first "
+                              f"{d['t_grep'] / k['t_grep']:.2f}x, again "
+                              f"{d['t_grep2'] / k['t_grep2']:.2f}x (target ≤ 1.25x)."]
     if t_plan:
         lines += ["", f"Planning {args.plan_archives:,} small archives (`Scan.plan`: footer "
                       f"and manifest of each, local): {t_plan:.2f} s, {n_parts} parts "

@@ -219,3 +219,20 @@ def test_content_is_fetched_only_for_the_rows_a_filter_keeps(fleet: list[str], t
             daft_bytes, duck_bytes, every)
     finally:
         server.close()
+
+
+def test_reading_and_fetching_never_import_pandas(fleet: list[str]) -> None:
+    """A worker reading archives and fetching bytes builds its columns from buffers: pyarrow's
+    Python converters would import pandas (0.5-1 s on a worker's first task, the whole first
+    grep's gap to DuckDB in bench/results-engines.md)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, daft\nfrom daft import col\nimport znippy_sql.daft as zd\n"
+            "daft.set_runner_native(num_threads=2)\n"
+            f"d = zd.read_archives({fleet!r}, content=True).where(\n"
+            "    col('relative_path').endswith('.pom')).to_pydict()\n"
+            "print(len(d['content']) > 0, 'pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip().splitlines()[-1]
+    assert out == "True False"

@@ -59,3 +59,28 @@ def test_explicit_chunk_seq_is_hashed() -> None:
     bad = file_digests(paths, sums, np.array([0]), np.array([0, 7])).to_pylist()[0]
     assert good == _reference_digest("a", [b"\2" * 32, b"\3" * 32])
     assert bad != good
+
+
+@given(value=st.one_of(st.text(max_size=8), st.integers(-128, 127), st.booleans(), st.none()),
+       n=st.integers(0, 50))
+def test_build_repeat_equals_pyarrow(value: object, n: int) -> None:
+    from znippy_sql.format import build
+
+    typ = (pa.utf8() if isinstance(value, str) or value is None
+           else pa.bool_() if isinstance(value, bool) else pa.int8())
+    got = build.repeat(value, typ, n)
+    got.validate(full=True)
+    assert got.equals(pa.repeat(pa.scalar(value, typ), n))
+    if isinstance(value, str):
+        assert build.repeat(value, pa.large_utf8(), n).to_pylist() == [value] * n
+
+
+def test_build_binary_large() -> None:
+    from znippy_sql.format import build
+
+    values = [b"ab", None, b"", b"xyz"]
+    for large in (False, True):
+        got = build.binary(values, large=large)
+        got.validate(full=True)
+        assert got.type == (pa.large_binary() if large else pa.binary())
+        assert got.to_pylist() == values

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from ..errors import CatalogError
 from ..views.files import files_of_group, module_fields
+from ..format import build
 from ..format.schema import pkg_type_name
 from ..format.kernels import call_function, one_array
 from ..provenance.sign import archive_root
@@ -160,12 +161,12 @@ def _group_files(table: pa.Table, key: Any, uri: str) -> pa.Table:
     offsets = pa.array(np.append(starts, len(seq)).astype(np.int32), pa.int32())
     chunks = pa.ListArray.from_arrays(offsets, structs, type=FILES_FIELDS[-1].type)
     cols: dict[str, Any] = {
-        "archive_uri": pa.repeat(pa.scalar(uri, pa.utf8()), n),
+        "archive_uri": build.repeat(uri, pa.utf8(), n),
         "relative_path": files.column("relative_path"),
-        "repo": pa.repeat(pa.scalar(key.repo, pa.utf8()), n),
-        "pkg_type": pa.repeat(pa.scalar(key.pkg_type, pa.int32()), n),
-        "pkg_type_name": pa.repeat(pa.scalar(pkg_type_name(key.pkg_type), pa.utf8()), n),
-        "module_name": pa.repeat(pa.scalar(key.module_name, pa.utf8()), n),
+        "repo": build.repeat(key.repo, pa.utf8(), n),
+        "pkg_type": build.repeat(key.pkg_type, pa.int32(), n),
+        "pkg_type_name": build.repeat(pkg_type_name(key.pkg_type), pa.utf8(), n),
+        "module_name": build.repeat(key.module_name, pa.utf8(), n),
         "size": files.column("size").cast(pa.int64()),
         "digest": files.column("digest"),
         "chunks": chunks,

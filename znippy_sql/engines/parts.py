@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from .. import views
+from ..format import build
 from ..views import Part, Where
 
 CONTENT = pa.field("content", pa.large_binary(), nullable=True)
@@ -167,5 +168,5 @@ def contents(archives: Sequence[str | None], paths: Sequence[str | None],
         if a is not None and p is not None:
             by_archive.setdefault(a, []).append(p)
     got = {a: read_files(a, ps, storage_options) for a, ps in by_archive.items()}
-    return pa.array([None if a is None or p is None else got[a][p]
-                     for a, p in zip(archives, paths)], pa.large_binary())
+    return build.binary([None if a is None or p is None else got[a][p]
+                         for a, p in zip(archives, paths)], large=True)

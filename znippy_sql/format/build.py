@@ -58,6 +58,27 @@ def arrow_of(values: np.ndarray) -> pa.Array:
         values.dtype.newbyteorder("<"), copy=False))])
 
 
+def repeat(value: Any, type: pa.DataType, n: int) -> pa.Array:
+    """``value`` ``n`` times as an array of ``type`` (``pa.repeat(pa.scalar(value, type), n)``
+    without the shim): a string built from one buffer, an integer or boolean from NumPy."""
+    if value is None:
+        return pa.nulls(n, type)
+    if pa.types.is_string(type) or pa.types.is_large_string(type):
+        raw = value.encode("utf-8")
+        large = pa.types.is_large_string(type)
+        if large or len(raw) * n < 2**31:
+            offsets = np.arange(n + 1, dtype=np.int64 if large else np.int32) * len(raw)
+            return pa.Array.from_buffers(type, n, [None, pa.py_buffer(offsets),
+                                                   pa.py_buffer(raw * n)])
+    elif pa.types.is_integer(type) or pa.types.is_boolean(type):
+        one = column([value], type)
+        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(
+            np.packbits(np.full(n, bool(value)), bitorder="little").tobytes()
+            if pa.types.is_boolean(type)
+            else np.full(n, value, dtype=numpy_of(one).dtype).tobytes())])
+    return pa.repeat(pa.scalar(value, type), n)  # pragma: no cover (no caller's type)
+
+
 def _ascii_strings(values: Sequence[Any], type: pa.DataType) -> pa.Array | None:
     """``values`` as a string array from one joined buffer when every value is an ASCII
     ``str`` (then character and byte offsets agree: ~5x the builder's speed), else None."""
@@ -77,12 +98,15 @@ def _ascii_strings(values: Sequence[Any], type: pa.DataType) -> pa.Array | None:
                                            pa.py_buffer(joined.encode("ascii"))])
 
 
-def binary(values: Sequence[bytes | None]) -> pa.Array:
-    """``values`` (None: null) as a ``binary`` array, from its buffers."""
+def binary(values: Sequence[bytes | None], large: bool = False) -> pa.Array:
+    """``values`` (None: null) as a ``binary`` (or ``large_binary``) array, from its
+    buffers."""
     n = len(values)
     lengths = np.fromiter((0 if v is None else len(v) for v in values), dtype=np.int64, count=n)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:], dtype=np.int32)  # (UDF batches: far below 2 GiB)
+    if not large and int(lengths.sum()) >= 2**31:
+        raise ValueError("binary(): 2 GiB or more of values: use large=True")
+    offsets = np.zeros(n + 1, dtype=np.int64 if large else np.int32)
+    np.cumsum(lengths, out=offsets[1:], dtype=offsets.dtype)
     data = pa.py_buffer(b"".join(v for v in values if v is not None))
     nulls = sum(v is None for v in values)
     valid = None
@@ -90,7 +114,8 @@ def binary(values: Sequence[bytes | None]) -> pa.Array:
         bits = np.packbits(np.fromiter((v is not None for v in values), dtype=bool, count=n),
                            bitorder="little")
         valid = pa.py_buffer(bits.tobytes())
-    return pa.Array.from_buffers(pa.binary(), n, [valid, pa.py_buffer(offsets.tobytes()), data],
+    return pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), n,
+                                 [valid, pa.py_buffer(offsets.tobytes()), data],
                                  null_count=nulls)
 
 

@@ -50,12 +50,20 @@ def binary_view(arr: Any, large: bool) -> pa.Array:
     return arr.view(kind) if not large else arr.view(pa.binary()).cast(kind)
 
 
+def _scalar(value: bytes, large: bool) -> pa.Scalar:
+    """A binary scalar built from buffers (``pa.scalar`` asks the pandas shim: build.py)."""
+    kind = pa.large_binary() if large else pa.binary()
+    offsets = np.array([0, len(value)], dtype=np.int64 if large else np.int32)
+    return pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(offsets),
+                                           pa.py_buffer(value)])[0]
+
+
 def joined(parts: Sequence[Any], large: bool) -> tuple[np.ndarray, Any]:
     """The element-wise concatenation of ``parts`` (each an Array of the same length, or a
     bytes constant): (offsets as NumPy, data buffer). Refused with ValueError on a null."""
     kind = pa.large_binary() if large else pa.binary()
-    args = [pa.scalar(p, kind) if isinstance(p, bytes) else p for p in parts]
-    out = call_function("binary_join_element_wise", [*args, pa.scalar(b"", kind)])
+    args = [_scalar(p, large) if isinstance(p, bytes) else p for p in parts]
+    out = call_function("binary_join_element_wise", [*args, _scalar(b"", large)])
     if out.null_count:
         raise ValueError("a file digest needs a path and checksums for every file")
     _, obuf, dbuf = out.buffers()

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 from .. import views
 from ..errors import FormatError, ZnippyError
+from ..format import build
 from ..format.schema import GroupKey
 from ..read.reader import Archive, group_what, open_archive
 from ..remote import is_url, local_path
@@ -247,8 +248,8 @@ class _Scan:
             elif needed is not None:
                 table = table.select([c for c in table.schema.names if c in needed])
             if self.many and (needed is None or "archive" in needed):
-                table = table.add_column(0, _ARCHIVE, pa.repeat(pa.scalar(archive.path),
-                                                                table.num_rows))
+                table = table.add_column(0, _ARCHIVE, build.repeat(archive.path, pa.utf8(),
+                                                                  table.num_rows))
             names = [n for n in self.schema.names if needed is None or n in needed]
             out = views.conform(table, pa.schema([self.schema.field(n) for n in names]))
             df = _frame(archive, what, out)

@@ -22,7 +22,7 @@ from ..format import b3 as blake3
 import numpy as np
 import pyarrow as pa
 
-from ..format import codec
+from ..format import build, codec
 from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
                       UnsealedArchiveError)
 from ..format.footer import FOOTER_LEN, decode_footer
@@ -878,9 +878,9 @@ def label_groups(items: Iterable[tuple[GroupKey, pa.Table]], *,
         n = t.num_rows
         if "pkg_type" in t.schema.names:
             t = t.drop_columns(["pkg_type"])
-        t = t.append_column("repo", pa.repeat(pa.scalar(key.repo, pa.utf8()), n))
-        t = t.append_column("pkg_type", pa.repeat(pa.scalar(key.pkg_type, pa.int8()), n))
-        t = t.append_column("module_name", pa.repeat(pa.scalar(key.module_name, pa.utf8()), n))
+        t = t.append_column("repo", build.repeat(key.repo, pa.utf8(), n))
+        t = t.append_column("pkg_type", build.repeat(key.pkg_type, pa.int8(), n))
+        t = t.append_column("module_name", build.repeat(key.module_name, pa.utf8(), n))
         parts.append(t)
     if not parts:
         extra = [pa.field("repo", pa.utf8()), pa.field("pkg_type", pa.int8()),

@@ -28,6 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ZnippyError
+from ..format import build
 from ..format.schema import GroupKey
 from .base import Request, View, Where
 from .parts import Part, plan, read_part
@@ -223,7 +224,7 @@ def _with_archive(reader: pa.RecordBatchReader, label: str, out: pa.Schema
     for batch in reader:
         table = pa.Table.from_batches([batch])
         if "archive" in out.names:
-            table = table.add_column(0, ARCHIVE_FIELD, pa.repeat(pa.scalar(label),
+            table = table.add_column(0, ARCHIVE_FIELD, build.repeat(label, pa.utf8(),
                                                                   table.num_rows))
         yield from conform(table, out).to_batches()
 

@@ -102,7 +102,7 @@ def archive_module_fields(archive: Archive) -> list[pa.Field]:
 
 def constant(value: Any, typ: pa.DataType, n: int) -> pa.Array:
     """``value`` ``n`` times (built without pyarrow's Python converters: format/build.py)."""
-    return take(build.column([value], typ), np.zeros(n, np.int32))
+    return build.repeat(value, typ, n)
 
 
 def group_constants(key: GroupKey, n: int, want: Request | None = None) -> dict[str, pa.Array]:

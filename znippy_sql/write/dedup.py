@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..format import build
 from ..format.kernels import numpy_of, one_array
 
 Placed = tuple[list[int], list[int], list[bool], list[memoryview], int, list[int]]
@@ -204,7 +205,7 @@ class DedupIndex:
         names = ["checksum", "uncompressed_size", "blob_offset", "blob_size", "compressed"]
         parts = [t.select(names).append_column(
                      "inner_offset", t.column("inner_offset") if "inner_offset" in t.schema.names
-                     else pa.repeat(pa.scalar(0, pa.uint64()), t.num_rows))
+                     else build.repeat(0, pa.uint64(), t.num_rows))
                  for t in tables if t.num_rows]
         if not parts:
             return
