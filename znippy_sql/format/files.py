@@ -29,46 +29,44 @@ def file_digest(path: str, checksums: Sequence[bytes]) -> bytes:
     return h.digest()
 
 
-def binary_view(arr: Any, large: bool) -> pa.Array:
-    """A string or binary Array (or ``binary(32)``) as ``binary`` / ``large_binary``, without
-    ``pyarrow.compute``: strings are reinterpreted, fixed-size values get offsets."""
+def binary_view(arr: Any) -> pa.Array:
+    """A string or binary Array (or ``binary(32)``) without nulls as ``large_binary``, its data
+    buffer shared: 64-bit offsets, so a joined message column never overflows."""
     if isinstance(arr, pa.ChunkedArray):
         arr = one_array(arr)
-    kind = pa.large_binary() if large else pa.binary()
-    if pa.types.is_fixed_size_binary(arr.type):
-        width, n = arr.type.byte_width, len(arr)
-        offsets = np.arange(arr.offset * width, (arr.offset + n + 1) * width, width,
-                            dtype=np.int64 if large else np.int32)
-        data = arr.buffers()[1]
-        return pa.Array.from_buffers(kind, n, [arr.buffers()[0], pa.py_buffer(offsets),
-                                               data if data is not None else pa.py_buffer(b"")],
-                                     offset=0)
-    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
-        if not large:
-            raise TypeError("a large string column where a string column was expected")
-        return arr.view(kind)
-    return arr.view(kind) if not large else arr.view(pa.binary()).cast(kind)
-
-
-def _scalar(value: bytes, large: bool) -> pa.Scalar:
-    """A binary scalar built from buffers (``pa.scalar`` asks the pandas shim: build.py)."""
-    kind = pa.large_binary() if large else pa.binary()
-    offsets = np.array([0, len(value)], dtype=np.int64 if large else np.int32)
-    return pa.Array.from_buffers(kind, 1, [None, pa.py_buffer(offsets),
-                                           pa.py_buffer(value)])[0]
-
-
-def joined(parts: Sequence[Any], large: bool) -> tuple[np.ndarray, Any]:
-    """The element-wise concatenation of ``parts`` (each an Array of the same length, or a
-    bytes constant): (offsets as NumPy, data buffer). Refused with ValueError on a null."""
-    kind = pa.large_binary() if large else pa.binary()
-    args = [_scalar(p, large) if isinstance(p, bytes) else p for p in parts]
-    out = call_function("binary_join_element_wise", [*args, _scalar(b"", large)])
-    if out.null_count:
+    if arr.null_count:
         raise ValueError("a file digest needs a path and checksums for every file")
+    n = len(arr)
+    if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type):
+        return arr.view(pa.large_binary())
+    if pa.types.is_fixed_size_binary(arr.type):
+        width = arr.type.byte_width
+        offsets = np.arange(arr.offset * width, (arr.offset + n + 1) * width, width,
+                            dtype=np.int64)
+    else:  # string or binary: the same offsets, widened
+        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1,
+                                offset=arr.offset * 4).astype(np.int64)
+    data = arr.buffers()[-1]
+    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets),
+                                                        data if data is not None
+                                                        else pa.py_buffer(b"")])
+
+
+def _scalar(value: bytes) -> pa.Scalar:
+    """A ``large_binary`` scalar built from buffers (``pa.scalar`` asks the pandas shim:
+    build.py)."""
+    offsets = np.array([0, len(value)], dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.py_buffer(offsets),
+                                                        pa.py_buffer(value)])[0]
+
+
+def joined(parts: Sequence[Any]) -> tuple[np.ndarray, Any]:
+    """The element-wise concatenation of ``parts`` (each a ``large_binary`` Array of the same
+    length, or a bytes constant): (offsets as NumPy, data buffer)."""
+    args = [_scalar(p) if isinstance(p, bytes) else p for p in parts]
+    out = call_function("binary_join_element_wise", [*args, _scalar(b"")])
     _, obuf, dbuf = out.buffers()
-    bounds = np.frombuffer(obuf, dtype=np.int64 if large else np.int32, count=len(out) + 1,
-                           offset=out.offset * (8 if large else 4))
+    bounds = np.frombuffer(obuf, dtype=np.int64, count=len(out) + 1, offset=out.offset * 8)
     return bounds, (dbuf if dbuf is not None else b"")
 
 
@@ -100,12 +98,11 @@ def file_digests(paths: Any, checksums: Any, starts: np.ndarray,
         tail_data = np.concatenate([head, block], axis=1).reshape(-1)
     else:
         tail_data = np.insert(block.reshape(-1), np.repeat(starts * 36, 5), head.reshape(-1))
-    large = pa.types.is_large_string(paths.type) or pa.types.is_large_binary(paths.type)
-    tail_offsets = np.zeros(nfiles + 1, np.int64 if large else np.int32)
+    tail_offsets = np.zeros(nfiles + 1, np.int64)
     np.cumsum(5 + 36 * counts, out=tail_offsets[1:])
-    tails = pa.Array.from_buffers(pa.large_binary() if large else pa.binary(), nfiles,
+    tails = pa.Array.from_buffers(pa.large_binary(), nfiles,
                                   [None, pa.py_buffer(tail_offsets), pa.py_buffer(tail_data)])
-    bounds, data = joined([FILE_DIGEST_PREFIX, binary_view(paths, large), tails], large)
+    bounds, data = joined([FILE_DIGEST_PREFIX, binary_view(paths), tails])
     digest = blake3.digests(data, bounds)
     return pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), nfiles,
                                                 [None, pa.py_buffer(digest)])
@@ -115,9 +112,6 @@ def root_digest(tag: bytes, paths: Any, digests: Any) -> bytes:
     """BLAKE3 over ``tag``, then every path, NUL and file digest (FORMAT §4's archive root)."""
     h = blake3.blake3(tag)
     if len(paths):
-        paths = one_array(paths) if isinstance(paths, pa.ChunkedArray) else paths
-        large = pa.types.is_large_string(paths.type)
-        bounds, data = joined([binary_view(paths, large), b"\0", binary_view(digests, large)],
-                              large)
+        bounds, data = joined([binary_view(paths), b"\0", binary_view(digests)])
         h.update(memoryview(data)[int(bounds[0]):int(bounds[-1])])
     return h.digest()

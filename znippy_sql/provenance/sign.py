@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union
 import numpy as np
 import pyarrow as pa
 
+from . import cms
+from ..errors import FormatError, SignatureError, ZnippyError
 from ..format import build
 from ..format.files import file_digests as digests_of, root_digest
 from ..format.kernels import call_function, numpy_of, one_array, take
-
-from . import cms
-from ..errors import FormatError, SignatureError, ZnippyError
 from ..format.ipc import read_table
 from ..format.schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
 from ..format.sections import ReservedSection
