@@ -27,7 +27,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not solo" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not solo" --durations=25 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -m solo $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev

@@ -84,3 +84,12 @@ def test_build_binary_large() -> None:
         got.validate(full=True)
         assert got.type == (pa.large_binary() if large else pa.binary())
         assert got.to_pylist() == values
+
+
+def test_rows_before_the_first_start_are_skipped() -> None:
+    """A damaged sub-index whose first row is not a file's first chunk: those rows belong to
+    no file, as in the one-file-at-a-time digest (tests/test_rust_hostile.py found it)."""
+    sums = pa.array([bytes([i]) * 32 for i in range(4)], pa.binary(32))
+    got = file_digests(pa.array(["a", "b"]), sums, np.array([1, 3])).to_pylist()
+    assert got == [file_digest("a", [bytes([1]) * 32, bytes([2]) * 32]),
+                   file_digest("b", [bytes([3]) * 32])]

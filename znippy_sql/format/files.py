@@ -84,6 +84,10 @@ def file_digests(paths: Any, checksums: Any, starts: np.ndarray,
     if nfiles == 0:
         return pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), 0, [None, pa.py_buffer(b"")])
     starts = np.asarray(starts, dtype=np.int64)
+    if starts[0]:  # rows before the first file's first chunk belong to no file (a damaged
+        skip = int(starts[0])  # index; verify finds it): as the digest of one file skips them
+        checksums, starts, rows = checksums.slice(skip), starts - skip, rows - skip
+        seqs = None if seqs is None else np.asarray(seqs)[skip:]
     counts = np.diff(np.append(starts, rows))
     if seqs is None:
         seqs = np.arange(rows, dtype=np.int64) - np.repeat(starts, counts)
