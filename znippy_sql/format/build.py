@@ -70,12 +70,11 @@ def repeat(value: Any, type: pa.DataType, n: int) -> pa.Array:
             offsets = np.arange(n + 1, dtype=np.int64 if large else np.int32) * len(raw)
             return pa.Array.from_buffers(type, n, [None, pa.py_buffer(offsets),
                                                    pa.py_buffer(raw * n)])
-    elif pa.types.is_integer(type) or pa.types.is_boolean(type):
-        one = column([value], type)
-        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(
-            np.packbits(np.full(n, bool(value)), bitorder="little").tobytes()
-            if pa.types.is_boolean(type)
-            else np.full(n, value, dtype=numpy_of(one).dtype).tobytes())])
+    elif pa.types.is_boolean(type):
+        bits = np.packbits(np.full(n, bool(value)), bitorder="little")
+        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(bits)])
+    elif (dt := _dtype(type)) is not None:
+        return pa.Array.from_buffers(type, n, [None, pa.py_buffer(np.full(n, value, dtype=dt))])
     return pa.repeat(pa.scalar(value, type), n)  # pragma: no cover (no caller's type)
 
 

@@ -11,7 +11,8 @@ import numpy as np
 import pyarrow as pa
 
 from . import b3 as blake3
-from .kernels import call_function, one_array
+from .build import binary
+from .kernels import call_function, one_array, utf8_parts
 
 #: FORMAT §4: the file digest starts with this domain-separation prefix.
 FILE_DIGEST_PREFIX = b"znippy-file-v1\0"
@@ -44,27 +45,18 @@ def binary_view(arr: Any) -> pa.Array:
         offsets = np.arange(arr.offset * width, (arr.offset + n + 1) * width, width,
                             dtype=np.int64)
     else:  # string or binary: the same offsets, widened
-        offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=n + 1,
-                                offset=arr.offset * 4).astype(np.int64)
+        offsets = utf8_parts(arr)[0].astype(np.int64)
     data = arr.buffers()[-1]
     return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets),
                                                         data if data is not None
                                                         else pa.py_buffer(b"")])
 
 
-def _scalar(value: bytes) -> pa.Scalar:
-    """A ``large_binary`` scalar built from buffers (``pa.scalar`` asks the pandas shim:
-    build.py)."""
-    offsets = np.array([0, len(value)], dtype=np.int64)
-    return pa.Array.from_buffers(pa.large_binary(), 1, [None, pa.py_buffer(offsets),
-                                                        pa.py_buffer(value)])[0]
-
-
 def joined(parts: Sequence[Any]) -> tuple[np.ndarray, Any]:
     """The element-wise concatenation of ``parts`` (each a ``large_binary`` Array of the same
     length, or a bytes constant): (offsets as NumPy, data buffer)."""
-    args = [_scalar(p) if isinstance(p, bytes) else p for p in parts]
-    out = call_function("binary_join_element_wise", [*args, _scalar(b"")])
+    args = [binary([p], large=True)[0] if isinstance(p, bytes) else p for p in parts]
+    out = call_function("binary_join_element_wise", [*args, binary([b""], large=True)[0]])
     _, obuf, dbuf = out.buffers()
     bounds = np.frombuffer(obuf, dtype=np.int64, count=len(out) + 1, offset=out.offset * 8)
     return bounds, (dbuf if dbuf is not None else b"")

@@ -100,15 +100,10 @@ def archive_module_fields(archive: Archive) -> list[pa.Field]:
     return list(extra.values())
 
 
-def constant(value: Any, typ: pa.DataType, n: int) -> pa.Array:
-    """``value`` ``n`` times (built without pyarrow's Python converters: format/build.py)."""
-    return build.repeat(value, typ, n)
-
-
 def group_constants(key: GroupKey, n: int, want: Request | None = None) -> dict[str, pa.Array]:
     values = {"repo": key.repo, "pkg_type": key.pkg_type,
               "pkg_type_name": pkg_type_name(key.pkg_type), "module_name": key.module_name}
-    return {f.name: constant(values[f.name], f.type, n) for f in GROUP_FIELDS
+    return {f.name: build.repeat(values[f.name], f.type, n) for f in GROUP_FIELDS
             if want is None or want.wants(f.name)}
 
 
