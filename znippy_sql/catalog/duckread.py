@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .fastread import local_parquet, stable
+from .fastread import local_parquet, prefix_bounds, stable
 
 
 def _quote(text: str) -> str:
@@ -38,17 +38,9 @@ def _ident(name: str) -> str:
 
 
 def _ranges(expr: Any) -> list[str]:
-    """The ``startswith`` conjuncts of ``expr`` (through ``AND`` only) as SQL ranges."""
-    from pyiceberg.expressions import And, StartsWith
-
-    if isinstance(expr, And):
-        return _ranges(expr.left) + _ranges(expr.right)
-    if isinstance(expr, StartsWith) and expr.literal.value and \
-            ord(expr.literal.value[-1]) < 0xD7FF:
-        p = expr.literal.value
-        col = _ident(getattr(expr.term, "name"))  # an unbound Reference
-        return [f"{col} >= {_quote(p)}", f"{col} < {_quote(p[:-1] + chr(ord(p[-1]) + 1))}"]
-    return []
+    """The ``startswith`` conjuncts of ``expr`` as SQL ranges (:func:`.fastread.prefix_bounds`)."""
+    return [f"{_ident(name)} >= {_quote(low)} AND {_ident(name)} < {_quote(high)}"
+            for name, low, high in prefix_bounds(expr)]
 
 
 def view_sql(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,

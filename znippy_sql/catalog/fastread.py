@@ -75,22 +75,30 @@ def local_parquet(tasks: Sequence[Any]) -> list[str] | None:
     return paths
 
 
-def _prefix_ranges(expr: Any) -> Any:
-    """``startswith`` conjuncts of ``expr`` as ranges (``>= p AND < p'``), which pyarrow's
-    Parquet scan checks against row-group statistics (it cannot with ``starts_with``), or
-    None."""
-    import pyarrow.compute as pc
+def prefix_bounds(expr: Any) -> list[tuple[str, str, str]]:
+    """The ``startswith`` conjuncts of ``expr`` (through ``AND`` only) as (column, low, high):
+    ``low <= column < high``, a range Parquet row-group statistics can be checked against
+    (``starts_with`` / ``LIKE 'p%'`` cannot)."""
     from pyiceberg.expressions import And, StartsWith
 
     if isinstance(expr, And):
-        left, right = _prefix_ranges(expr.left), _prefix_ranges(expr.right)
-        return left if right is None else right if left is None else left & right
+        return prefix_bounds(expr.left) + prefix_bounds(expr.right)
     if isinstance(expr, StartsWith) and expr.literal.value and \
             ord(expr.literal.value[-1]) < 0xD7FF:
         p = expr.literal.value
-        field = pc.field(getattr(expr.term, "name"))  # an unbound Reference
-        return (field >= p) & (field < p[:-1] + chr(ord(p[-1]) + 1))
-    return None
+        return [(getattr(expr.term, "name"), p, p[:-1] + chr(ord(p[-1]) + 1))]  # unbound
+    return []
+
+
+def _prefix_ranges(expr: Any) -> Any:
+    """:func:`prefix_bounds` as one pyarrow expression, or None."""
+    import pyarrow.compute as pc
+
+    out = None
+    for name, low, high in prefix_bounds(expr):
+        term = (pc.field(name) >= low) & (pc.field(name) < high)
+        out = term if out is None else out & term
+    return out
 
 
 def read_tasks(table: Any, tasks: Sequence[Any], columns: Sequence[str] | None,

@@ -49,6 +49,11 @@ class _Lru:
                     self.size -= self.weight(gone)
         return got
 
+    def clear(self) -> None:
+        with _LOCK:
+            self.kept.clear()
+            self.size = 0
+
 
 _ENTRIES = _Lru(MAX_ENTRIES, len)
 
@@ -73,10 +78,8 @@ def manifests(snapshot: Any, io: Any) -> tuple[Any, ...]:
 
 def clear() -> None:
     """Forget every cached manifest and manifest list (tests; memory)."""
-    with _LOCK:
-        for lru in (_ENTRIES, _LISTS):
-            lru.kept.clear()
-            lru.size = 0
+    for lru in (_ENTRIES, _LISTS):
+        lru.clear()
 
 
 def _planner_class() -> Any:

@@ -55,7 +55,8 @@ class Scan:
                 "data_files": len(self.tasks),
                 "table_files": _file_count(self.table),
                 "index": self.index,
-                "reader": "duckdb" if DIRECT[0] and self.view_sql() is not None else "arrow", **self.notes}
+                "reader": "duckdb" if DIRECT[0] and self.view_sql() is not None else "arrow",
+                **self.notes}
 
     def to_arrow(self) -> pa.Table:
         from pyiceberg.io.pyarrow import ArrowScan
