@@ -79,6 +79,8 @@ class AppendReport:
     files_unchanged: int = 0
     #: (path as found, why) of each file ``skip_unsafe`` left out
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: (path as found, why) of each file and directory ``skip_unreadable`` left out
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -402,6 +404,7 @@ class Appender:
                                   pkg_type=self._pkg_type, existing=old.groups.values())
             self._feed = Feed(self._ingest.add, posix=options.posix,
                               skip_unsafe=options.skip_unsafe,
+                              skip_unreadable=options.skip_unreadable,
                               exclude=[self.path, journal_path(self.path)],
                               exclude_prefixes=[staging_prefix(self.path)],
                               unchanged=self._unchanged if old.groups else None)
@@ -538,6 +541,7 @@ class Appender:
             moves=[(p, group_label(a), group_label(b)) for p, a, b in merged.moved],
             meta=meta, files_unchanged=self._feed.files_unchanged if self._feed else 0,
             skipped=list(self._feed.skipped) if self._feed else [],
+            unreadable=list(self._feed.unreadable) if self._feed else [],
             seconds=time.perf_counter() - self._started,
         )
 

@@ -8,7 +8,9 @@ yields the output itself or a staging sibling of it, when they lie inside it.
 ``posix=True`` records each walked file's mode and mtime, symbolic links (stored as files
 holding their target) and every directory as ``posix.*`` rows of ``__meta__``
 (:mod:`~znippy_sql.write.posix`). ``skip_unsafe=True`` skips a file whose path the format
-refuses (a newline in a name ...) and lists it in ``WriteReport.skipped`` instead of failing.
+refuses (a newline in a name ...) and lists it in ``WriteReport.skipped`` instead of failing;
+``skip_unreadable=True`` leaves out a file or directory of the source that cannot be read
+(``WriteReport.unreadable``) instead of failing with ``UnreadableSourceError``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class WriteReport:
     seconds: float
     #: (path as found, why) of each file ``skip_unsafe`` left out
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: (path as found, why) of each file and directory ``skip_unreadable`` left out
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     #: symbolic links and directories recorded (``posix=True``)
     symlinks: int = 0
     directories: int = 0
@@ -158,6 +162,7 @@ class ArchiveWriter:
                               pkg_type=self._pkg_type)
         self._feed = Feed(self._ingest.add, posix=self.options.posix,
                           skip_unsafe=self.options.skip_unsafe,
+                          skip_unreadable=self.options.skip_unreadable,
                           exclude=[self.path], exclude_prefixes=[self.staging_prefix],
                           ahead=self._ingest.read_ahead)
         return self
@@ -219,6 +224,7 @@ class ArchiveWriter:
                 bytes_in=self._ingest.bytes_in, blob_bytes=sink.cursor,
                 archive_bytes=self.tail.file_size, groups=len(sink.groups),
                 seconds=time.perf_counter() - self._started, skipped=list(self.skipped),
+                unreadable=list(self._feed.unreadable),
                 symlinks=self._feed.facts.symlinks, directories=self._feed.directories,
                 links_left_out=self._feed.links_left_out,
                 special_left_out=list(self._feed.special_left_out),
@@ -280,12 +286,15 @@ def write_archive(
     ``options``: a :class:`~znippy_sql.WriteOptions` (how to write; its fields are the
     defaults); ``provenance``: a :class:`~znippy_sql.Provenance` (``meta``, ``signer``). The
     keyword arguments ``level``, ``block_size``, ``workers``, ``dedup``, ``pack``,
-    ``index_compression``, ``compat``, ``posix``, ``skip_unsafe``, ``fsync``, ``meta`` and
-    ``signer`` are still taken and override the same fields (``write/options.py``).
+    ``index_compression``, ``compat``, ``posix``, ``skip_unsafe``, ``skip_unreadable``,
+    ``fsync``, ``meta`` and ``signer`` are still taken and override the same fields
+    (``write/options.py``).
 
     ``posix=True``: record modes, mtimes, symbolic links and directories of a walked source
     in ``__meta__``. ``skip_unsafe=True``: leave out files whose paths the format refuses
-    (listed in the report) instead of failing. ``compat="rust-0.8"``: an archive the Rust tool
+    (listed in the report) instead of failing; ``skip_unreadable=True``: leave out files and
+    directories that cannot be read (``report.unreadable``) instead of raising
+    :class:`~znippy_sql.errors.UnreadableSourceError`. ``compat="rust-0.8"``: an archive the Rust tool
     0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections).
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
     clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
