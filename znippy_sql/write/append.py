@@ -40,7 +40,8 @@ from .source import Entry, as_entry
 from .unchanged import same_content
 from .tail import TailInfo, write_tail
 from ..format.lookup import with_inner
-from .writer import meta_of, optional_sections, staging_prefix
+from .staging import staging_prefix
+from .writer import meta_of, optional_sections
 
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.

@@ -1,7 +1,7 @@
 """The one-shot writer: ``write_archive`` and the ``ArchiveWriter`` context manager.
 
-Bytes go to a staging sibling (``.<name>.znippy-staging-<pid>-<id>``); only a clean exit writes the
-tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
+Bytes go to a staging sibling (:mod:`~znippy_sql.write.staging`); only a clean exit writes
+the tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
 file, so no half-written archive ever stands under the final name. A directory source never
 yields the output itself or a staging sibling of it, when they lie inside it.
 
@@ -31,10 +31,9 @@ from .ingest import Ingest, WriteOptions
 from .options import OptionKwargs, Provenance, resolve
 from .posix import with_rows
 from .source import Entry, as_entry
-from ..format.fsio import fsync_dir
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import check_compat
-from .staging import remove_stale
+from .staging import Staging, staging_prefix
 from .tail import TailInfo, write_tail
 from ..format.schema import resolve_pkg_type
 
@@ -147,12 +146,13 @@ class ArchiveWriter:
         #: every staging sibling of this output starts so (the walk of a source holding the
         #: output skips them all, those of crashed runs too)
         self.staging_prefix = staging_prefix(self.path)
-        self.staging = f"{self.staging_prefix}{os.getpid()}-{id(self):x}"
+        self._staged = Staging(self.path)
+        self.staging = self._staged.name
 
     def __enter__(self) -> "ArchiveWriter":
         self._started = time.perf_counter()
         check_output(self.path)
-        remove_stale(self.path)  # what a killed writer of the same name left behind
+        self._staged.start()  # what a killed writer of the same name left behind
         try:
             self._fh = open(self.staging, "w+b")
         except OSError as exc:
@@ -214,9 +214,7 @@ class ArchiveWriter:
                 compat=self.options.compat, index_compression=self.options.index_compression,
             )
             self._fh.close()
-            os.replace(self.staging, self.path)
-            if self.options.fsync:
-                fsync_dir(self.path)
+            self._staged.commit(fsync=self.options.fsync)
             self.report = WriteReport(
                 path=self.path, files=self._ingest.files,
                 chunks=sink.compressed_chunks + sink.raw_chunks,
@@ -236,15 +234,7 @@ class ArchiveWriter:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
             if not self._fh.closed:
                 self._fh.close()
-            if os.path.exists(self.staging):
-                os.unlink(self.staging)
-
-
-def staging_prefix(path: str | os.PathLike[str]) -> str:
-    """How every staging sibling of the archive ``path`` begins (the writer adds
-    ``<pid>-<id>``): a directory walk for a write to ``path`` leaves them all out."""
-    full = os.path.abspath(path)
-    return os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.znippy-staging-")
+            self._staged.discard()
 
 
 def check_output(path: str) -> None:
