@@ -40,7 +40,7 @@ from .source import Entry, as_entry
 from .unchanged import same_content
 from .tail import TailInfo, write_tail
 from ..format.lookup import with_inner
-from .staging import staging_prefix
+from .staging import remove_stale, staging_prefix
 from .writer import meta_of, optional_sections
 
 
@@ -391,6 +391,7 @@ class Appender:
         try:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
+            remove_stale(self.path)  # what a killed compact or seal of this name left
             old = self._old = _load(self.path)
             if old.stale and self.provenance.signer is None and not self._drop_signatures:
                 raise SignatureError(
