@@ -16,11 +16,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from znippy_sql import OptionError, WriteOptions, open_archive
+from znippy_sql import Archive, OptionError, WriteOptions, open_archive
 from znippy_sql.read import posix
 
 CLI = Path(sys.executable).parent / "znippy-sql"
@@ -44,8 +45,8 @@ print(sorted(p for p, _ in report.unreadable))
 """
 
 
-def _files(archive: object) -> list[str]:
-    return sorted(set(archive.index().column("relative_path").to_pylist()))  # type: ignore[attr-defined]
+def _files(archive: Archive) -> list[str]:
+    return sorted(set(archive.index().column("relative_path").to_pylist()))
 
 
 def _unprivileged() -> list[str]:
@@ -64,7 +65,7 @@ def _run(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture()
-def tree(tmp_path: Path):  # type: ignore[no-untyped-def]
+def tree(tmp_path: Path) -> Iterator[Path]:
     """``src`` with readable files around a mode-000 directory ``locked`` (which holds a
     file) and ``out``, an empty directory for the archive."""
     src = tmp_path / "src"
