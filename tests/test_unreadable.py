@@ -60,7 +60,7 @@ def _unprivileged() -> list[str]:
 
 
 def _run(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*_unprivileged(), *map(os.fspath, args)], capture_output=True,
+    return subprocess.run([*_unprivileged(), *(os.fspath(a) for a in args)], capture_output=True,
                           text=True, timeout=120)
 
 
