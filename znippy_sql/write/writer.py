@@ -284,8 +284,9 @@ def write_archive(
     in ``__meta__``. ``skip_unsafe=True``: leave out files whose paths the format refuses
     (listed in the report) instead of failing; ``skip_unreadable=True``: leave out files and
     directories that cannot be read (``report.unreadable``) instead of raising
-    :class:`~znippy_sql.errors.UnreadableSourceError`. ``compat="rust-0.8"``: an archive the Rust tool
-    0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections).
+    :class:`~znippy_sql.errors.UnreadableSourceError`. ``compat="rust-0.8"``: an archive the
+    Rust tool 0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved
+    sections).
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
     clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
     ``dedup=False``: every file in ``block_size`` chunks, skip-listed files stored raw, every
