@@ -73,7 +73,8 @@ class Staging:
     ...     with open(staged.name, "wb") as fh:
     ...         _ = fh.write(b"bytes")
     ...     staged.commit(fsync=False)
-    >>> open(out, "rb").read()
+    >>> with open(out, "rb") as fh:
+    ...     fh.read()
     b'bytes'
     """
 
