@@ -42,6 +42,11 @@ class DuplicatePathError(ZnippyError):
     """The same relative_path was given twice to a one-shot writer."""
 
 
+class UnreadableSourceError(ZnippyError):
+    """A file or directory a write was given could not be read (permissions, I/O): the write
+    stopped, nothing under the final name; ``skip_unreadable`` leaves such paths out."""
+
+
 class NotFoundError(ZnippyError, KeyError):
     """No file with that path in the archive."""
 
@@ -94,6 +99,7 @@ __all__ = [
     "CodecError",
     "UnsafePathError",
     "DuplicatePathError",
+    "UnreadableSourceError",
     "NotFoundError",
     "StoreError",
     "CatalogError",

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import ZnippyError
 from .common import Interrupted, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
-from .create import add_dedup_option, add_layout_options, option_kwargs
+from .create import (add_dedup_option, add_layout_options, add_unreadable_option,
+                     option_kwargs, unreadable_lines)
 
 
 def _writer_kwargs(args: argparse.Namespace, *, only_if_asked: bool) -> dict[str, Any]:
@@ -92,8 +93,10 @@ def cmd_append(args: argparse.Namespace) -> int:
     if r.skipped and not args.json:
         line += (f"\nskipped {counted(len(r.skipped), 'file')} with a name the format refuses "
                  "(--skip-unsafe):" + "".join(f"\n  {w}: {why}" for w, why in r.skipped))
+    if r.unreadable and not args.json:
+        line += "\n" + unreadable_lines(r.unreadable)
     _emit(r, args, line)
-    return 1 if r.skipped else 0
+    return 1 if r.skipped or r.unreadable else 0
 
 
 # -- compact ----------------------------------------------------------------------------------
@@ -239,6 +242,7 @@ def register(subparsers: Any) -> None:
                    help="do not record modes, mtimes, symbolic links and directories")
     p.add_argument("--skip-unsafe", action="store_true",
                    help="skip (and list) files whose names the format refuses; exit 1")
+    add_unreadable_option(p)
     add_dedup_option(p)
     add_layout_options(p)
     _add_provenance_options(p)

@@ -61,10 +61,6 @@ def _git(repo: str, *args: str, stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
-def _objects_dir(repo: str) -> str:
-    return _git_paths(repo)[0]
-
-
 def _git_paths(repo: str) -> tuple[str, str]:
     """The repository's objects folder and its shallow file (which may not exist)."""
     if not os.path.isdir(repo):

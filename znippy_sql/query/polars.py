@@ -89,15 +89,15 @@ def _sources(archives: ArchiveLike | Sequence[ArchiveLike]) -> tuple[list[_Sourc
     return out, many
 
 
-def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "files", *,
-         trust: Any = None) -> pl.LazyFrame:
+def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "files"
+         ) -> pl.LazyFrame:
     """A lazy scan of one view (``files`` by default; any of ``views.names()``) of an
     archive, or of several (a glob, or a list of paths, globs or :class:`Archive` objects)
     with an ``archive`` column (path)."""
     if section not in views.names():
         raise ValueError(f"unknown section {section!r}; one of {', '.join(views.names())}")
     sources, many = _sources(archives)
-    return _Scan(sources, section, many, trust).lazy()
+    return _Scan(sources, section, many).lazy()
 
 
 def _refused(archive: Archive, what: str, exc: BaseException) -> FormatError:
@@ -156,10 +156,9 @@ class _Scan:
     ``archive`` for several archives) are decided once per part; the rest, projection and
     reading go through :func:`znippy_sql.views.batches`."""
 
-    def __init__(self, sources: list[_Source], section: str, many: bool, trust: Any) -> None:
+    def __init__(self, sources: list[_Source], section: str, many: bool) -> None:
         self.section = section
         self.many = many
-        self.trust = trust
         have = [s for s in sources if views.present(s.archive, section)]
         if not have:
             raise ZnippyError(f"the archive has no {section} section",
@@ -192,8 +191,7 @@ class _Scan:
               needed: list[str] | None) -> pa.Table:
         own = self.schemas[id(src)]
         cols = None if needed is None else [c for c in own.names if c in needed]
-        return views.batches(src.archive, self.section, cols, groups=groups,
-                             trust=self.trust).read_all()
+        return views.batches(src.archive, self.section, cols, groups=groups).read_all()
 
     def lazy(self) -> pl.LazyFrame:
         from polars.io.plugins import register_io_source
