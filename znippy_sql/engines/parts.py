@@ -92,11 +92,13 @@ class Scan:
         for batch in reader:
             if not batch.num_rows:
                 continue
+            if not want_content:  # a select keeps the length, with no column too
+                yield batch.select(names)
+                continue
             cols = {n: batch.column(n) for n in need}
-            if want_content:
-                cols[CONTENT.name] = contents(cols[ARCHIVE].to_pylist(),
-                                              cols["relative_path"].to_pylist(),
-                                              self.storage_options)
+            cols[CONTENT.name] = contents(cols[ARCHIVE].to_pylist(),
+                                          cols["relative_path"].to_pylist(),
+                                          self.storage_options)
             yield pa.RecordBatch.from_arrays([cols[n] for n in names], schema=out)
 
 

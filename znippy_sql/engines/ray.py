@@ -25,6 +25,11 @@ from .parts import TARGET_BYTES, Scan
 from .predicates import Conjunct, where_kwargs, where_of
 from .sources import expand
 
+try:  # Ray's name for the null column a block of no column keeps its length with
+    from ray.data._internal.arrow_block import _BATCH_SIZE_PRESERVING_STUB_COL_NAME as STUB
+except ImportError:  # pragma: no cover  (a Ray that moved it: the name it has used)
+    STUB = "__bsp_stub"
+
 
 def read_archives(archives: Any, view: str = "files", *, content: bool = False,
                   where: Where | None = None, repo: Any = None, pkg_type: Any = None,
@@ -77,7 +82,8 @@ class ZnippyDatasource(Datasource):
         need = list(names)
         if pred is not None:
             need = [n for n in self._arrow.names if n in set(names) | _columns(pred)]
-        out = pa.schema([self._arrow.field(n) for n in names])
+        out = pa.schema([self._arrow.field(n) for n in names]) if names else \
+            pa.schema([pa.field(STUB, pa.null())])  # a count: rows, no column
         tasks = []
         for part in self._scan.plan(where):
             meta = BlockMetadata(num_rows=None, size_bytes=part.est_bytes, exec_stats=None,
@@ -97,7 +103,8 @@ def _reader(scan: Scan, part: Part, arrow: pa.Schema, need: list[str], names: li
             if flt is not None:
                 table = table.filter(flt)
             if table.num_rows:
-                yield table.select(names)
+                yield table.select(names) if names else \
+                    table.select([]).append_column(STUB, pa.nulls(table.num_rows))
     return read
 
 

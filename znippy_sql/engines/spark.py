@@ -22,7 +22,7 @@ Options:
   ``catalog.<key>`` = value or ``catalog`` = a JSON object (pyiceberg catalog properties).
 
 Unsigned integers become Spark ``long`` (``uint64`` values above 2**63 do not occur in an
-archive's sizes and offsets), fixed-size binaries ``binary``.
+archive's sizes and offsets), fixed-size binaries ``binary``, timestamps microseconds.
 """
 
 from __future__ import annotations
@@ -108,6 +108,8 @@ def spark_arrow_type(t: pa.DataType) -> pa.DataType:
         return pa.binary()
     if pa.types.is_large_string(t):
         return pa.utf8()
+    if pa.types.is_timestamp(t):  # Spark's timestamps are microseconds
+        return pa.timestamp("us", t.tz)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(spark_arrow_field(t.value_field))
     if pa.types.is_struct(t):
@@ -135,6 +137,9 @@ def struct_type(schema: pa.Schema) -> Any:
 
 def _batches(rows: Iterator[pa.RecordBatch], out: pa.Schema) -> Iterator[pa.RecordBatch]:
     for batch in rows:
+        if not out:  # no column: the rows still count
+            yield batch.select([])
+            continue
         yield pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, out)],
                                          schema=out)
 
