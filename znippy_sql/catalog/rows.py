@@ -22,6 +22,7 @@ from ..format.schema import pkg_type_name
 from ..format.kernels import call_function, one_array
 from ..provenance.sign import archive_root
 from ..read.reader import Archive, open_archive
+from ..remote.url import is_url
 from .schema import module_field
 
 CHUNK_TYPE = pa.struct([
@@ -56,10 +57,6 @@ ARCHIVES_ARROW = pa.schema([
              nullable=True),
 ])
 _FILE_COLUMNS = ("relative_path", "size", "digest")
-
-
-def is_url(uri: str) -> bool:
-    return "://" in uri
 
 
 def archive_uri(path: str | os.PathLike[str]) -> str:

@@ -1,0 +1,40 @@
+"""One definition of each thing (issue 35, item 17), held by its behaviour: one URL rule, one
+cache of open archives for every reader that is handed archives by name, one walk of an
+engine's filters, one helper for where files start, one size formatting, package-type names
+from the registry."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from znippy_sql import Entry, write_archive
+from znippy_sql.catalog.rows import archive_uri
+from znippy_sql.remote.url import is_url
+
+
+def test_the_catalog_names_archives_by_the_one_url_rule(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    odd = "dir/not-a-scheme://x.znippy"  # a local path with "://" inside
+    assert not is_url(odd)
+    assert archive_uri(odd) == os.path.join(str(tmp_path), odd)
+    assert archive_uri("s3://bucket/a.znippy") == "s3://bucket/a.znippy"
+
+
+def test_every_reader_by_name_shares_one_open_archive_and_sees_a_rewrite(
+        tmp_path: Path) -> None:
+    from znippy_sql.engines.parts import contents
+    from znippy_sql.udfs.archive_udfs import archive_at
+    from znippy_sql.views.opened import opened
+
+    p = str(tmp_path / "a.znippy")
+    write_archive(p, [Entry("f.txt", data=b"first")], fsync=False)
+    assert contents([p], ["f.txt"]).to_pylist() == [b"first"]
+    assert archive_at(p) is opened(p)
+    write_archive(p, [Entry("f.txt", data=b"second, longer")], fsync=False)
+    # the engines' workers used to keep serving the archive first opened at this path
+    assert contents([p], ["f.txt"]).to_pylist() == [b"second, longer"]
+    assert archive_at(p).read("f.txt") == b"second, longer"
