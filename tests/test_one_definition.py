@@ -38,3 +38,27 @@ def test_every_reader_by_name_shares_one_open_archive_and_sees_a_rewrite(
     # the engines' workers used to keep serving the archive first opened at this path
     assert contents([p], ["f.txt"]).to_pylist() == [b"second, longer"]
     assert archive_at(p).read("f.txt") == b"second, longer"
+
+
+def test_the_three_engines_filters_walk_to_the_same_conjuncts() -> None:
+    """``repo == 'a' AND (module_name == 'x' OR module_name == 'y') AND pkg_type IN (1, 2)``
+    in each engine's own language: one walk (engines/predicates.py), one answer."""
+    import daft
+    from pyspark.sql.datasource import EqualTo, In
+    from ray.data.expressions import col as rcol
+
+    from znippy_sql.engines import daft as edaft
+    from znippy_sql.engines import ray as eray
+    from znippy_sql.engines import spark as espark
+
+    want = [("repo", "in", ("a",)), ("module_name", "in", ("x", "y")),
+            ("pkg_type", "in", (1, 2))]
+    dcol = daft.col
+    d = (dcol("repo") == "a") & ((dcol("module_name") == "x") | (dcol("module_name") == "y")) \
+        & dcol("pkg_type").is_in([1, 2])
+    assert edaft.conjuncts(d) == want
+    r = (rcol("repo") == "a") & ((rcol("module_name") == "x") | (rcol("module_name") == "y")) \
+        & rcol("pkg_type").is_in([1, 2])
+    assert eray.conjuncts(r) == want
+    s = [EqualTo(("repo",), "a"), In(("module_name",), ("x", "y")), In(("pkg_type",), (1, 2))]
+    assert espark._conjuncts(s)[0] == want
