@@ -20,7 +20,7 @@ def test_the_catalog_names_archives_by_the_one_url_rule(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     odd = "dir/not-a-scheme://x.znippy"  # a local path with "://" inside
     assert not is_url(odd)
-    assert archive_uri(odd) == os.path.join(str(tmp_path), odd)
+    assert archive_uri(odd) == os.path.abspath(odd) != odd
     assert archive_uri("s3://bucket/a.znippy") == "s3://bucket/a.znippy"
 
 
@@ -62,3 +62,21 @@ def test_the_three_engines_filters_walk_to_the_same_conjuncts() -> None:
     assert eray.conjuncts(r) == want
     s = [EqualTo(("repo",), "a"), In(("module_name",), ("x", "y")), In(("pkg_type",), (1, 2))]
     assert espark._conjuncts(s)[0] == want
+
+
+def test_files_start_at_chunk_seq_zero_for_signing_and_the_views(tmp_path: Path) -> None:
+    import numpy as np
+
+    from znippy_sql import open_archive, views
+    from znippy_sql.format.files import file_starts
+    from znippy_sql.provenance.sign import file_digests
+
+    assert file_starts(np.array([0, 1, 2, 0, 0, 1], np.uint32)).tolist() == [0, 3, 4]
+    p = tmp_path / "m.znippy"
+    write_archive(p, [Entry(f"d/f{i}", data=bytes(range(256)) * (i + 1)) for i in range(6)],
+                  block_size=512, fsync=False)
+    with open_archive(p) as a:
+        paths, digests = file_digests(a.lookup)
+        rows = views.table(a, "files", ["relative_path", "digest"]).to_pylist()
+    assert sorted(zip(paths, digests)) == sorted((r["relative_path"], r["digest"]) for r in rows)
+    assert len(paths) == 6
