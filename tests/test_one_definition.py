@@ -80,3 +80,44 @@ def test_files_start_at_chunk_seq_zero_for_signing_and_the_views(tmp_path: Path)
         rows = views.table(a, "files", ["relative_path", "digest"]).to_pylist()
     assert sorted(zip(paths, digests)) == sorted((r["relative_path"], r["digest"]) for r in rows)
     assert len(paths) == 6
+
+
+def test_counts_and_sizes_are_spelled_once() -> None:
+    from znippy_sql.cli import common
+    from znippy_sql.format import units
+    from znippy_sql.modules import commands
+    from znippy_sql.read import extract
+
+    assert common.counted is units.counted is commands.counted
+    assert common.human is units.human is extract.human
+    assert [units.human(n) for n in (512, 1536, 3 << 30)] == ["512 B", "1.5 KiB", "3.0 GiB"]
+    assert (units.counted(1, "file"), units.counted(2, "file")) == ("1 file", "2 files")
+
+
+class _Wheel:
+    """A package-type module registered at run time (as a plugin's entry point would)."""
+
+    name = "wheelhouse"
+    pkg_type = 99
+    fields = ()
+
+    def claims(self, relative_path: str) -> bool:
+        return False
+
+    def columns(self, relative_path: str, read: object) -> dict[str, object]:
+        return {}
+
+
+@pytest.mark.parametrize("command", [["ls"], ["create"], ["append"], ["store", "add"]])
+def test_pkg_type_help_names_the_registered_modules(
+        command: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from znippy_sql import modules
+    from znippy_sql.cli import main
+
+    modules.all_modules()  # the built-in ones and the plugins first
+    monkeypatch.setitem(modules._REGISTRY, "wheelhouse", _Wheel())
+    with pytest.raises(SystemExit):
+        main([*command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "maven|cargo|npm|pypi|wheelhouse" in text
