@@ -1,5 +1,5 @@
 """Every view counts its rows in every engine as DuckDB does, with no column asked for too
-(``count(*)``, Daft's ``count_rows``, Spark's ``count``): a zero-column batch keeps its
+(``count(*)``, Daft's ``count_rows``, Spark's ``count``, Polars' ``len``): a zero-column batch keeps its
 length. Two archives hold every built-in view between them: a signed one with ``__meta__``
 facts and Maven module columns, and a git import (git sections, refs). Ray's count is in
 test_engines_ray.py (solo)."""
@@ -114,6 +114,16 @@ def test_daft_count_rows_equals_duckdb_in_every_view(archives: list[str]) -> Non
 
     for name, paths in present(archives).items():
         assert zdaft.read_archives(paths, view=name).count_rows() == \
+            duck_count(paths, name), name
+
+
+def test_polars_len_equals_duckdb_in_every_view(archives: list[str]) -> None:
+    import polars as pl
+
+    from znippy_sql.polars import scan
+
+    for name, paths in present(archives).items():
+        assert scan(paths, name).select(pl.len()).collect().item() == \
             duck_count(paths, name), name
 
 
