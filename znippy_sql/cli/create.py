@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..write.compat import COMPAT_MODES
-from .common import (Interrupted, counted, create_pkg_type_arg, done, human,
+from .common import (Interrupted, PkgTypeHelp, counted, create_pkg_type_arg, done, human,
                      level_arg, os_problem, positive_int, progress_for, size_arg)
 
 
@@ -152,8 +152,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
     p.add_argument("--repo", default="", help="repo of every file (default: '')")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help="package type: a module's name (maven|cargo|npm|pypi|...), raw, auto "
-                        "(modules claim files) or a number (default: raw)")
+                   help=PkgTypeHelp("package type: a module's name ({types}), raw, auto "
+                                    "(modules claim files) or a number (default: raw)"))
     p.add_argument("--level", type=level_arg, default=None, metavar="L",
                    help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from ..errors import ZnippyError
-from .common import Interrupted, os_problem
+from .common import Interrupted, PkgTypeHelp, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 from .create import (add_dedup_option, add_layout_options, add_unreadable_option,
                      option_kwargs, unreadable_lines)
@@ -229,7 +229,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("source", help="a directory to add")
     p.add_argument("--repo", default="", help="repo of the new files")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
+                   help=PkgTypeHelp("package type of the new files ({types}|raw|N|auto)"))
     p.add_argument("--workers", type=int, help="compression threads")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--drop-signatures", action="store_true",
@@ -265,7 +265,7 @@ def register(subparsers: Any) -> None:
     add.add_argument("source", help="a directory to add")
     add.add_argument("--repo", default="", help="repo of the new files")
     add.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                     help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
+                     help=PkgTypeHelp("package type of the new files ({types}|raw|N|auto)"))
     add.add_argument("--workers", type=int, help="compression threads")
     add.add_argument("--level", type=positive_int,
                      help="OpenZL level (fixed when the store is created; default 3)")

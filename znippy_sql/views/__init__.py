@@ -106,6 +106,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` with exactly ``schema``'s columns: absent ones null, others cast if needed."""
     if table.schema.equals(schema):
         return table
+    if not schema:  # no column asked for: the rows still count (a zero-column table)
+        return table.select([])
     cols = []
     for f in schema:
         if f.name in table.schema.names:
@@ -126,6 +128,9 @@ def _tables(arc: Any, view: View, out: pa.Schema, full: pa.Schema, where: Where,
     if where.path is not None and not any(arc.find(p) is not None for p in where.path):
         return  # not one of the paths is in the trie: nothing to read
     need = None if out is full else tuple(dict.fromkeys([*out.names, *where.columns()]))
+    if need == () and full.names:
+        need = (full.names[0],)  # no column asked for: one keeps the count (a view may
+        # build its table from the columns asked for alone)
     request = Request(need, where, keys)
     for part in view.read(arc, request):
         table = pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part
@@ -190,6 +195,8 @@ def table(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
             arc.close()
     if len(parts) == 1:
         return parts[0]
+    if not out:  # concat_tables drops the length of zero-column tables; batches keep it
+        return pa.Table.from_batches([b for t in parts for b in t.to_batches()], schema=out)
     return pa.concat_tables(parts) if parts else out.empty_table()
 
 
