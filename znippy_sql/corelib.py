@@ -9,8 +9,11 @@ which the guard passes through unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from . import _native
-from .errors import ZnippyError
+from .errors import FormatError, PackError, ZnippyError
 from .native import guard
 
 
@@ -18,3 +21,37 @@ def version() -> str:
     """The compiled core's version (its crate's)."""
     with guard(ZnippyError, "the native core"):
         return str(_native.version())
+
+
+# -- git packs (native/src/git) ------------------------------------------------------------------
+#: one indexed pack: ``objects()`` → (ids, types, offsets), ``graph()`` → its commits and
+#: trees as columns, ``external_bases``
+PackIndex = _native.PackIndex
+
+
+def git_index_pack(pack: bytes, idx: bytes | None, *, name: str,
+                   external: Callable[[bytes], tuple[int, bytes] | None] | None = None
+                   ) -> PackIndex:
+    """A pack indexed from its checked ``.idx`` (``idx``), else parsed whole; ``external``
+    gives a REF delta's base outside the pack. A damaged pack is a ``PackError``."""
+    with guard(PackError, f"pack {name} cannot be indexed"):
+        return _native.git_index_pack(pack, idx, name, external)
+
+
+def git_sections(packs: Sequence[tuple[PackIndex, int]], prefer: bytes, walk_bound: int
+                 ) -> dict[str, Any]:
+    """The git sections' columns (little-endian bytes) of ``(pack, lookup row)``s."""
+    with guard(FormatError, "the git sections cannot be built"):
+        return dict(_native.git_sections(list(packs), prefer, walk_bound))
+
+
+def git_tree_entries(content: bytes) -> list[tuple[bool, bytes]]:
+    """A tree's ``(is subtree, child id)`` entries as the import reads them."""
+    with guard(FormatError, "a tree cannot be parsed"):
+        return [(bool(s), bytes(i)) for s, i in _native.git_tree_entries(content)]
+
+
+def git_serialize_runs(runs: Sequence[tuple[int, int]]) -> bytes:
+    """The stored-bitmap bytes (Roaring portable) of ``[start, end)`` runs of positions."""
+    with guard(FormatError, "a bitmap cannot be written"):
+        return bytes(_native.git_serialize_runs(list(runs)))

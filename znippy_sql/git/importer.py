@@ -1,7 +1,7 @@
 """``git import``: a real repository's packs, indexed (from their checked ``.idx``) and sealed.
 
 ``mode="packs"`` (default) pushes the repository's own pack files verbatim (oldest first),
-each indexed from its ``.idx`` when it has one (checked: git/fastindex.py), then one pack of
+each indexed from its ``.idx`` when it has one (checked by the core), then one pack of
 its loose objects made by ``git pack-objects``; ``mode="one-pack"`` pushes
 one pack of every object (``git pack-objects`` over ``--batch-all-objects``), a mirror. Either
 way the archive holds exactly the objects ``git cat-file --batch-all-objects`` lists. The refs
@@ -27,7 +27,6 @@ import pyarrow as pa
 from ..errors import ZnippyError
 from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
-from .fastindex import IdxMismatch, index_with_idx
 from .pack import TAG, ParsedPack, index_pack
 from .refs import Ref, repo_refs
 from .seal import PackSet, StagedPacks
@@ -104,7 +103,7 @@ def _refs(repo: str) -> pa.Table:
 
 
 def _meta_refs(refs: Sequence[Ref]) -> pa.Table:
-    rows = sorted((r.name, r.target.hex()) for r in refs if r.target is not None)
+    rows = sorted([(r.name, r.target.hex()) for r in refs if r.target is not None])
     return pa.table({"relative_path": pa.array([None] * len(rows), pa.utf8()),
                      "key": pa.array([r[0] for r in rows], pa.utf8()),
                      "value": pa.array([r[1] for r in rows], pa.utf8())},
@@ -148,7 +147,7 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
             for path in _pack_files(objects):
                 data, idx = _read_pack(path)
                 stage.add(data)
-                add(data, _index_pack(path, data, idx))
+                add(data, index_pack(data, name=path, idx=idx))
             loose = _loose_ids(objects)
             if loose:
                 data = _made(repo, "\n".join(loose).encode() + b"\n")
@@ -157,10 +156,9 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
                                      external=bases))
         named = listing.result()
         refs = _meta_refs(named.refs)
-        tags = {o for p in packs for o, t in zip(p.oids, p.types) if t == TAG}
         prefer = {r.target for r in named.refs if r.target is not None}
         reserved = [ReservedSection(META, refs),
-                    ReservedSection(GIT_REFS, named.table(_git, tags=tags))]
+                    ReservedSection(GIT_REFS, named.table(_git, tags=_tag_ids(packs)))]
         report = stage.seal(packs, reserved, walk_bound=walk_bound, prefer=prefer)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
@@ -195,15 +193,10 @@ def _read_pack(path: str) -> tuple[bytes, bytes | None]:
     return data, idx
 
 
-def _index_pack(path: str, data: bytes, idx: bytes | None) -> ParsedPack:
-    """A pack indexed from its ``.idx`` when it has one (checked: git/fastindex.py), else
-    parsed and hashed whole."""
-    if idx is not None:
-        try:
-            return index_with_idx(memoryview(data), idx, name=path)
-        except IdxMismatch:
-            pass                  # a stale or damaged .idx: the whole parse decides
-    return index_pack(data, name=path)
+def _tag_ids(packs: Sequence[ParsedPack]) -> set[bytes]:
+    """The ids of every tag object of the packs (from the core's type column)."""
+    raw = b"".join([p.columns[0][p.columns[1] == TAG].tobytes() for p in packs])
+    return {raw[i:i + 20] for i in range(0, len(raw), 20)}
 
 
 def _made(repo: str, ids: bytes) -> bytes:
