@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from ..errors import ZnippyError
 from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
 from .pack import TAG, ParsedPack, index_pack
-from .refs import Ref, repo_refs
+from .refs import repo_refs
 from .seal import PackSet, StagedPacks
 from .sections import WALK_BOUND, no_gc
 
@@ -48,15 +49,19 @@ class ImportReport:
 
 
 def _git(repo: str, *args: str, stdin: bytes | None = None) -> bytes:
-    try:
-        done = subprocess.run(["git", "-C", repo, *args], input=stdin, capture_output=True,
-                              check=False)
-    except FileNotFoundError:
-        raise ZnippyError("the git command is not installed", path=repo) from None
-    if done.returncode:
-        why = done.stderr.decode(errors="replace").strip().splitlines()
-        raise ZnippyError(f"git {args[0]} failed: {why[-1] if why else done.returncode}",
-                          path=repo)
+    """git's output; its errors go to a file, so without ``stdin`` the output is read in
+    one call (no select loop over two pipes, whose rounds grow with the output)."""
+    with tempfile.TemporaryFile() as err:
+        try:
+            done = subprocess.run(["git", "-C", repo, *args], input=stdin,
+                                  stdout=subprocess.PIPE, stderr=err, check=False)
+        except FileNotFoundError:
+            raise ZnippyError("the git command is not installed", path=repo) from None
+        if done.returncode:
+            err.seek(0)
+            why = err.read().decode(errors="replace").strip().splitlines()
+            raise ZnippyError(f"git {args[0]} failed: {why[-1] if why else done.returncode}",
+                              path=repo)
     return done.stdout
 
 
@@ -99,11 +104,11 @@ def _loose_ids(objects: str) -> list[str]:
 def _refs(repo: str) -> pa.Table:
     """The ``__meta__`` facts of the refs: key = ref name (and ``HEAD``), value = id."""
     named = repo_refs(repo, _git)
-    return _meta_refs(named.refs)
+    return _meta_refs(named.names, named.targets)
 
 
-def _meta_refs(refs: Sequence[Ref]) -> pa.Table:
-    rows = sorted([(r.name, r.target.hex()) for r in refs if r.target is not None])
+def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> pa.Table:
+    rows = sorted([(n, t.hex()) for n, t in zip(names, targets) if t is not None])
     return pa.table({"relative_path": pa.array([None] * len(rows), pa.utf8()),
                      "key": pa.array([r[0] for r in rows], pa.utf8()),
                      "value": pa.array([r[1] for r in rows], pa.utf8())},
@@ -155,8 +160,8 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
                 add(data, index_pack(data, name="<git pack-objects of the loose objects>",
                                      external=bases))
         named = listing.result()
-        refs = _meta_refs(named.refs)
-        prefer = {r.target for r in named.refs if r.target is not None}
+        refs = _meta_refs(named.names, named.targets)
+        prefer = {t for t in named.targets if t is not None}
         reserved = [ReservedSection(META, refs),
                     ReservedSection(GIT_REFS, named.table(_git, tags=_tag_ids(packs)))]
         report = stage.seal(packs, reserved, walk_bound=walk_bound, prefer=prefer)

@@ -78,9 +78,13 @@ impl Runs {
             Bitset,
             Run,
         }
-        let mut plan: Vec<(u16, u32, Kind, &Vec<(u16, u16)>)> = Vec::with_capacity(chunks.len());
+        type Plan<'a> = (u16, u32, Kind, &'a Vec<(u16, u16)>);
+        let mut plan: Vec<Plan<'_>> = Vec::with_capacity(chunks.len());
         for (key, runs) in &chunks {
-            let card: u32 = runs.iter().map(|&(a, b)| u32::from(b) - u32::from(a) + 1).sum();
+            let card: u32 = runs
+                .iter()
+                .map(|&(a, b)| u32::from(b) - u32::from(a) + 1)
+                .sum();
             let as_run = 2 + 4 * runs.len() as u32;
             let kind = if card <= 4096 {
                 if as_run < 2 * card + 2 {
@@ -177,7 +181,10 @@ mod tests {
         assert!(r.contains(10) && r.contains(25) && !r.contains(26) && !r.contains(9));
         let u = Runs(vec![(0, 2), (30, 40)]).union(&r);
         assert_eq!(u.0, vec![(0, 2), (10, 26), (30, 40)]);
-        assert_eq!(Runs(vec![(0, 5)]).union(&Runs(vec![(5, 9)])).0, vec![(0, 9)]);
+        assert_eq!(
+            Runs(vec![(0, 5)]).union(&Runs(vec![(5, 9)])).0,
+            vec![(0, 9)]
+        );
     }
 
     #[test]

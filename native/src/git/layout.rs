@@ -76,7 +76,10 @@ struct Commit {
 }
 
 fn cycle() -> Fail {
-    Fail::Pack(Error::new(Kind::Format, "the commits' parent links form a cycle"))
+    Fail::Pack(Error::new(
+        Kind::Format,
+        "the commits' parent links form a cycle",
+    ))
 }
 
 /// Depth-first post-order from `roots`, first parent first (iterative): every commit after
@@ -122,7 +125,7 @@ fn next_commit_index(idx: usize) -> usize {
     } else if idx <= MIN_REGION {
         (idx - MUST_REGION).min(MIN_COMMITS)
     } else {
-        (idx - MIN_REGION).min(MAX_COMMITS).max(MIN_COMMITS)
+        (idx - MIN_REGION).clamp(MIN_COMMITS, MAX_COMMITS)
     }
 }
 
@@ -166,7 +169,12 @@ fn select(times: &[i64], keys: &[usize], merge: &[bool], prefer: &HashSet<usize>
 
 /// Build the sections' columns from `packs` (in pack-ordinal order, with their lookup rows).
 /// `prefer`: ids refs name; `walk_bound <= 0` stores every commit's bitmap.
-pub fn build(packs: &[(&Indexed, u32)], prefer: &[Id], walk_bound: i64, tick: &mut Ticker) -> Result<Sections, Fail> {
+pub fn build(
+    packs: &[(&Indexed, u32)],
+    prefer: &[Id],
+    walk_bound: i64,
+    tick: &mut Ticker,
+) -> Result<Sections, Fail> {
     let mut out = Sections::default();
     // every object once, in oid order; the earliest pack wins a shared id
     let mut all: Vec<(Id, usize, usize)> = Vec::new();
@@ -184,7 +192,10 @@ pub fn build(packs: &[(&Indexed, u32)], prefer: &[Id], walk_bound: i64, tick: &m
         out.offsets.push(packs[*k].0.offsets[*i]);
         out.types.push(packs[*k].0.types[*i]);
     }
-    let mut table = Table { ids: all.iter().map(|a| a.0).collect(), absent: HashMap::new() };
+    let mut table = Table {
+        ids: all.iter().map(|a| a.0).collect(),
+        absent: HashMap::new(),
+    };
     drop(all);
     tick.check()?;
     // commits, ascending ordinal (the first pack that holds one wins)
@@ -195,10 +206,20 @@ pub fn build(packs: &[(&Indexed, u32)], prefer: &[Id], walk_bound: i64, tick: &m
         for c in 0..g.parent_counts.len() {
             let n = g.parent_counts[c] as usize;
             let o = table.find(&id_of(&g.commit_ids, c));
-            let parents = (at..at + n).map(|j| table.find(&id_of(&g.parent_ids, j))).collect();
+            let parents = (at..at + n)
+                .map(|j| table.find(&id_of(&g.parent_ids, j)))
+                .collect();
             let tree = table.find(&id_of(&g.tree_of, c));
             if o >= 0 && by_ordinal[o as usize].is_none() {
-                by_ordinal[o as usize] = Some(Commit { ordinal: o as usize, tree, parents, time: g.times[c], pack: k, row: c, index: at });
+                by_ordinal[o as usize] = Some(Commit {
+                    ordinal: o as usize,
+                    tree,
+                    parents,
+                    time: g.times[c],
+                    pack: k,
+                    row: c,
+                    index: at,
+                });
             }
             at += n;
         }
@@ -209,8 +230,13 @@ pub fn build(packs: &[(&Indexed, u32)], prefer: &[Id], walk_bound: i64, tick: &m
     let mut trees: Vec<Option<(Vec<i64>, Vec<i64>)>> = (0..count).map(|_| None).collect();
     for (p, _row) in packs {
         let g = &p.graph;
-        let owners: Vec<i64> = (0..g.tree_ids.len() / OID).map(|t| table.find(&id_of(&g.tree_ids, t))).collect();
-        let fresh: Vec<bool> = owners.iter().map(|&o| o >= 0 && trees[o as usize].is_none()).collect();
+        let owners: Vec<i64> = (0..g.tree_ids.len() / OID)
+            .map(|t| table.find(&id_of(&g.tree_ids, t)))
+            .collect();
+        let fresh: Vec<bool> = owners
+            .iter()
+            .map(|&o| o >= 0 && trees[o as usize].is_none())
+            .collect();
         let mut made: Vec<Option<(Vec<i64>, Vec<i64>)>> = vec![None; owners.len()];
         for e in 0..g.edge_tree.len() {
             let t = g.edge_tree[e] as usize;
@@ -243,7 +269,11 @@ pub fn build(packs: &[(&Indexed, u32)], prefer: &[Id], walk_bound: i64, tick: &m
     for c in &commits {
         let mut got: Vec<usize> = Vec::with_capacity(c.parents.len());
         for &p in &c.parents {
-            let k = if p >= 0 { index_of[p as usize] } else { usize::MAX };
+            let k = if p >= 0 {
+                index_of[p as usize]
+            } else {
+                usize::MAX
+            };
             if k == usize::MAX {
                 absent.insert(p);
             } else if !got.contains(&k) {
@@ -395,10 +425,12 @@ pub fn build(packs: &[(&Indexed, u32)], prefer: &[Id], walk_bound: i64, tick: &m
     for (k, c) in commits.iter().enumerate() {
         let g = &packs[c.pack].0.graph;
         out.commit_ids.extend_from_slice(&table.ids[c.ordinal]);
-        out.parent_ids.extend_from_slice(&g.parent_ids[OID * c.index..OID * (c.index + c.parents.len())]);
+        out.parent_ids
+            .extend_from_slice(&g.parent_ids[OID * c.index..OID * (c.index + c.parents.len())]);
         out.parent_offsets.push((out.parent_ids.len() / OID) as i32);
         let row = c.row;
-        out.tree_of.extend_from_slice(&g.tree_of[OID * row..OID * (row + 1)]);
+        out.tree_of
+            .extend_from_slice(&g.tree_of[OID * row..OID * (row + 1)]);
         out.generation.push(gen[k]);
         out.times.push(c.time);
         out.corrected.push(corrected[k]);

@@ -33,6 +33,9 @@ impl From<Fail> for PyErr {
 #[pyclass(frozen, module = "znippy_sql._native")]
 pub struct PackIndex {
     inner: Indexed,
+    /// why the pack's `.idx` was not used (it was parsed whole instead); None: it was, or
+    /// none was given
+    mismatch: Option<String>,
 }
 
 fn le<T: Copy, const N: usize>(values: &[T], to: impl Fn(T) -> [u8; N]) -> Vec<u8> {
@@ -54,6 +57,12 @@ impl PackIndex {
     #[getter]
     fn external_bases(&self) -> u64 {
         self.inner.external_bases
+    }
+
+    /// Why the `.idx` given did not describe the pack (it was parsed whole instead).
+    #[getter]
+    fn idx_mismatch(&self) -> Option<String> {
+        self.mismatch.clone()
     }
 
     /// `(ids, types, offsets)`: ids joined (20 bytes each), types u8, offsets u64 LE; in
@@ -146,17 +155,18 @@ fn git_index_pack(
             Ok(Some((kind, content)))
         })
     };
-    let inner = py.detach(|| -> Result<Indexed, Fail> {
+    let (inner, mismatch) = py.detach(|| -> Result<(Indexed, Option<String>), Fail> {
         let mut tick = Ticker::new();
+        let mut mismatch = None;
         if let Some(idx) = idx {
             match index::index_with_idx(pack, idx, name, &mut tick) {
-                Err(Fail::Mismatch(_)) => {} // the whole parse names the damage
-                other => return other,
+                Err(Fail::Mismatch(why)) => mismatch = Some(why), // the whole parse decides
+                other => return other.map(|got| (got, None)),
             }
         }
-        index::parse_whole(pack, name, &mut ask, &mut tick)
+        Ok((index::parse_whole(pack, name, &mut ask, &mut tick)?, mismatch))
     })?;
-    Ok(PackIndex { inner })
+    Ok(PackIndex { inner, mismatch })
 }
 
 /// The git sections' columns from indexed packs `[(pack, lookup row)]` in pack-ordinal
@@ -169,7 +179,10 @@ fn git_sections<'py>(
     prefer: &[u8],
     walk_bound: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let refs: Vec<(&Indexed, u32)> = packs.iter().map(|(p, row)| (&p.get().inner, *row)).collect();
+    let refs: Vec<(&Indexed, u32)> = packs
+        .iter()
+        .map(|(p, row)| (&p.get().inner, *row))
+        .collect();
     let wanted: Vec<[u8; OID]> = prefer
         .chunks_exact(OID)
         .map(|c| {
@@ -187,7 +200,10 @@ fn git_sections<'py>(
     d.set_item("types", b(&s.types))?;
     d.set_item("order", b(&le(&s.order, u32::to_le_bytes)))?;
     d.set_item("commit_ids", b(&s.commit_ids))?;
-    d.set_item("parent_offsets", b(&le(&s.parent_offsets, i32::to_le_bytes)))?;
+    d.set_item(
+        "parent_offsets",
+        b(&le(&s.parent_offsets, i32::to_le_bytes)),
+    )?;
     d.set_item("parent_ids", b(&s.parent_ids))?;
     d.set_item("tree_of", b(&s.tree_of))?;
     d.set_item("generation", b(&le(&s.generation, u32::to_le_bytes)))?;
@@ -207,7 +223,10 @@ fn git_sections<'py>(
 #[pyfunction]
 fn git_tree_entries<'py>(py: Python<'py>, content: &[u8]) -> Vec<(bool, Bound<'py, PyBytes>)> {
     let entries = parse::tree_entries(content);
-    entries.into_iter().map(|(sub, id)| (sub, PyBytes::new(py, &id))).collect()
+    entries
+        .into_iter()
+        .map(|(sub, id)| (sub, PyBytes::new(py, &id)))
+        .collect()
 }
 
 /// The Roaring portable serialization of the positions in `runs` (`[(start, end)]`, sorted,

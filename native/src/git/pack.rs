@@ -107,9 +107,15 @@ impl std::fmt::Display for InflateError {
 /// The zlib stream at the start of `input` inflated to exactly `size` bytes, and how many
 /// input bytes it used. The output never grows past `size + 1` bytes, whatever the header
 /// claims (a zlib stream gives at most ~1032 bytes per input byte).
-pub fn inflate(d: &mut Decompress, input: &[u8], size: u64) -> Result<(Vec<u8>, usize), InflateError> {
+pub fn inflate(
+    d: &mut Decompress,
+    input: &[u8],
+    size: u64,
+) -> Result<(Vec<u8>, usize), InflateError> {
     d.reset(true);
-    let limit = usize::try_from(size).unwrap_or(usize::MAX).saturating_add(1);
+    let limit = usize::try_from(size)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
     let first = limit.min(input.len().saturating_mul(1040).saturating_add(64));
     let mut out: Vec<u8> = Vec::with_capacity(first);
     loop {
@@ -173,9 +179,14 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
     let src = delta_varint(delta, &mut pos)?;
     let dst = delta_varint(delta, &mut pos)?;
     if src != base.len() as u64 {
-        return Err(format!("the delta is for a base of {src} bytes, the base has {}", base.len()));
+        return Err(format!(
+            "the delta is for a base of {src} bytes, the base has {}",
+            base.len()
+        ));
     }
-    let cap = usize::try_from(dst).unwrap_or(usize::MAX).min(base.len().saturating_mul(4) + delta.len() * 128);
+    let cap = usize::try_from(dst)
+        .unwrap_or(usize::MAX)
+        .min(base.len().saturating_mul(4) + delta.len() * 128);
     let mut out: Vec<u8> = Vec::with_capacity(cap);
     while pos < delta.len() {
         let cmd = delta[pos];
@@ -185,14 +196,18 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
             let mut len = 0usize;
             for bit in 0..4 {
                 if cmd & (1 << bit) != 0 {
-                    let b = *delta.get(pos).ok_or("copy instruction runs past the delta")?;
+                    let b = *delta
+                        .get(pos)
+                        .ok_or("copy instruction runs past the delta")?;
                     offset |= usize::from(b) << (8 * bit);
                     pos += 1;
                 }
             }
             for bit in 0..3 {
                 if cmd & (0x10 << bit) != 0 {
-                    let b = *delta.get(pos).ok_or("copy instruction runs past the delta")?;
+                    let b = *delta
+                        .get(pos)
+                        .ok_or("copy instruction runs past the delta")?;
                     len |= usize::from(b) << (8 * bit);
                     pos += 1;
                 }
@@ -205,7 +220,9 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
             out.extend_from_slice(&base[offset..stop]);
         } else if cmd != 0 {
             let n = usize::from(cmd);
-            let data = delta.get(pos..pos + n).ok_or("insert instruction runs past the delta")?;
+            let data = delta
+                .get(pos..pos + n)
+                .ok_or("insert instruction runs past the delta")?;
             out.extend_from_slice(data);
             pos += n;
         } else {
@@ -216,7 +233,10 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
         }
     }
     if out.len() as u64 != dst {
-        return Err(format!("the delta makes {} bytes, it says {dst}", out.len()));
+        return Err(format!(
+            "the delta makes {} bytes, it says {dst}",
+            out.len()
+        ));
     }
     Ok(out)
 }
@@ -261,7 +281,10 @@ mod tests {
     fn varints() {
         // type 3, size 0x1234: 1 0011 0100 | 0x91 -> low 4 bits 4, then 0x123
         let data = [0xB4, 0xA3, 0x02];
-        assert_eq!(entry_header(&data, 0, 3), Some((3, 0x4 | (0x23 << 4) | (0x02 << 11), 3)));
+        assert_eq!(
+            entry_header(&data, 0, 3),
+            Some((3, 0x4 | (0x23 << 4) | (0x02 << 11), 3))
+        );
         assert_eq!(entry_header(&data, 0, 2), None);
         assert_eq!(entry_header(&[0x35], 0, 1), Some((3, 5, 1)));
         // git's offset encoding: 0x81 0x00 = ((1 + 1) << 7) | 0 = 256
@@ -283,9 +306,9 @@ mod tests {
         assert!(apply_delta(base, &[22, 12, 0x91, 20, 5]).is_err()); // past the base
         assert!(apply_delta(base, &[22, 3, 0]).is_err()); // reserved instruction
         assert!(apply_delta(base, &[22, 3, 2, b'a', b'b']).is_err()); // 2 bytes, says 3
-        // a size 0 copy means 0x10000
+                                                                      // a size 0 copy means 0x10000
         let big = vec![7u8; 0x10000];
-        let d = [0x80, 0x80, 0x04, 0x80];
+        let d = [0x80, 0x80, 0x04, 0x80, 0x80, 0x04, 0x80];
         assert_eq!(apply_delta(&big, &d).unwrap().len(), 0x10000);
     }
 
@@ -295,20 +318,35 @@ mod tests {
         let mut d = Decompress::new(true);
         let mut padded = z.clone();
         padded.extend_from_slice(b"next entry");
-        assert_eq!(inflate(&mut d, &padded, 9).unwrap(), (b"abcabcabc".to_vec(), z.len()));
+        assert_eq!(
+            inflate(&mut d, &padded, 9).unwrap(),
+            (b"abcabcabc".to_vec(), z.len())
+        );
         assert_eq!(inflate(&mut d, &z, 8), Err(InflateError::TooLong(8)));
         assert_eq!(inflate(&mut d, &z, 10), Err(InflateError::WrongSize(9, 10)));
-        assert_eq!(inflate(&mut d, &z[..z.len() - 3], 9), Err(InflateError::Truncated));
-        assert!(matches!(inflate(&mut d, b"garbage!", 9), Err(InflateError::Zlib(_))));
+        assert_eq!(
+            inflate(&mut d, &z[..z.len() - 3], 9),
+            Err(InflateError::Truncated)
+        );
+        assert!(matches!(
+            inflate(&mut d, b"garbage!", 9),
+            Err(InflateError::Zlib(_))
+        ));
         assert!(inflate_whole(&mut d, &padded, 9).is_none());
         assert_eq!(inflate_whole(&mut d, &z, 9).unwrap(), b"abcabcabc");
         // a header claiming far more than the stream holds allocates by the stream
-        assert!(matches!(inflate(&mut d, &z, u64::MAX), Err(InflateError::WrongSize(9, _))));
+        assert!(matches!(
+            inflate(&mut d, &z, u64::MAX),
+            Err(InflateError::WrongSize(9, _))
+        ));
     }
 
     #[test]
     fn ids() {
-        assert_eq!(hex(&object_id(BLOB, b"")), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+        assert_eq!(
+            hex(&object_id(BLOB, b"")),
+            "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
+        );
         assert_eq!(bytes_repr(b"PAC\x00"), "b'PAC\\x00'");
     }
 }

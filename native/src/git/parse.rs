@@ -49,7 +49,10 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     if from > hay.len() {
         return None;
     }
-    hay[from..].windows(needle.len()).position(|w| w == needle).map(|p| p + from)
+    hay[from..]
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| p + from)
 }
 
 /// Python's `int()` of the committer time field (an optional sign, digits; spaces around).
@@ -62,8 +65,11 @@ fn parse_time(field: &[u8]) -> Option<i64> {
     s.parse::<i64>().ok()
 }
 
+/// A commit's tree, parents and committer time.
+pub type CommitLinks = ([u8; OID], Vec<[u8; OID]>, i64);
+
 /// A commit's `(tree, parents, committer time)`; `Err` says why it is malformed.
-pub fn parse_commit(content: &[u8]) -> Result<([u8; OID], Vec<[u8; OID]>, i64), &'static str> {
+pub fn parse_commit(content: &[u8]) -> Result<CommitLinks, &'static str> {
     let no_tree = "commit has no tree line";
     if !content.starts_with(b"tree ") || content.get(45) != Some(&b'\n') {
         return Err(no_tree);
@@ -118,7 +124,9 @@ fn tree_strict(content: &[u8], out: &mut Vec<(bool, [u8; OID])>) -> bool {
         if !(1..=7).contains(&width) || !head[..width].iter().all(|c| (b'0'..=b'7').contains(c)) {
             return false;
         }
-        let id: [u8; OID] = content[nul + 1..nul + 1 + OID].try_into().unwrap_or([0; OID]);
+        let id: [u8; OID] = content[nul + 1..nul + 1 + OID]
+            .try_into()
+            .unwrap_or([0; OID]);
         let entry = &content[pos..];
         if entry.starts_with(TREE_MODE) {
             out.push((true, id));
@@ -140,7 +148,11 @@ fn tree_lenient(content: &[u8], out: &mut Vec<(bool, [u8; OID])>) {
             q += 1;
         }
         if q > p && q < n && content[q] == b' ' {
-            if let Some(z) = content[q + 1..].iter().position(|&c| c == 0).map(|z| z + q + 1) {
+            if let Some(z) = content[q + 1..]
+                .iter()
+                .position(|&c| c == 0)
+                .map(|z| z + q + 1)
+            {
                 if z + 1 + OID <= n {
                     let mode = &content[p..q];
                     let id: [u8; OID] = content[z + 1..z + 1 + OID].try_into().unwrap_or([0; OID]);
@@ -213,7 +225,15 @@ mod tests {
         t.extend(entry(b"120000", b"link", 4));
         t.extend(entry(b"100664", b"odd mode", 5));
         let got = tree_entries(&t);
-        assert_eq!(got, vec![(false, [1; OID]), (true, [2; OID]), (false, [4; OID]), (false, [5; OID])]);
+        assert_eq!(
+            got,
+            vec![
+                (false, [1; OID]),
+                (true, [2; OID]),
+                (false, [4; OID]),
+                (false, [5; OID])
+            ]
+        );
         assert!(tree_entries(b"").is_empty());
         // a mode that is not octal: read the lenient way, which skips to what matches
         let mut bad = b"9x ".to_vec();
@@ -223,7 +243,10 @@ mod tests {
         let cut = &t[..t.len() - 3];
         assert_eq!(tree_entries(cut).len(), 3);
         // "040000" is not git's tree mode: a blob, both ways
-        assert_eq!(tree_entries(&entry(b"040000", b"d", 9)), vec![(false, [9; OID])]);
+        assert_eq!(
+            tree_entries(&entry(b"040000", b"d", 9)),
+            vec![(false, [9; OID])]
+        );
     }
 
     #[test]
@@ -238,7 +261,8 @@ mod tests {
         assert_eq!(t, [0xab; OID]);
         assert_eq!(ps, vec![[0xcd; OID]; 2]);
         assert_eq!(when, 1_700_000_000);
-        let no_committer = format!("tree {tree}\nauthor A <a> 1 +0000\n\ncommitter C <c> 9 +0000\n");
+        let no_committer =
+            format!("tree {tree}\nauthor A <a> 1 +0000\n\ncommitter C <c> 9 +0000\n");
         assert_eq!(parse_commit(no_committer.as_bytes()).unwrap().2, 0);
         assert!(parse_commit(b"parent x\n").is_err());
         let bad_time = format!("tree {tree}\ncommitter C <c> soon +0000\n");

@@ -17,12 +17,21 @@ pub struct Ticker {
 
 impl Ticker {
     pub fn new() -> Self {
-        Ticker { last: Instant::now(), items: 0, python: true }
+        Ticker {
+            last: Instant::now(),
+            items: 0,
+            python: true,
+        }
     }
 
-    #[cfg(test)]
+    /// A ticker that never takes the GIL: a worker thread's (signals reach the main thread
+    /// only) and the unit tests'.
     pub fn quiet() -> Self {
-        Ticker { last: Instant::now(), items: 0, python: false }
+        Ticker {
+            last: Instant::now(),
+            items: 0,
+            python: false,
+        }
     }
 
     /// Check signals now if 20 ms passed since the last check.
