@@ -222,7 +222,7 @@ def tree_entries(content: bytes) -> list[tuple[int, bytes, bytes]]:
     return out
 
 
-def index_pack(data: bytes, *, name: str, idx: bytes | None = None,
+def index_pack(data: bytes | memoryview, *, name: str, idx: bytes | None = None,
                external: ExternalBase | None = None) -> ParsedPack:
     """One pack indexed by the core: from its ``.idx`` when given and it describes the pack
     (checked: docs/git-sections.md), else parsed whole. ``external(oid)``: a REF delta's base

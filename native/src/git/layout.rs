@@ -446,3 +446,24 @@ pub fn build(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_selection_windows() {
+        let got: Vec<usize> = [0, 100, 101, 150, 200, 20_000, 20_001, 30_000]
+            .iter()
+            .map(|&i| next_commit_index(i))
+            .collect();
+        assert_eq!(got, vec![0, 0, 1, 50, 100, 100, 100, 5000]);
+    }
+
+    #[test]
+    fn post_order_puts_parents_first() {
+        // 0 <- 1 <- 2, 0 <- 3 <- 2 (2 merges 1 and 3)
+        let parents = vec![vec![], vec![0], vec![1, 3], vec![0]];
+        assert_eq!(post_order(&parents, &[2]), vec![0, 1, 3, 2]);
+    }
+}

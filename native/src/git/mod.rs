@@ -46,8 +46,79 @@ fn le<T: Copy, const N: usize>(values: &[T], to: impl Fn(T) -> [u8; N]) -> Vec<u
     out
 }
 
+fn from_le<T, const N: usize>(raw: &[u8], to: impl Fn([u8; N]) -> T) -> Vec<T> {
+    raw.chunks_exact(N)
+        .map(|c| to(c.try_into().unwrap_or([0; N])))
+        .collect()
+}
+
 #[pymethods]
 impl PackIndex {
+    /// A pack's index given as columns (the layout of `objects()` and `graph()`), for a
+    /// writer that knows its objects without a pack to parse (and the tests of the layout).
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn from_columns(
+        ids: Vec<u8>,
+        types: Vec<u8>,
+        offsets: &[u8],
+        commit_ids: Vec<u8>,
+        tree_of: Vec<u8>,
+        parent_counts: &[u8],
+        parent_ids: Vec<u8>,
+        times: &[u8],
+        tree_ids: Vec<u8>,
+        edge_tree: &[u8],
+        edge_sub: Vec<u8>,
+        edge_ids: Vec<u8>,
+    ) -> PyResult<PackIndex> {
+        let graph = parse::Graph {
+            commit_ids,
+            tree_of,
+            parent_counts: from_le(parent_counts, u32::from_le_bytes),
+            parent_ids,
+            times: from_le(times, i64::from_le_bytes),
+            tree_ids,
+            edge_tree: from_le(edge_tree, u32::from_le_bytes),
+            edge_sub,
+            edge_ids,
+        };
+        let inner = Indexed {
+            ids,
+            types,
+            offsets: from_le(offsets, u64::from_le_bytes),
+            external_bases: 0,
+            graph,
+        };
+        let g = &inner.graph;
+        let n = inner.types.len();
+        let c = g.times.len();
+        let t = g.tree_ids.len() / OID;
+        let e = g.edge_tree.len();
+        let parents: usize = g.parent_counts.iter().map(|&k| k as usize).sum();
+        let fits = inner.ids.len() == OID * n
+            && inner.offsets.len() == n
+            && g.commit_ids.len() == OID * c
+            && g.tree_of.len() == OID * c
+            && g.parent_counts.len() == c
+            && g.parent_ids.len() == OID * parents
+            && g.tree_ids.len() == OID * t
+            && g.edge_sub.len() == e
+            && g.edge_ids.len() == OID * e
+            && g.edge_tree.iter().all(|&k| (k as usize) < t);
+        if !fits {
+            return Err(Error::new(
+                crate::errors::Kind::Format,
+                "pack index columns do not line up",
+            )
+            .into());
+        }
+        Ok(PackIndex {
+            inner,
+            mismatch: None,
+        })
+    }
+
     /// How many objects the pack holds.
     fn __len__(&self) -> usize {
         self.inner.types.len()
@@ -164,7 +235,10 @@ fn git_index_pack(
                 other => return other.map(|got| (got, None)),
             }
         }
-        Ok((index::parse_whole(pack, name, &mut ask, &mut tick)?, mismatch))
+        Ok((
+            index::parse_whole(pack, name, &mut ask, &mut tick)?,
+            mismatch,
+        ))
     })?;
     Ok(PackIndex { inner, mismatch })
 }
