@@ -49,11 +49,16 @@ class ImportReport:
 
 
 def _git(repo: str, *args: str, stdin: bytes | None = None) -> bytes:
-    """git's output; its errors go to a file, so without ``stdin`` the output is read in
-    one call (no select loop over two pipes, whose rounds grow with the output)."""
-    with tempfile.TemporaryFile() as err:
+    """git's output. Its input and errors go through files, so the output is its one pipe,
+    read in one call (two pipes are served by a select loop whose rounds grow with the
+    output: Python work per ref or object, issue 33)."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as feed:
+        if stdin is not None:
+            feed.write(stdin)
+            feed.seek(0)
         try:
-            done = subprocess.run(["git", "-C", repo, *args], input=stdin,
+            done = subprocess.run(["git", "-C", repo, *args],
+                                  stdin=feed if stdin is not None else subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=err, check=False)
         except FileNotFoundError:
             raise ZnippyError("the git command is not installed", path=repo) from None

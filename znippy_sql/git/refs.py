@@ -123,7 +123,8 @@ def repo_refs(repo: str, git: Callable[..., bytes], *, shallow: str | None = Non
 
 
 def _quiet(repo: str, *args: str) -> str:
-    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, check=False)
+    done = subprocess.run(["git", "-C", repo, *args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
     return done.stdout.decode().strip() if done.returncode == 0 else ""
 
 
