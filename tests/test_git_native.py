@@ -29,7 +29,7 @@ def _fast_import(path: Path, commits: int, files: int = 4) -> None:
     """A repository of ``commits`` commits, each changing ``files`` files in 20 folders (about
     10 objects a commit: blobs, the root tree, the changed folders' trees), written by ``git
     fast-import`` (its object ids do not depend on the machine)."""
-    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
     rnd = random.Random(7)
     out = []
     for i in range(commits):

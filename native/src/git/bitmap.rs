@@ -4,7 +4,8 @@
 //! "Positions"), so the sets are kept as runs while the layout is built. They are written as
 //! pyroaring writes `BitMap(values)` after `run_optimize()`: per 2^16 chunk an array (at
 //! most 4,096 values), else a bitset, turned into runs when that is strictly smaller
-//! (CRoaring's `convert_run_optimize`). So a stored bitmap's bytes depend on the set alone.
+//! (CRoaring's `convert_run_optimize`: an array of c values takes 2c bytes, a bitset 8 KiB, n
+//! runs 2 + 4n). So a stored bitmap's bytes depend on the set alone.
 
 /// Disjoint, non-adjacent half-open runs `[start, end)`, ascending.
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
@@ -87,7 +88,7 @@ impl Runs {
                 .sum();
             let as_run = 2 + 4 * runs.len() as u32;
             let kind = if card <= 4096 {
-                if as_run < 2 * card + 2 {
+                if as_run < 2 * card {
                     Kind::Run
                 } else {
                     Kind::Array
@@ -190,8 +191,11 @@ mod tests {
     #[test]
     fn empty_and_small() {
         assert_eq!(Runs::default().serialize(), [58, 48, 0, 0, 0, 0, 0, 0]);
-        // {1, 2, 3}: one run of 3 is 6 bytes, the array 8: a run container
+        // {1, 2, 3}: a run (6 bytes) is not smaller than the array (6): an array, as
+        // CRoaring keeps it; {1, .., 4}: a run
         let s = Runs(vec![(1, 4)]).serialize();
+        assert_eq!(&s[..4], &(12346u32).to_le_bytes());
+        let s = Runs(vec![(1, 5)]).serialize();
         assert_eq!(&s[..4], &(12347u32).to_le_bytes());
     }
 }
