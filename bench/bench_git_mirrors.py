@@ -21,13 +21,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import cast
 
 import duckdb
 
 from znippy_sql import corelib, open_archive
 from znippy_sql.duckdb import register
 from znippy_sql.git.objects import GitObjects
-from znippy_sql.git.pack import index_pack
+from znippy_sql.git.pack import ParsedPack, index_pack
 from znippy_sql.git.sections import WALK_BOUND
 
 CLI = os.path.join(os.path.dirname(sys.executable), "znippy-sql")
@@ -134,9 +135,9 @@ def import_stages(repo: str) -> dict[str, float]:
         for path in pack_files(repo):
             data = open(path, "rb").read()
             idx = open(path[:-5] + ".idx", "rb").read()
-            packs.append(step("packs indexed (.idx checks, CRC32s, SHA-1s, commits and trees "
+            packs.append(cast(ParsedPack, step("packs indexed (.idx checks, CRC32s, SHA-1s, commits and trees "
                               "inflated, hashed, parsed)",
-                              lambda: index_pack(data, name=path, idx=idx)))
+                              lambda: index_pack(data, name=path, idx=idx))))
         step("sections (objects, generations, selection, layout, bitmaps)",
              lambda: corelib.git_sections([(p.core, k) for k, p in enumerate(packs)], b"",
                                           WALK_BOUND))
