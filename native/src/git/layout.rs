@@ -46,17 +46,55 @@ fn id_of(raw: &[u8], i: usize) -> Id {
     out
 }
 
+/// Hashes an object id by its first 8 bytes: ids are SHA-1s, already uniform (a map keyed
+/// by id then costs one load, not SipHash over 20 bytes).
+#[derive(Default)]
+struct IdHash(u64);
+
+impl std::hash::Hasher for IdHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        if bytes.len() >= 8 {
+            self.0 = u64::from_le_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+        } else {
+            for &b in bytes {
+                self.0 = self.0.rotate_left(8) ^ u64::from(b);
+            }
+        }
+    }
+
+    fn write_usize(&mut self, _: usize) {} // the slice length: always 20
+}
+
+type IdMap<V> = HashMap<Id, V, std::hash::BuildHasherDefault<IdHash>>;
+
 /// Object ordinals by id; absent ids get `-2 - k`, one code per distinct id.
 struct Table {
     ids: Vec<Id>,
-    absent: HashMap<Id, i64>,
+    ordinal: IdMap<u32>,
+    absent: IdMap<i64>,
 }
 
 impl Table {
+    fn new(ids: Vec<Id>) -> Table {
+        let mut ordinal = IdMap::with_capacity_and_hasher(ids.len(), Default::default());
+        for (i, id) in ids.iter().enumerate() {
+            ordinal.insert(*id, i as u32);
+        }
+        Table {
+            ids,
+            ordinal,
+            absent: IdMap::default(),
+        }
+    }
+
     fn find(&mut self, id: &Id) -> i64 {
-        match self.ids.binary_search(id) {
-            Ok(i) => i as i64,
-            Err(_) => {
+        match self.ordinal.get(id) {
+            Some(&i) => i64::from(i),
+            None => {
                 let k = self.absent.len() as i64;
                 *self.absent.entry(*id).or_insert(-2 - k)
             }
@@ -192,10 +230,7 @@ pub fn build(
         out.offsets.push(packs[*k].0.offsets[*i]);
         out.types.push(packs[*k].0.types[*i]);
     }
-    let mut table = Table {
-        ids: all.iter().map(|a| a.0).collect(),
-        absent: HashMap::new(),
-    };
+    let mut table = Table::new(all.iter().map(|a| a.0).collect());
     drop(all);
     tick.check()?;
     // commits, ascending ordinal (the first pack that holds one wins)
