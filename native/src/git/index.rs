@@ -370,17 +370,26 @@ impl Entries<'_> {
             ))
         };
         let size_of = |i: usize| entry_header(pack, offsets[i] as usize, end).map_or(0, |h| h.1);
+        // an object's content is kept while deltas of it are still to be made (memory: the
+        // bases in use, not every commit or tree of the pack)
+        let mut kids = vec![0u32; n];
+        for i in 0..n {
+            if self.types[i] == kind && self.kinds[i] >= OFS_DELTA {
+                kids[self.base[i]] += 1;
+            }
+        }
+        let mut done = vec![false; n];
         let mut d = Decompress::new(true);
         let mut made: HashMap<usize, Rc<Vec<u8>>> = HashMap::new();
         let mut graph = Graph::default();
         let mut chain: Vec<usize> = Vec::new();
         for i in 0..n {
-            if self.types[i] != kind || made.contains_key(&i) {
+            if self.types[i] != kind || done[i] {
                 continue;
             }
             chain.clear();
             let mut j = i;
-            while !made.contains_key(&j) && self.kinds[j] >= OFS_DELTA {
+            while !done[j] && self.kinds[j] >= OFS_DELTA {
                 chain.push(j);
                 j = self.base[j];
             }
@@ -390,11 +399,15 @@ impl Entries<'_> {
                     let got = inflate_whole(&mut d, &pack[self.data[j]..bound(j)], size_of(j))
                         .ok_or_else(|| bad_zlib(j))?;
                     finish(kind, j, &got, self.ids, offsets, name, &mut graph)?;
+                    done[j] = true;
                     let got = Rc::new(got);
-                    made.insert(j, got.clone());
+                    if kids[j] > 0 {
+                        made.insert(j, got.clone());
+                    }
                     got
                 }
             };
+            let mut at = j;
             for &k in chain.iter().rev() {
                 let delta = inflate_whole(&mut d, &pack[self.data[k]..bound(k)], size_of(k))
                     .ok_or_else(|| bad_zlib(k))?;
@@ -405,8 +418,16 @@ impl Entries<'_> {
                     ))
                 })?;
                 finish(kind, k, &next, self.ids, offsets, name, &mut graph)?;
+                done[k] = true;
+                kids[at] -= 1;
+                if kids[at] == 0 {
+                    made.remove(&at);
+                }
                 content = Rc::new(next);
-                made.insert(k, content.clone());
+                if kids[k] > 0 {
+                    made.insert(k, content.clone());
+                }
+                at = k;
             }
             tick.every(1)?;
         }
