@@ -9,7 +9,11 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use flate2::Decompress;
+use pyo3::exceptions::PyKeyboardInterrupt;
+use sha1::{Digest, Sha1};
 
 use super::pack::{
     apply_delta, bytes_repr, entry_header, hex, inflate, inflate_whole, object_id, ofs_distance,
@@ -74,10 +78,19 @@ pub fn check_header(pack: &[u8], name: &str) -> Result<u32, Fail> {
     Ok(u32::from_be_bytes([pack[8], pack[9], pack[10], pack[11]]))
 }
 
-/// Whether the pack's trailing SHA-1 is the SHA-1 of everything before it.
-pub fn trailer_ok(pack: &[u8]) -> bool {
+/// Whether the pack's trailing SHA-1 is the SHA-1 of everything before it (hashed 4 MiB at
+/// a time; `None` when `stop` was raised meanwhile).
+pub fn trailer_ok(pack: &[u8], stop: &AtomicBool) -> Option<bool> {
     let end = pack.len() - TRAILER_LEN;
-    sha1(&pack[..end])[..] == pack[end..]
+    let mut h = Sha1::new();
+    for part in pack[..end].chunks(4 << 20) {
+        if stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        h.update(part);
+    }
+    let sum: [u8; OID] = h.finalize().into();
+    Some(sum[..] == pack[end..])
 }
 
 fn be32(b: &[u8], at: usize) -> u32 {
@@ -188,11 +201,14 @@ pub fn index_with_idx(
 ) -> Result<Indexed, Fail> {
     let count = check_header(pack, name)?;
     std::thread::scope(|scope| {
-        let checksum = scope.spawn(|| trailer_ok(pack));
+        let stop = tick.stop_flag();
+        let checksum = scope.spawn(move || trailer_ok(pack, &stop));
         let got = idx_index(pack, idx, count, name, tick);
-        let sha_ok = checksum.join().unwrap_or(false);
+        if let Err(Fail::Py(e)) = got {
+            return Err(Fail::Py(e));
+        }
+        let sha_ok = tick.join(checksum)?.flatten().unwrap_or(false);
         match got {
-            Err(Fail::Py(e)) => Err(Fail::Py(e)),
             _ if !sha_ok => Err(Fail::Mismatch(format!(
                 "pack {name}: trailing SHA-1 does not match its bytes (damaged)"
             ))),
@@ -226,6 +242,7 @@ fn idx_index(
                 offsets[i]
             )));
         }
+        tick.every(1)?;
     }
     tick.check()?;
     // entry headers: kind, delta base (entry index), where the zlib data starts
@@ -244,6 +261,7 @@ fn idx_index(
     let mut data = vec![0usize; n];
     let mut by_id: Option<HashMap<[u8; OID], usize>> = None;
     for i in 0..n {
+        tick.every(1)?;
         let at = offsets[i] as usize;
         let limit = bound(i);
         let (kind, _size, mut pos) =
@@ -314,9 +332,11 @@ fn idx_index(
         name,
     };
     let (commits, mut graph) = std::thread::scope(|scope| {
-        let commits = scope.spawn(|| entries.inflate_kind(COMMIT, &mut Ticker::quiet()));
+        let mut worker = tick.worker();
+        let shared = &entries;
+        let commits = scope.spawn(move || shared.inflate_kind(COMMIT, &mut worker));
         let trees = entries.inflate_kind(TREE, tick);
-        let commits = commits.join().unwrap_or_else(|_| {
+        let commits = tick.join(commits)?.unwrap_or_else(|| {
             Err(pack_error(format!(
                 "pack {name}: the commits' worker failed"
             )))
@@ -579,7 +599,7 @@ pub fn parse_whole(
             end - pos
         )));
     }
-    if !trailer_ok(pack) {
+    if !trailer_ok(pack, &tick.stop_flag()).ok_or(PyKeyboardInterrupt::new_err("interrupted"))? {
         return Err(pack_error(format!(
             "pack {name}: trailing SHA-1 does not match its bytes (damaged)"
         )));
