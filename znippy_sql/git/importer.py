@@ -31,7 +31,7 @@ from ..format.sections import ReservedSection
 from .pack import TAG, ParsedPack, index_pack
 from .refs import repo_refs
 from .seal import PackSet, StagedPacks
-from .sections import WALK_BOUND, no_gc
+from .sections import WALK_BOUND
 
 Mode = Literal["packs", "one-pack"]
 
@@ -123,8 +123,7 @@ def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> pa.Tabl
 def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *,
                       mode: Mode = "packs", walk_bound: int = WALK_BOUND) -> ImportReport:
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
-    with no_gc():
-        return _import(repo_dir, out, mode=mode, walk_bound=walk_bound)
+    return _import(repo_dir, out, mode=mode, walk_bound=walk_bound)
 
 
 def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
