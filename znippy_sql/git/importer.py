@@ -15,6 +15,7 @@ is left. The output is a local file (a ``file://`` URL is one); other URLs are r
 
 from __future__ import annotations
 
+import mmap
 import os
 import subprocess
 import tempfile
@@ -143,10 +144,11 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
         packs: list[ParsedPack] = []
         bases = PackSet()
 
-        def add(data: bytes, pack: ParsedPack) -> None:
+        def add(data: bytes | memoryview, pack: ParsedPack) -> None:
             bases.add(memoryview(data), pack)
             packs.append(pack)
 
+        data: bytes | memoryview
         if mode == "one-pack":
             ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
             data = _made(repo, ids)
@@ -187,11 +189,16 @@ def _local_output(out: str) -> str:
     return path
 
 
-def _read_pack(path: str) -> tuple[bytes, bytes | None]:
-    """A pack file's bytes and its ``.idx``'s (None: it has none)."""
+def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None]:
+    """A pack file's bytes (mapped read-only: the page cache's pages, no copy into this
+    process; git replaces a pack by rename, never rewrites one in place) and its ``.idx``'s
+    (None: it has none)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            data: bytes | memoryview = (memoryview(mmap.mmap(fh.fileno(), 0,
+                                                             access=mmap.ACCESS_READ))
+                                        if size else b"")
         idx_path = path[:-len(".pack")] + ".idx"
         idx = None
         if os.path.exists(idx_path):
