@@ -25,9 +25,8 @@ import pyarrow as pa
 
 from ..errors import FormatError, NotFoundError, ZnippyError
 from ..format.schema import GIT_REFS, META
-from ..read.reader import Archive
-
 if TYPE_CHECKING:
+    from ..read.reader import Archive      # the readers' (an import need not load it)
     from .objects import GitObjects
 
 SHALLOW = "shallow"
