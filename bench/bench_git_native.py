@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/bench_git_native.py --mirror NAME=BARE_GIT_DIR [--rounds 7]
-                                               [--out bench/results-git.md]
+                                               [--before CHECKOUT] [--out bench/results-git.md]
 
 Each round runs both commands as fresh processes, alternating which goes first (page cache
 warm for both: the mirror is read once before), and records wall and CPU (the children's
@@ -44,9 +44,10 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(cmd: list[str] | str) -> tuple[float, float]:
+def run(cmd: list[str] | str, env: dict[str, str] | None = None) -> tuple[float, float]:
     cpu, t = children_cpu(), time.perf_counter()
-    subprocess.run(cmd, shell=isinstance(cmd, str), check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, shell=isinstance(cmd, str), check=True, stdout=subprocess.DEVNULL,
+                   env=env)
     return time.perf_counter() - t, children_cpu() - cpu
 
 
@@ -72,7 +73,7 @@ def calls_per_object(repo: str, out: str) -> tuple[int, int]:
     return calls[0], report.objects
 
 
-def bench(name: str, mirror: str, rounds: int) -> list[str]:
+def bench(name: str, mirror: str, rounds: int, before: str | None) -> list[str]:
     work = os.path.join(WORK, name.replace("/", "+"))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -85,14 +86,20 @@ def bench(name: str, mirror: str, rounds: int) -> list[str]:
     loads = [load()]
     ours: list[tuple[float, float]] = []
     theirs: list[tuple[float, float]] = []
+    old: list[tuple[float, float]] = []
+    old_env = dict(os.environ, PYTHONPATH=before) if before else None
+    arms = (0, 1, 2) if before else (0, 1)
     for k in range(rounds):
-        for which in ((0, 1) if k % 2 == 0 else (1, 0)):
+        for which in (arms if k % 2 == 0 else arms[::-1]):
+            if which == 1:
+                theirs.append(run(peer))
+                continue
+            if os.path.exists(out):
+                os.unlink(out)
             if which == 0:
-                if os.path.exists(out):
-                    os.unlink(out)
                 ours.append(run(imp))
             else:
-                theirs.append(run(peer))
+                old.append(run(imp, old_env))
     loads.append(load())
     calls, objects = calls_per_object(repo, out + ".calls")
     size, tsize = os.path.getsize(out), os.path.getsize(tar)
@@ -115,7 +122,11 @@ def bench(name: str, mirror: str, rounds: int) -> list[str]:
         f"{size / 2**20:.1f} MiB |",
         f"| `tar -cf - MIRROR \\| zstd -3 -T2` | {b:.2f} s | {spread(theirs)} s | {bc:.2f} s "
         f"| {tsize / 2**20:.1f} MiB |",
-        f"| import / tar+zstd | **{a / b:.2f}×** wall | | {ac / bc:.2f}× CPU | |", "",
+        f"| import / tar+zstd | **{a / b:.2f}×** wall | | {ac / bc:.2f}× CPU | |",
+        *([f"| before: the same CLI, `PYTHONPATH={before}` | {med(old, 0):.2f} s | "
+           f"{spread(old)} s | {med(old, 1):.2f} s | |",
+           f"| before / tar+zstd | {med(old, 0) / b:.2f}× wall | | {med(old, 1) / bc:.2f}× "
+           "CPU | |"] if old else []), "",
         f"Python function calls in `import_repository` (in process, after a warm-up): "
         f"{calls:,} for {objects:,} objects = **{calls / objects:.3f} an object**.", "",
         f"Load (1, 5, 15 min) before the rounds: {loads[0]}; after: {loads[1]}.", ""]
@@ -125,18 +136,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mirror", action="append", required=True, help="NAME=BARE_GIT_DIR")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--before", help="another checkout of the package, run as a third arm")
     ap.add_argument("--out", default=os.path.join(HERE, "results-git.md"))
     args = ap.parse_args()
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
     lines = [f"## {when}: `git import` in the compiled core (issue 33, item 4)", "",
              f"Command: `.venv/bin/python bench/bench_git_native.py "
-             f"{' '.join('--mirror ' + m for m in args.mirror)} --rounds {args.rounds}` — "
+             f"{' '.join('--mirror ' + m for m in args.mirror)} --rounds {args.rounds}"
+             + (f" --before {args.before}" if args.before else "") + "` — "
              f"{platform.machine()}, {os.cpu_count()} cores, 24 GiB, shared with other work; "
              f"Python {platform.python_version()}, {git}.", ""]
     for spec in args.mirror:
         name, path = spec.split("=", 1)
-        lines += bench(name, path, args.rounds)
+        lines += bench(name, path, args.rounds, args.before)
     text = "\n".join(lines) + "\n"
     print(text)
     old = open(args.out).read() if os.path.exists(args.out) else ""
