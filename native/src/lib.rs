@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod errors;
+mod git;
 
 /// Raises a panic on purpose: the test that no panic reaches a user calls it.
 #[pyfunction]
@@ -26,5 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
+    git::register(m)?;
     Ok(())
 }
