@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from ..errors import ZnippyError
+from ..errors import ZnippyError, missing_or
 from .common import Interrupted, PkgTypeHelp, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 from .create import (add_dedup_option, add_layout_options, add_unreadable_option,
@@ -68,7 +68,7 @@ def cmd_append(args: argparse.Namespace) -> int:
     from ..write.append import append_archive
 
     if not os.path.isdir(args.source):
-        raise ZnippyError("source is not a directory", path=args.source)
+        raise missing_or(args.source, "source is not a directory", "source")
     try:
         r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
                            drop_signatures=args.drop_signatures, move=args.move,
@@ -133,7 +133,7 @@ def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
 
 def cmd_store_add(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.source):
-        raise ZnippyError("source is not a directory", path=args.source)
+        raise missing_or(args.source, "source is not a directory", "source")
     store = _open_store(args, writable=True)
     try:
         r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers,
