@@ -43,10 +43,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     if command and command not in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)
-    for each in sub.choices.values():  # every command may name remote archives
-        _remote_options(each)
+    for each in sub.choices.values():  # a command that may name remote archives
+        if not each.get_default("local_only"):
+            _remote_options(each)
         for nested in _nested(each):  # (catalog add, maven ARCHIVE pom, ...): anywhere
-            _remote_options(nested, suffix="_nested")
+            if not nested.get_default("local_only"):
+                _remote_options(nested, suffix="_nested")
     return parser
 
 
@@ -85,7 +87,8 @@ def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
-    """``--storage-option`` and ``--no-cache``; a nested sub-command's land under their own
+    """``--storage-option`` and ``--no-cache`` (not on a command whose defaults say
+    ``local_only``: it reads no remote archive); a nested sub-command's land under their own
     names (its namespace would replace its parent's) and are merged by ``_configure_remote``."""
     g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
     # a nested sub-command's defaults are SUPPRESSed: its namespace must not reset its parent's

@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from .common import FORMAT_HELP, FORMATS
 from .core import counted, human, positive_int
 from .findings import print_findings
 from .lifecycle import _catalog
@@ -112,15 +113,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("warehouse", metavar="WAREHOUSE",
                    help="warehouse directory (or location, with a shared catalog)")
     p.add_argument("--namespace", default="fleet", help="Iceberg namespace (default: fleet)")
-    p.add_argument("--catalog-uri", help="a pyiceberg catalog uri (default: sqlite catalog.db "
-                                         "inside the warehouse; http(s):// means a REST catalog)")
+    p.add_argument("--catalog-uri", metavar="URI",
+                   help="a pyiceberg catalog uri (default: sqlite catalog.db inside the "
+                        "warehouse; http(s):// means a REST catalog)")
     p.add_argument("--catalog-prop", action="append", metavar="KEY=VALUE",
                    help="any further pyiceberg catalog property (repeatable)")
 
 
 def _output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table")
-    p.add_argument("--max-rows", type=int, default=10_000,
+    p.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
+    p.add_argument("--max-rows", type=int, default=10_000, metavar="N",
                    help="rows shown by --format table (default 10000)")
 
 
@@ -157,7 +159,8 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("sql", help="run a DuckDB query over the files and archives tables")
     _common(p)
-    p.add_argument("query", metavar="QUERY")
+    p.add_argument("query", metavar="QUERY",
+                   help="DuckDB SQL over the tables files and archives (';' separates several)")
     _output(p)
     p.set_defaults(func=cmd_sql)
 

@@ -65,6 +65,25 @@ def level_arg(value: str) -> int:
     return level
 
 
+def count_arg(value: str) -> int:
+    """A whole number, 0 or more."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {value!r}")
+    return number
+
+
+#: The help of every ARCHIVE argument.
+ARCHIVE_HELP = "the archive: a path, or a URL (s3://, gs://, az://, http(s)://, file://)"
+#: The choices of every --format and their help.
+FORMATS = ("table", "csv", "json", "arrow")
+FORMAT_HELP = ("how results are printed: an aligned table (default), CSV, JSON lines, or an "
+               "Arrow IPC stream")
+
+
 def positive_int(value: str) -> int:
     try:
         number = int(value)

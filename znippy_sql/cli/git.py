@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .common import ARCHIVE_HELP
 from .core import human
 
 if TYPE_CHECKING:
@@ -128,18 +129,19 @@ def register(subparsers: Any) -> None:
     git.set_defaults(func=lambda args: (git.print_help(sys.stderr), 2)[1])
 
     imp = sub.add_parser("import", help="push a repository's objects and seal an archive")
-    imp.add_argument("repo_dir", help="a git repository (work tree or bare)")
-    imp.add_argument("-o", "--output", required=True, help="the archive to write")
+    imp.add_argument("repo_dir", metavar="REPO", help="a git repository (work tree or bare)")
+    imp.add_argument("-o", "--output", required=True, metavar="OUT", help="the archive to write")
     imp.add_argument("--mode", choices=("packs", "one-pack"), default="packs",
                      help="the repository's own packs verbatim (+ its loose objects), or one "
                           "pack of every object (default: packs)")
     imp.add_argument("--json", action="store_true", help="print the report as JSON")
-    imp.set_defaults(func=cmd_import)
+    imp.set_defaults(func=cmd_import, local_only=True)
 
     cat = sub.add_parser("cat-file", help="one object of an archive, like git cat-file")
-    cat.add_argument("archive")
-    cat.add_argument("oid", help="an object name as git rev-parse takes it: an id, a unique "
-                                 "prefix of 4+ hex digits, a branch or tag name, HEAD")
+    cat.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
+    cat.add_argument("oid", metavar="NAME",
+                     help="an object name as git rev-parse takes it: an id, a unique prefix of "
+                          "4+ hex digits, a branch or tag name, HEAD")
     how = cat.add_mutually_exclusive_group(required=True)
     how.add_argument("-t", action="store_true", help="print the object's type")
     how.add_argument("-s", action="store_true", help="print the object's size")
@@ -148,13 +150,13 @@ def register(subparsers: Any) -> None:
     cat.set_defaults(func=cmd_cat_file)
 
     show = sub.add_parser("show-ref", help="the archive's refs, like git show-ref")
-    show.add_argument("archive")
+    show.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     show.add_argument("--head", action="store_true", help="show HEAD too (first)")
     show.add_argument("-d", "--dereference", action="store_true",
                       help="after an annotated tag, the object it peels to (NAME^{})")
     show.add_argument("--heads", "--branches", action="store_true", help="only refs/heads/")
     show.add_argument("--tags", action="store_true", help="only refs/tags/")
     show.add_argument("-s", "--hash", action="store_true", help="only the object ids")
-    show.add_argument("pattern", nargs="*",
+    show.add_argument("pattern", nargs="*", metavar="PATTERN",
                       help="only refs named PATTERN or ending in /PATTERN (options may follow)")
     show.set_defaults(func=cmd_show_ref)
