@@ -86,3 +86,18 @@ def test_git_push_blob_file_is_unsealed(tmp_path: Path) -> None:
         with pytest.raises(UnsealedArchiveError, match="this is an unsealed archive: seal it "
                                                        "with the tool that wrote it"):
             open_archive(target)
+
+
+def test_cut_archive_over_http(whole: tuple[bytes, dict[str, int]]) -> None:
+    from remote_server import RangeServer
+
+    data, marks = whole
+    srv = RangeServer()
+    try:
+        srv.put("cut.znippy", data[: marks["manifest"] + 100])
+        url = f"{srv.url}/cut.znippy"
+        with pytest.raises(FormatError, match="truncated or damaged") as exc:
+            open_archive(url, cache=False)
+        assert exc.value.path == url
+    finally:
+        srv.close()

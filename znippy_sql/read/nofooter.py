@@ -39,7 +39,7 @@ _INDEX_COLUMNS = (("relative_path", "blob_offset"), ("pkg_type", "index_offset")
 _INDEX_WORDS = (b"znippy", b"relative_path", b"index_offset")
 #: How far back from the end index streams are looked for: a local file is mapped, a remote
 #: one costs a request per step; markers tried at most (raw blobs may hold many).
-_SCAN_LOCAL, _SCAN_REMOTE, _STEP, _TRIES = 256 << 20, 8 << 20, 8 << 20, 4096
+_SCAN_LOCAL, _SCAN_REMOTE, _STEP, _TRIES = 64 << 20, 8 << 20, 8 << 20, 4096
 _MAX_SCHEMA = 1 << 20
 
 BLOBS_ONLY = ("truncated or damaged, or unsealed: no ZNPYMIDX footer and no index, and it "
