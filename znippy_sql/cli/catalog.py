@@ -16,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from .common import FORMAT_HELP, FORMATS
+from .common import add_output_options
 from .core import counted, human, positive_int
 from .findings import print_findings
 from .lifecycle import _catalog
@@ -120,12 +120,6 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="any further pyiceberg catalog property (repeatable)")
 
 
-def _output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
-    p.add_argument("--max-rows", type=int, default=10_000, metavar="N",
-                   help="rows shown by --format table (default 10000)")
-
-
 def register(subparsers: Any) -> None:
     top = subparsers.add_parser(
         "catalog", help="a catalog of many archives in Iceberg tables",
@@ -154,14 +148,14 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("ls", help="list the archives in the catalog")
     _common(p)
-    _output(p)
+    add_output_options(p)
     p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("sql", help="run a DuckDB query over the files and archives tables")
     _common(p)
     p.add_argument("query", metavar="QUERY",
                    help="DuckDB SQL over the tables files and archives (';' separates several)")
-    _output(p)
+    add_output_options(p)
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("extract", help="extract the files a predicate selects")

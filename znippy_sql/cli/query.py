@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from .common import FORMAT_HELP, FORMATS
+from .common import add_output_options
 
 
 def register(subparsers: Any) -> None:
@@ -38,9 +38,7 @@ def register(subparsers: Any) -> None:
                    help="read the query from FILE ('-': stdin); every argument is an archive")
     p.add_argument("--as", dest="named", action="append", default=[], metavar="NAME=PATH",
                    help="register PATH (a file or a glob) under NAME; may be repeated")
-    p.add_argument("--format", choices=FORMATS, default="table", help=FORMAT_HELP)
-    p.add_argument("--max-rows", type=int, default=10_000, metavar="N",
-                   help="rows shown by --format table (default 10000)")
+    add_output_options(p)
     p.set_defaults(func=run)
 
 
