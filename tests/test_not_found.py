@@ -77,13 +77,3 @@ def test_cli_says_not_found(argv: list[str], tmp_path: Path,
     assert f"{missing}: " in err and " not found" in err, err
     assert not (tmp_path / "o.znippy").exists() and not (tmp_path / "g.znippy").exists()
     assert not (tmp_path / "wh").exists()
-
-
-def test_catalog_add_of_a_missing_archive(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    warehouse = str(tmp_path / "wh")
-    assert main(["catalog", "init", warehouse]) == 0
-    capsys.readouterr()
-    assert main(["catalog", "add", warehouse, str(tmp_path / "nosuch.znippy")]) == 2
-    err = capsys.readouterr().err
-    assert "nosuch.znippy" in err and "archive not found" in err, err

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CatalogError, PathNotFoundError
+from ..errors import CatalogError
 from ..views.files import files_of_group, module_fields
 from ..format import build
 from ..format.schema import pkg_type_name
@@ -72,8 +72,6 @@ def local_identity(uri: str) -> tuple[int, str] | None:
         return None
     try:
         st = os.stat(uri)
-    except FileNotFoundError:
-        raise PathNotFoundError("archive not found", path=uri) from None
     except OSError as exc:
         raise CatalogError(f"cannot read archive: {exc.strerror or exc}", path=uri) from None
     return st.st_size, f"mtime:{st.st_mtime_ns}"
