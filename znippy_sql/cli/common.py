@@ -65,13 +65,35 @@ def level_arg(value: str) -> int:
     return level
 
 
+#: The help of every ARCHIVE argument.
+ARCHIVE_HELP = "the archive: a path, or a URL (s3://, gs://, az://, http(s)://, file://)"
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """``--format`` and ``--max-rows`` of the commands that print query results."""
+    p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table",
+                   help="how results are printed: an aligned table (default), CSV, JSON "
+                        "lines, or an Arrow IPC stream")
+    p.add_argument("--max-rows", type=int, default=10_000, metavar="N",
+                   help="rows shown by --format table (default 10000)")
+
+
 def positive_int(value: str) -> int:
+    return _whole(value, 1, "must be positive")
+
+
+def count_arg(value: str) -> int:
+    """A whole number, 0 or more (``--strip-components``)."""
+    return _whole(value, 0, "must be 0 or more")
+
+
+def _whole(value: str, least: int, words: str) -> int:
     try:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    if number < least:
+        raise argparse.ArgumentTypeError(f"{words}: {value!r}")
     return number
 
 

@@ -12,7 +12,7 @@ import argparse
 import os
 from typing import Any
 
-from ..errors import ZnippyError
+from ..errors import ZnippyError, missing_or
 from ..format.codec import DEFAULT_LEVEL
 from ..write.compat import COMPAT_MODES
 from .common import (Interrupted, PkgTypeHelp, counted, create_pkg_type_arg, done, human,
@@ -25,7 +25,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     from ..write.writer import check_output, write_archive
 
     if not os.path.isdir(args.src):
-        raise ZnippyError("source is not a directory", path=args.src)
+        raise missing_or(args.src, "source is not a directory", "source")
     check_output(args.out)
     extra: dict[str, Any] = {}
     from . import provenance as prov

@@ -26,7 +26,7 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import ZnippyError
+from ..errors import ZnippyError, missing_or
 from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
 from .pack import TAG, ParsedPack, index_pack
@@ -74,7 +74,7 @@ def _git(repo: str, *args: str, stdin: bytes | None = None) -> bytes:
 def _git_paths(repo: str) -> tuple[str, str]:
     """The repository's objects folder and its shallow file (which may not exist)."""
     if not os.path.isdir(repo):
-        raise ZnippyError("not a directory", path=repo)
+        raise missing_or(repo, "not a directory", "repository")
     try:
         got = _git(repo, "rev-parse", "--git-path", "objects", "--git-path", "shallow")
     except ZnippyError:

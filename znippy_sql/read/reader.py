@@ -23,8 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..format import build, codec
-from ..errors import (ChecksumError, CodecError, FormatError, NotFoundError,
-                      UnsealedArchiveError)
+from ..errors import ChecksumError, CodecError, FormatError, NotFoundError
 from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.ipc import batch_index, read_batch, read_table
 from ..format.build import numpy_of
@@ -47,8 +46,8 @@ from ..format.schema import (
 from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, lookup_schema_problem,
                                portable, rows_problem, subindex_schema_problem)
 from .firstfind import NOT_HANDLED, first_find, section_digest
-from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
-                      unsealed_problem, with_writer)
+from .foreign import lookup_usable, not_understood, rust_writer, section_status, with_writer
+from .nofooter import no_footer
 
 if TYPE_CHECKING:
     from .extract import ExtractReport
@@ -167,14 +166,8 @@ class Archive:
         # bytes [-16..-8]: magic; [-8..]: manifest offset (u64 LE)
         manifest_offset = None if src.size < FOOTER_LEN else decode_footer(
             src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
-        if manifest_offset is None:
-            unsealed = unsealed_problem(src, self.path)  # a Rust hot archive, its journal
-            if unsealed is not None:
-                raise UnsealedArchiveError(unsealed, path=self.path)
-            if src.size < FOOTER_LEN:
-                raise FormatError(f"file is {src.size} bytes, too short for a footer",
-                                  path=self.path)
-            raise FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=self.path)
+        if manifest_offset is None:  # unsealed, truncated, or not an archive: .nofooter
+            raise no_footer(src, self.path)
         self.manifest_offset = manifest_offset
         self.manifest, self.manifest_rows = decode_manifest(src, manifest_offset)
         self._by_key = {r.key: r for r in self.manifest_rows}

@@ -22,7 +22,8 @@ from typing import Any, BinaryIO, Unpack
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DuplicatePathError, FormatError, RemoteError, SignatureError, ZnippyError
+from ..errors import (DuplicatePathError, FormatError, PathNotFoundError, RemoteError,
+                      SignatureError, ZnippyError)
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
                                write_journal)
@@ -383,7 +384,7 @@ class Appender:
         try:
             self._fh = open(self.path, "r+b")
         except FileNotFoundError:
-            raise ZnippyError("no such archive", path=self.path) from None
+            raise PathNotFoundError("archive not found", path=self.path) from None
         except OSError as exc:
             raise ZnippyError(f"cannot open for append: {exc.strerror or exc}",
                               path=self.path) from None

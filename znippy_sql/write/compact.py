@@ -96,9 +96,9 @@ def compact_archive(path: str | os.PathLike[str], *, options: WriteOptions | Non
     try:
         fh = open(path, "r+b")
     except FileNotFoundError:
-        from ..errors import ZnippyError
+        from ..errors import PathNotFoundError
 
-        raise ZnippyError("no such archive", path=path) from None
+        raise PathNotFoundError("archive not found", path=path) from None
     with fh, Staging(path) as staged:
         lock(fh.fileno(), path)
         recover_locked(path, fh.fileno())

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import UnreadableSourceError, ZnippyError
+from ..errors import UnreadableSourceError, ZnippyError, missing_or
 
 #: the hint every "cannot read" error of a write for want of permission carries
 UNREADABLE_HINT = "give --skip-unreadable (skip_unreadable=True) to leave such paths out"
@@ -167,7 +167,7 @@ class Walk:
         yielded: one ``skip_unreadable`` leaves out is not yielded at all)."""
         root = self.root
         if not os.path.isdir(root):
-            raise ZnippyError("source is not a directory", path=root)
+            raise missing_or(root, "source is not a directory", "source")
         base = root if root.endswith("/") else root + "/"
         stack = self._listing("", root) or []
         while stack:
