@@ -1,13 +1,15 @@
 -- One group's files: the chunk_seq = 0 row (module columns) joined to the per-file sums.
+-- {share} is each row's share of its blob (views/shares.py), carried by the group's table.
 SELECT f.relative_path, {repo} AS repo, {pkg_type}::TINYINT AS pkg_type,
        {pkg_type_name} AS pkg_type_name, {module_name} AS module_name,
-       s.size, s.stored_size, s.chunks, s.compressed,
+       s.size, s.stored_size, s.blob_size, s.chunks, s.compressed,
        znippy_file_digest(f.relative_path, s.checksums) AS digest {extra}
 FROM {table} AS f
 JOIN (
     SELECT relative_path,
            sum(uncompressed_size)::UBIGINT AS size,
-           sum(blob_size)::UBIGINT AS stored_size,
+           sum({share})::UBIGINT AS stored_size,
+           sum(blob_size)::UBIGINT AS blob_size,
            count(*)::UINTEGER AS chunks,
            bool_or(compressed) AS compressed,
            list(checksum ORDER BY chunk_seq) AS checksums
