@@ -31,9 +31,9 @@ from ..format import build
 from ..format.kernels import one_array
 from ..format.schema import INNER, GroupKey
 
-#: the column a group's Arrow table gets for DuckDB's views (never a module column's name:
-#: those start with their module's name)
-SHARE = "__stored_share"
+#: the column a group's Arrow table gets for DuckDB's views (a ``.`` keeps it apart from every
+#: module column: their names are letters, digits and ``_``: ``format/validate.py``)
+SHARE = "znippy.stored_share"
 SHARE_FIELD = pa.field(SHARE, pa.uint64(), nullable=False)
 
 _EXACT = 1 << 62  # products below this are exact in uint64 (else Python ints)
