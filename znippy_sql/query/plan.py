@@ -134,7 +134,9 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     problem = union_problem((group_what(k), s) for k, s in schemas)
     if problem is not None:
         raise FormatError(problem, path=archive.path)
-    chunk_parts, row_parts, file_parts = [], [], []
+    chunk_parts: list[str] = []
+    row_parts: list[str] = []
+    file_parts: list[str] = []
     empty = not schemas
     share = ident(SHARE)
     for i, (key, schema) in enumerate(schemas or [(GroupKey(0, "", ""), LOOKUP_SCHEMA)]):
