@@ -161,6 +161,19 @@ def test_ls_and_info_show_every_type(exotic: Path, capsys: pytest.CaptureFixture
                                "exo_durs": [0, 0, 5_000_000_000]}
 
 
+def test_the_catalog_takes_every_type(exotic: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """``catalog add`` maps each module column to an Iceberg type (``catalog.schema.
+    iceberg_type``) and ``catalog sql`` reads it back."""
+    warehouse = str(tmp_path / "wh")
+    _cli(["catalog", "add", warehouse, str(exotic)], capsys)
+    out = _cli(["catalog", "sql", warehouse, "SELECT exo_f16, exo_t32, exo_durs, exo_null, "
+                "exo_json FROM files WHERE relative_path = 'exo/a.txt'", "--format", "json"],
+               capsys)
+    assert json.loads(out) == {"exo_f16": 1.5, "exo_t32": "01:02:03", "exo_durs": 5,
+                               "exo_null": None, "exo_json": '{"a": 1}'}
+
+
 @pytest.mark.parametrize("kind", [
     pa.dense_union([pa.field("i", pa.int32()), pa.field("s", pa.utf8())]),
     pa.sparse_union([pa.field("i", pa.int32())]),
