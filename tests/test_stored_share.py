@@ -163,3 +163,24 @@ def test_row_shares_sum_to_each_blob(rows: list[tuple[int, int, int, int]]) -> N
     assert shares.dtype == np.uint64
     for offset, size in sizes.items():
         assert sum(int(s) for s, (o, *_) in zip(shares, rows) if o == offset) == size
+
+
+def test_duckdb_reads_every_group_only_for_stored_size(
+        packed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query that does not ask for stored_size reads only the groups it filters to (the
+    shares are a function DuckDB calls only for that column); one that asks reads them all."""
+    from znippy_sql.read.reader import Archive
+
+    read: list[str] = []
+    group_table = Archive.group_table
+    monkeypatch.setattr(Archive, "group_table",
+                        lambda self, key: read.append(key.repo) or group_table(self, key))
+    con = duckdb.connect()
+    register(con, packed, "p")
+    read.clear()
+    assert con.sql("SELECT count(*) FROM p_files WHERE repo = 'two'").fetchall() == [(21,)]
+    assert con.sql("SELECT sum(size) FROM p_groups WHERE repo = 'two'").fetchall()[0][0] > 0
+    assert set(read) == {"two"}
+    got = con.sql("SELECT sum(stored_size) FROM p_files WHERE repo = 'two'").fetchall()
+    assert set(read) == {"one", "two"} and got[0][0] > 0
+    con.close()

@@ -1,6 +1,6 @@
 -- <name>_groups: one row per data sub-index with its byte range and what it holds
--- (the columns of views/files.py GROUPS_SCHEMA, in its order). {rows}: every group's chunk
--- rows with {share}, each row's share of its blob (views/shares.py).
+-- (the columns of views/files.py GROUPS_SCHEMA, in its order); stored_size: the sum of its
+-- files' shares of the blobs ({share}, views/shares.py).
 SELECT {columns},
        coalesce(a.files, 0)::UBIGINT AS files,
        coalesce(a.size, 0)::UBIGINT AS size,
@@ -11,9 +11,9 @@ LEFT JOIN (
     SELECT c.pkg_type, c.repo, c.module_name,
            count(*) FILTER (WHERE c.chunk_seq = 0) AS files,
            sum(c.uncompressed_size) AS size,
-           sum(c.{share}) AS stored_size,
+           sum({share}(c.relative_path)) FILTER (WHERE c.chunk_seq = 0) AS stored_size,
            count(*) FILTER (WHERE c.compressed) AS compressed_chunks
-    FROM {rows} AS c
+    FROM {chunks} AS c
     GROUP BY ALL
 ) AS a ON a.pkg_type = g.pkg_type AND a.repo = g.repo AND a.module_name = g.module_name
 ORDER BY g.pkg_type, g.repo, g.module_name

@@ -12,11 +12,11 @@ NAME`` of the archives' own, with an ``archive`` column (the path) first: a filt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
@@ -28,7 +28,7 @@ from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template
 from ..views.files import GROUPS_SCHEMA, module_fields
 from ..views.heads import fetch_heads, group_schema, peek_schema
-from ..views.shares import SHARE, SHARE_FIELD, group_shares, with_shares
+from ..views.shares import file_shares
 from .tables import CHANGED, ArrowPart, Stamp, group_table, section_table
 
 #: the views planned as SQL over the zero-copy sub-indexes (the rest: ``_sections``)
@@ -43,6 +43,8 @@ class ArchiveViews:
     stamp: Stamp | None = None
     objects: dict[str, Any] = field(default_factory=dict)
     views: dict[str, str] = field(default_factory=dict)
+    #: scalar functions the views call, by name: (function, parameter types, return type)
+    functions: dict[str, tuple[Any, list[str], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.prefix = self.prefix or self.object_prefix(self.name)
@@ -63,6 +65,21 @@ class ArchiveViews:
 
     def add_view(self, suffix: str, sql: str) -> None:
         self.views[suffix] = sql
+
+    def add_share_function(self) -> str:
+        """A scalar function ``(relative_path) -> stored_size`` of this archive's files
+        (``views/shares.py``): its shares are computed at its first call, so a query that
+        does not ask for ``stored_size`` reads no more sub-indexes than before."""
+        name = re.sub(r"\W", "_", self.prefix) + "stored_size"
+        archive, stamp = self.archive, self.stamp
+
+        def stored_size(paths: Any) -> pa.Array:
+            if stamp is not None:
+                stamp.check()
+            return file_shares(archive, paths)
+
+        self.functions[name] = (stored_size, ["VARCHAR"], "UBIGINT")
+        return ident(name)
 
 
 def plan_views(path: str, name: str, *, trust: Any = None, prefix: str = "") -> ArchiveViews:
@@ -135,17 +152,12 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     if problem is not None:
         raise FormatError(problem, path=archive.path)
     chunk_parts: list[str] = []
-    row_parts: list[str] = []
     file_parts: list[str] = []
     empty = not schemas
-    share = ident(SHARE)
+    share = plan.add_share_function()
     for i, (key, schema) in enumerate(schemas or [(GroupKey(0, "", ""), LOOKUP_SCHEMA)]):
-        # each group's rows carry their shares of the blobs (views/shares.py) as a last
-        # column, computed over the whole archive when a query first scans a group
-        obj = plan.add_part(f"g{i}", schema.append(SHARE_FIELD), (
-            lambda: with_shares(LOOKUP_SCHEMA.empty_table(), np.zeros(0, np.uint64))) if empty
-            else (lambda k=key: with_shares(archive.group_table(k), group_shares(archive, k))),
-            group_what(key))
+        obj = plan.add_part(f"g{i}", schema, (lambda: LOOKUP_SCHEMA.empty_table()) if empty
+                            else (lambda k=key: archive.group_table(k)), group_what(key))
         consts = dict(repo=literal(key.repo), pkg_type=str(key.pkg_type),
                       pkg_type_name=literal(pkg_type_name(key.pkg_type)),
                       module_name=literal(key.module_name), table=obj, share=share)
@@ -153,10 +165,9 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
                         for f in module_fields(schema))
         mods = [ident(f.name) for f in module_fields(schema)]
         drop = (["pkg_type"] if "pkg_type" in schema.names else []) + mods
-        for parts, hidden in ((chunk_parts, [share]), (row_parts, [])):
-            parts.append(template("view_chunks_group.sql", **consts,
-                                  exclude=_exclude([*drop, *hidden]),
-                                  extra="".join(f", {m}" for m in mods)))
+        chunk_parts.append(template("view_chunks_group.sql", **consts,
+                                    exclude=f"EXCLUDE ({', '.join(drop)})" if drop else "",
+                                    extra="".join(f", {m}" for m in mods)))
         file_parts.append(template("view_files_group_single.sql" if single
                                    else "view_files_group.sql", **consts, extra=extra))
     union = "\nUNION ALL BY NAME\n"
@@ -166,8 +177,7 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     manifest = plan.add_object("manifest", views.table(archive, "manifest"))
     plan.add_view("manifest", f"SELECT * FROM {manifest}")
     plan.add_view("groups", template("view_groups.sql", groups=plan.add_object(
-        "group_rows", _group_rows(archive)), rows="(" + union.join(
-            f"({p})" for p in row_parts) + ")", share=share,
+        "group_rows", _group_rows(archive)), chunks=f"({chunks})", share=share,
         columns=", ".join(f"g.{c}" for c in _MANIFEST_COLUMNS)))
     plan.add_view("lookup", "SELECT * FROM " + plan.add_part(
         "lookup", lookup_schema, lambda: archive.lookup, LOOKUP))
@@ -178,10 +188,6 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
         "archive", path_only.schema, lambda: path_only, "the archive"))
     _sections(plan, trust)
     return plan
-
-
-def _exclude(columns: list[str]) -> str:
-    return f"EXCLUDE ({', '.join(columns)})" if columns else ""
 
 
 def _remote_schemas(archive: Archive) -> tuple[pa.Schema, list[tuple[GroupKey, pa.Schema]]]:

@@ -21,6 +21,7 @@ result is kept per open archive.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Any
 
@@ -28,11 +29,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..format import build
-from ..format.kernels import one_array
+from ..format.kernels import SortOptions, call_function, one_array, take
 from ..format.schema import INNER, GroupKey
 
-#: the column a group's Arrow table gets for DuckDB's views (a ``.`` keeps it apart from every
-#: module column: their names are letters, digits and ``_``: ``format/validate.py``)
+#: the column a group's rows get while their files' sums are taken (a ``.`` keeps it apart
+#: from every module column: their names are letters, digits and ``_``: ``format/validate.py``)
 SHARE = "znippy.stored_share"
 SHARE_FIELD = pa.field(SHARE, pa.uint64(), nullable=False)
 
@@ -85,19 +86,19 @@ def _owners(table: pa.Table, order: np.ndarray, starts: np.ndarray, n: int) -> n
     the rows that point at it."""
     owners = order[starts].copy()
     counts = np.diff(np.append(starts, n))
-    shared = np.flatnonzero(counts > 1)  # slices several rows point at
-    if not len(shared):
+    if not bool((counts > 1).any()):
         return owners
-    members = np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in shared])
+    slice_of = np.repeat(np.arange(len(starts)), counts)  # sorted position -> its slice
+    members = np.flatnonzero(counts[slice_of] > 1)  # rows of slices several rows point at
     rows = order[members]
-    slice_no = np.repeat(shared, counts[shared])
+    slice_no = slice_of[members]
     candidates = pa.table({
         "slice": build.arrow_of(slice_no),
-        "path": one_array(table.column("relative_path")).take(build.arrow_of(rows)),
+        "path": take(one_array(table.column("relative_path")), build.arrow_of(rows)),
         "seq": build.arrow_of(_numpy(table.column("chunk_seq"))[rows]),
         "row": build.arrow_of(rows)})
-    ranked = candidates.sort_by([("slice", "ascending"), ("path", "ascending"),
-                                 ("seq", "ascending")])  # utf8 sorts by bytes
+    ranked = take(candidates, call_function("sort_indices", [candidates], SortOptions(
+        [("slice", "ascending"), ("path", "ascending"), ("seq", "ascending")])))  # utf8: bytes
     slices = _numpy(ranked.column("slice"), np.int64)
     first = np.r_[True, slices[1:] != slices[:-1]]
     owners[slices[first]] = _numpy(ranked.column("row"), np.int64)[first]
@@ -107,18 +108,42 @@ def _owners(table: pa.Table, order: np.ndarray, starts: np.ndarray, n: int) -> n
 _COLUMNS = ("relative_path", "chunk_seq", "blob_offset", "blob_size", "compressed",
             "uncompressed_size")
 
-#: each open archive's shares, per data group (an archive's bytes do not change while open)
+#: each open archive's shares, per data group, and per file (made when first asked for; an
+#: archive's bytes do not change while open)
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[GroupKey, np.ndarray]]" = \
     weakref.WeakKeyDictionary()
+_FILES: "weakref.WeakKeyDictionary[Any, dict[str, int]]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()  # DuckDB calls file_shares from several threads at once
 
 
 def group_shares(archive: Any, key: GroupKey) -> np.ndarray:
     """The shares of one data group's rows (in its sub-index's row order), computed over every
     data row of ``archive`` once and kept while it is open."""
-    known = _CACHE.get(archive)
-    if known is None:
-        known = _CACHE[archive] = _archive_shares(archive)
+    with _LOCK:
+        known = _CACHE.get(archive)
+        if known is None:
+            known = _CACHE[archive] = _archive_shares(archive)
     return known[key]
+
+
+def file_shares(archive: Any, paths: Any) -> pa.Array:
+    """The share of each file of ``paths`` (a utf8 Arrow array): the sum of its rows' shares;
+    0 for a path the archive does not hold."""
+    by_path = _FILES.get(archive)
+    if by_path is None:
+        shares = [group_shares(archive, key) for key in archive.groups]
+        with _LOCK:
+            by_path = _FILES.get(archive)
+            if by_path is None:
+                by_path = {}
+                for key, rows in zip(archive.groups, shares):
+                    names = one_array(archive.group_table(key).column("relative_path"))
+                    for name, share in zip(names.to_pylist(), rows.tolist()):
+                        by_path[name] = by_path.get(name, 0) + share
+                _FILES[archive] = by_path
+    values = np.fromiter((by_path.get(p, 0) for p in paths.to_pylist()), np.uint64,
+                         count=len(paths))
+    return build.arrow_of(values)
 
 
 def _archive_shares(archive: Any) -> dict[GroupKey, np.ndarray]:
