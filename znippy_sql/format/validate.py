@@ -305,21 +305,23 @@ def duplicate_paths(groups: Iterable[tuple[GroupKey, pa.Table]]) -> list[str]:
 
 
 def _portable_type(t: pa.DataType) -> pa.DataType | None:
-    """What an extra column of type ``t`` is read as so that pyarrow's kernels, DuckDB and
-    Polars all take it (None: as it is), at any depth: a string or binary view as its plain
-    kind, a half float as a float, a list view as a list, a 256-bit decimal of at most 38
-    digits as a 128-bit one and a wider decimal as its text, a timestamp in a time zone no tz
-    database knows in UTC (the instants are the same; only the label goes), a run-end encoded
-    column as its values; a type no engine takes everywhere (a union, an interval: Polars has
-    neither), and a run-end encoding inside another type, makes the whole column its JSON
-    text (:func:`_as_text`)."""
+    """What an extra column of type ``t`` is read as so that pyarrow's kernels, DuckDB,
+    Polars, Spark and Daft all take it (None: as it is), at any depth: a string or binary view
+    as its plain kind, a half float as a float, a time32 as a time64, a date64 as a date32, a
+    list view as a list, a 32/64/256-bit decimal of at most 38 digits as a 128-bit one and a
+    wider decimal as its text, a timestamp in a time zone no tz database knows in UTC (the
+    instants are the same; only the label goes), a dictionary or a run-end encoded column as
+    its values, an extension type (UUID, JSON) as its storage; a type no engine takes
+    everywhere (a union, an interval: Polars has neither), and a run-end encoding inside
+    another type, makes the whole column its JSON text (:func:`_as_text`)."""
     if _text_only(t, top=True):
         return pa.utf8()
     if pa.types.is_run_end_encoded(t):
         return _portable_type(t.value_type) or t.value_type
-    if pa.types.is_dictionary(t):
-        value = _portable_type(t.value_type)
-        return None if value is None else pa.dictionary(t.index_type, value, t.ordered)
+    if pa.types.is_dictionary(t):  # Daft takes none
+        return _portable_type(t.value_type) or t.value_type
+    if isinstance(t, pa.BaseExtensionType):  # UUID, JSON, ...: Spark and Daft take none
+        return _portable_type(t.storage_type) or t.storage_type
     if pa.types.is_map(t):
         key, item = _portable_type(t.key_type), _portable_type(t.item_type)
         if key is None and item is None:
@@ -350,6 +352,12 @@ def _portable_leaf(t: pa.DataType) -> pa.DataType | None:
         return pa.binary()
     if pa.types.is_float16(t):
         return pa.float32()
+    if pa.types.is_time32(t):  # Spark and Daft take time64 only
+        return pa.time64("us")
+    if pa.types.is_date64(t):  # Spark takes date32 only
+        return pa.date32()
+    if pa.types.is_decimal32(t) or pa.types.is_decimal64(t):  # Daft takes decimal128
+        return pa.decimal128(t.precision, t.scale)
     if pa.types.is_list_view(t):
         return pa.list_(t.value_field.with_type(_portable_type(t.value_type) or t.value_type))
     if pa.types.is_large_list_view(t):
