@@ -69,7 +69,7 @@ def row_shares(table: pa.Table) -> np.ndarray:
     weight[empty[blob_of]] = 1
     total_f = np.add.reduceat(weight.astype(np.float64), firsts)
     big = ss[starts]
-    if float(big.max()) * float(total_f.max()) >= _EXACT:  # hostile sizes: Python ints
+    if max(float(big.max()), 1.0) * float(total_f.max()) >= _EXACT:  # hostile: Python ints
         weight, big = weight.astype(object), big.astype(object)
     total = np.add.reduceat(weight, firsts)
     running = np.cumsum(weight)
