@@ -129,7 +129,7 @@ def test_ls_filters_across_groups(tmp_path: Path, capsys) -> None:
     assert capsys.readouterr().out.split() == ["z.txt"]
 
     core = {"relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
-            "stored_size", "chunks", "compressed"}
+            "stored_size", "blob_size", "chunks", "compressed"}
     for row in _json(capsys, ["ls", str(out), "--json"]):
         assert core <= set(row)
         for key in set(row) - core:  # a module's own columns, only its own, never null

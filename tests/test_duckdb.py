@@ -84,8 +84,8 @@ def test_files_view_matches_pyarrow(con: Any, full: Path) -> None:
     expected = RawView(full).files()
     assert by_path(got) == expected
     cols = con.sql("SELECT * FROM full_files LIMIT 0").columns
-    assert cols[:10] == ["relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
-                         "stored_size", "chunks", "compressed", "digest"]
+    assert cols[:11] == ["relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
+                         "stored_size", "blob_size", "chunks", "compressed", "digest"]
     assert {"maven_group_id", "pypi_name"} <= set(cols)
     pom = next(r for r in got if r["relative_path"].endswith(".pom"))
     assert (pom["maven_group_id"], pom["maven_artifact_id"]) == ("org.acme", "lib")

@@ -223,8 +223,27 @@ def done(progress: Progress | None) -> None:
 
 
 def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=json_value)
     sys.stdout.write("\n")
+
+
+def json_value(value: Any) -> Any:
+    """A value JSON has no type for, as JSON (``json.dump``'s ``default``): a decimal as a
+    number (DuckDB's sums of integers: exact when integral), a duration as its seconds, a
+    date, time or timestamp as ISO 8601 text, bytes as hex, anything else (a UUID) as its
+    text. Every Arrow type a module column may have reaches ``ls --json`` and ``sql``."""
+    import datetime
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime.timedelta):  # pandas' Timedelta too
+        return value.total_seconds()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    return str(value)
 
 
 def open_archive_arg(path: str) -> Archive:

@@ -59,8 +59,8 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
     return take(files, order).combine_chunks()
 
 
-_FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size", "chunks",
-              "compressed")
+_FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size",
+              "blob_size", "chunks", "compressed")
 
 
 def _json_row(row: dict[str, Any], facts: Any = None) -> dict[str, Any]:
@@ -215,7 +215,12 @@ def archive_info(archive: Any) -> dict[str, Any]:
     total = sum(g["bytes"] for g in groups)
     from ..write.dedup import distinct_blob_bytes
 
-    referenced = sum(g["stored_bytes"] for g in groups)
+    # stored_bytes of a group: its files' shares of the blobs (docs/format.md, "Stored
+    # sizes"): the groups' sum is the distinct blob bytes
+    from ..format.kernels import call_function
+
+    referenced = sum(call_function("sum", [archive.group_table(k).column("blob_size")]).as_py()
+                     or 0 for k in archive.groups)
     stored = distinct_blob_bytes(archive.group_table(k) for k in archive.groups)
     packs = pack_info(archive)
     rows = sum(g["chunks"] for g in groups)

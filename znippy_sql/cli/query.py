@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ZnippyError
-from .common import add_output_options
+from .common import add_output_options, json_value
 
 
 def register(subparsers: Any) -> None:
@@ -136,20 +136,9 @@ def _print(table: pa.Table, fmt: str, max_rows: int) -> None:
         return
     if fmt == "json":
         for row in _printable(table).to_pylist():
-            sys.stdout.write(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n")
+            sys.stdout.write(json.dumps(row, ensure_ascii=False, default=json_value) + "\n")
         return
     sys.stdout.write(render_table(_printable(table), max_rows=max_rows))
-
-
-def _json_value(value: Any) -> Any:
-    """Decimals (DuckDB's sums of integers) as numbers, dates and times as ISO text."""
-    from decimal import Decimal
-
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return str(value)
 
 
 def _printable(table: pa.Table) -> pa.Table:
