@@ -51,7 +51,7 @@ from .foreign import (lookup_usable, not_understood, rust_writer, section_status
                       unsealed_problem, with_writer)
 
 if TYPE_CHECKING:
-    from .extract import ExtractReport
+    from .extract import Existing, ExtractReport
     from .fileobj import ArchiveFile
     from .verify import VerifyReport
     from .memlookup import SortedPaths
@@ -779,13 +779,17 @@ class Archive:
                 pkg_type: int | str | None = None, glob: str | None = None,
                 paths: list[str] | None = None, workers: int | None = None,
                 progress: Any = None, strip_components: int = 0, preserve: bool = False,
-                symlinks: bool = False) -> "ExtractReport":
-        """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`)."""
+                symlinks: bool = False, existing: "Existing" = "replace") -> "ExtractReport":
+        """Extract the matching files under ``dest`` (see :mod:`znippy_sql.read.extract`).
+        ``existing``: ``"replace"`` a file already there (the default, as tar), ``"error"``
+        (tar's ``--keep-old-files``: nothing is written) or ``"skip"`` it
+        (``--skip-old-files``: kept, reported in ``report.skipped``)."""
         from .extract import extract
 
         return extract(self, os.fspath(dest), repo=repo, pkg_type=pkg_type, glob=glob,
                        paths=paths, workers=workers, progress=progress,
-                       strip_components=strip_components, preserve=preserve, symlinks=symlinks)
+                       strip_components=strip_components, preserve=preserve, symlinks=symlinks,
+                       existing=existing)
 
     def verify(self, *, progress: Any = None, content: bool = True) -> "VerifyReport":
         """Structure and (unless ``content=False``) every blob's content: all findings."""
