@@ -129,3 +129,60 @@ def test_a_file_failing_mid_way_leaves_nothing_under_its_name(tmp_path: Path,
     with open_archive(path) as a:  # the CLI: the same outcome
         report = a.extract(tmp_path / "cli")
     assert set(report.failed) == {"d/f017.bin"} and report.files == 39
+
+
+KILLER = r"""
+import os, signal, sys, threading
+import duckdb
+n = int(os.environ["ZNIPPY_TEST_KILL_AT"])
+count = [0]
+lock = threading.Lock()
+def wrap(real):
+    def call(fd, *args, **kw):
+        if fd > 2:
+            with lock:
+                count[0] += 1
+                if count[0] == n:
+                    os.kill(os.getpid(), signal.SIGKILL)
+        return real(fd, *args, **kw)
+    return call
+os.write, os.pwrite, os.writev = wrap(os.write), wrap(os.pwrite), wrap(os.writev)
+from znippy_sql.duckdb import register
+con = duckdb.connect()
+register(con, sys.argv[1], "k")
+con.execute("SELECT * FROM znippy_extract('k', ?)", [sys.argv[2]]).fetchall()
+"""
+
+
+def test_a_killed_macro_leaves_only_complete_files(tmp_path: Path) -> None:
+    """SIGKILL at the N-th write of the SQL extract: every file under its final name is
+    whole and right; the rest are recognisable temporaries, removed by the next extract."""
+    import random
+    import subprocess
+    import sys
+
+    rng = random.Random(35)
+    files = {f"s/f{i:03}.bin": rng.randbytes(rng.randrange(0, 30_000)) for i in range(120)}
+    files["big/large.bin"] = rng.randbytes(3 << 20)  # several chunks
+    src = tmp_path / "src"
+    for rel, data in files.items():
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (src / rel).write_bytes(data)
+    arc = tmp_path / "k.znippy"
+    write_archive(arc, src, block_size=256 << 10, fsync=False)
+    temps: list[str] = []
+    for n in (3, 40, 90):
+        dest = tmp_path / f"out{n}"
+        done = subprocess.run([sys.executable, "-c", KILLER, str(arc), str(dest)],
+                              capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, ZNIPPY_TEST_KILL_AT=str(n)))
+        assert done.returncode == -9, done.stderr
+        final = {p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*")
+                 if p.is_file() and not LEFTOVER.match(p.name)}
+        assert len(final) < len(files)
+        temps += [p.name for p in dest.rglob("*") if LEFTOVER.match(p.name)]
+        assert all(files[rel] == data for rel, data in final.items())
+        assert _macro(arc, dest, "") and {
+            p.relative_to(dest).as_posix(): p.read_bytes() for p in dest.rglob("*")
+            if p.is_file()} == files  # the next extract: complete, no temporary left
+    assert temps  # killed while a file was being written
