@@ -47,13 +47,15 @@ from ..errors import FormatError, NotFoundError, OptionError, OutputError, Znipp
 from ..format.fsio import write_all
 from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, plain_paths
+from ..format.validate import MAX_CHUNK_BYTES
 from . import partfile
 from .fileviews import file_views
 from .partfile import Sink
 
 if TYPE_CHECKING:
     from .posix import Facts
-    from .reader import Archive, Chunk
+    from .columns import Chunk
+    from .core import ArchiveCore as Archive
 
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -203,7 +205,7 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     work = sum(max(sizes[i], PER_FILE_BYTES) if i >= 0 else PER_FILE_BYTES for i in found)
     pool: ThreadPoolExecutor | None = None
     if n > 1 and work >= THREAD_BYTES:
-        archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
+        archive.trie, archive.lookup_columns  # noqa: B018  (load them before the threads share them)
         pool = ThreadPoolExecutor(n, thread_name_prefix="znippy-extract")
     finish = None
     facts = posix.facts(archive) if preserve else None
@@ -493,9 +495,7 @@ class _Files(NamedTuple):
 
 
 def _files(archive: "Archive") -> _Files:
-    from .reader import MAX_CHUNK_BYTES
-
-    c = archive._cols
+    c = archive.lookup_columns
     if c.n == 0 or len(c.first_rows) == 0:
         return _Files([], [], [], c.n, [])
     tail = archive.tail_offset
@@ -532,7 +532,7 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
     pre: dict[str, tuple[str, str, int]] = {}
     sizes, firsts, last = files.sizes, files.firsts, len(files.firsts) - 1
     new_part = tuple.__new__  # _Part(...) goes through a Python-level __new__: ~1 µs a file
-    c = archive._cols
+    c = archive.lookup_columns
     # packed archives: each row's compressed blob (-1: raw), so no pack spans two units
     pack_of = np.where(c.compressed, c.blob_offset.astype(np.int64), -1).tolist() \
         if c.packed else None
@@ -733,7 +733,7 @@ def _write_file(archive: "Archive", part: _Part, target: str, made: set[str], si
 
 def _release_rows(archive: "Archive", row: int, end: int) -> None:
     """Drop the mapped pages of the blobs of lookup rows ``[row, end)`` (one span)."""
-    c = archive._cols
+    c = archive.lookup_columns
     start = int(c.blob_offset[row:end].min())
     archive.source.release(start, int((c.blob_offset[row:end] + c.blob_size[row:end]).max())
                            - start)
