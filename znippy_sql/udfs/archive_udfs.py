@@ -67,7 +67,8 @@ def bind_archive(path: str, archive: Archive) -> None:
         _OPEN[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), archive)
 
 
-def _plain(arr: Any) -> pa.Array:
+def plain(arr: Any) -> pa.Array:
+    """A UDF argument as one Arrow array (DuckDB may hand a chunked one)."""
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
@@ -75,7 +76,7 @@ def digest_udf(paths: Any, checksums: Any) -> pa.Array:
     """``znippy_file_digest(relative_path, checksums BLOB[]) -> BLOB`` (FORMAT §4)."""
     out = [
         None if p is None or c is None else file_digest(p, c)
-        for p, c in zip(_plain(paths).to_pylist(), _plain(checksums).to_pylist())
+        for p, c in zip(plain(paths).to_pylist(), plain(checksums).to_pylist())
     ]
     return build.binary(out)  # (pa.array would import pandas: format/build.py)
 
@@ -83,7 +84,7 @@ def digest_udf(paths: Any, checksums: Any) -> pa.Array:
 def read_udf(archives: Any, paths: Any) -> pa.Array:
     """``znippy_read(archive_path, relative_path) -> BLOB``: the file's bytes, verified."""
     out = []
-    for a, p in zip(_plain(archives).to_pylist(), _plain(paths).to_pylist()):
+    for a, p in zip(plain(archives).to_pylist(), plain(paths).to_pylist()):
         out.append(None if a is None or p is None else archive_at(a).read(p))
     return pa.array(out, pa.binary())
 
@@ -91,7 +92,7 @@ def read_udf(archives: Any, paths: Any) -> pa.Array:
 def has_udf(archives: Any, paths: Any) -> pa.Array:
     """``znippy_has(archive_path, relative_path) -> BOOLEAN``: a trie lookup, no scan."""
     out = [None if a is None or p is None else archive_at(a).find(p) is not None
-           for a, p in zip(_plain(archives).to_pylist(), _plain(paths).to_pylist())]
+           for a, p in zip(plain(archives).to_pylist(), plain(paths).to_pylist())]
     return pa.array(out, pa.bool_())
 
 
@@ -99,7 +100,7 @@ def extract_udf(archives: Any, dests: Any, options: Any, txids: Any) -> pa.Array
     """``znippy_extract_files(archive, dest, options, txid) -> STRUCT(...)[]``: one row per
     path extracted, made (a link), skipped or failed (:func:`.extract.outcomes`)."""
     out: list[list[dict[str, Any]] | None] = []
-    rows = zip(*(_plain(x).to_pylist() for x in (archives, dests, options, txids)))
+    rows = zip(*(plain(x).to_pylist() for x in (archives, dests, options, txids)))
     for archive_path, dest, opts, txid in rows:
         if archive_path is None or dest is None:
             out.append(None)
@@ -154,7 +155,7 @@ def glob_udf(paths: Any, patterns: Any) -> pa.Array:
     """``znippy_glob(path, pattern) -> BOOLEAN``: the same matching as ``Archive.select``."""
     out = [
         None if p is None or g is None else bool(_glob(g).match(p))
-        for p, g in zip(_plain(paths).to_pylist(), _plain(patterns).to_pylist())
+        for p, g in zip(plain(paths).to_pylist(), plain(patterns).to_pylist())
     ]
     return pa.array(out, pa.bool_())
 
@@ -162,7 +163,7 @@ def glob_udf(paths: Any, patterns: Any) -> pa.Array:
 def pkg_type_udf(values: Any) -> pa.Array:
     """``znippy_pkg_type(value VARCHAR) -> TINYINT``: a number or a name (``'maven'``)."""
     return pa.array([None if v is None else resolve_pkg_type(v)
-                     for v in _plain(values).to_pylist()], pa.int8())
+                     for v in plain(values).to_pylist()], pa.int8())
 
 
 #: name, function, parameter types, return type, side effects
