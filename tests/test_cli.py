@@ -229,7 +229,7 @@ def test_unreadable_input_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["verify", str(tmp_path / "missing.znippy")]) == 2
     assert "missing.znippy" in capsys.readouterr().err
     assert main(["create", str(tmp_path / "no-dir"), "-o", str(tmp_path / "o.znippy")]) == 2
-    assert "not a directory" in capsys.readouterr().err
+    assert "no-dir: source not found" in capsys.readouterr().err
     assert not (tmp_path / "o.znippy").exists()
 
 

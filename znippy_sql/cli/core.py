@@ -22,9 +22,9 @@ import pyarrow as pa
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
-from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
+from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID, pkg_type_name
 from ..read.foreign import own_writer, writer, writer_text
-from .common import (Progress, add_filter_options, counted, create_pkg_type_arg,
+from .common import (ARCHIVE_HELP, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, size_arg)
 from .create import register as register_create
@@ -241,8 +241,10 @@ def archive_info(archive: Any) -> dict[str, Any]:
         # packed blobs (docs/format.md §6): how many, the files in them, their stored bytes
         # and the bytes of the files they hold
         **packs,
-        # everything after the blob region, per chunk row (docs/format.md §2)
-        "index_bytes_per_row": round((size - archive.tail_offset) / rows, 1) if rows else 0.0,
+        # everything after the blob region, per chunk row (docs/format.md §2); None for an
+        # archive of git packs, whose tail is its git sections, not its few chunk rows
+        "index_bytes_per_row": round((size - archive.tail_offset) / rows, 1)
+        if rows and not archive.has_section(GIT_OID) else None,
         # no __lookup__/__trie__ (the Rust tool's layout): the reader builds them in memory
         "lookup": "in memory" if archive.lookup_in_memory else "section",
         "groups": groups,
@@ -311,8 +313,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"packs     {counted(info['packed_files'], 'file')} in "
               f"{counted(info['packs'], 'packed blob')}: {human(info['pack_bytes'])} stored as "
               f"{human(info['pack_stored_bytes'])}")
-    print(f"index     {info['index_bytes_per_row']:.0f} bytes a chunk row"
-          + (" (compressed streams)" if codec.get("znippy.index_compression") else ""))
+    if info["index_bytes_per_row"] is not None:
+        print(f"index     {info['index_bytes_per_row']:.0f} bytes a chunk row"
+              + (" (compressed streams)" if codec.get("znippy.index_compression") else ""))
     if codec and "znippy.codec" not in codec:  # another writer's keys (the Rust tool's)
         print("schema    " + " ".join(f"{k}={v}" for k, v in codec.items()))
     elif codec:
@@ -356,7 +359,7 @@ def register(subparsers: Any) -> None:
     register_create(subparsers)
 
     p = subparsers.add_parser("ls", help="list the files of an archive")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     add_selection(p)
     p.add_argument("-l", "--long", action="store_true",
                    help="mode, repo, size and mtime before each path (as tar -tv), and a "
@@ -371,7 +374,7 @@ def register(subparsers: Any) -> None:
         description="Check the index structure, decode every blob and check its BLAKE3, "
                     "check __meta__, and check every signature of a signed archive (against "
                     "the --trust certificates when given). --signatures-only skips the blobs.")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every finding on its own line (repeated ones are grouped otherwise)")
@@ -379,7 +382,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("info", help="manifest, groups, sizes and ratio")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("--json", action="store_true", help="the summary as JSON")
     p.set_defaults(func=cmd_info)
 

@@ -20,8 +20,8 @@ import sys
 from typing import Any
 
 from ..errors import ChecksumError, CodecError, NotFoundError, OutputError, ZnippyError
-from .common import (Interrupted, add_filter_options, counted, done, human, open_archive_arg,
-                     positive_int, progress_for)
+from .common import (ARCHIVE_HELP, Interrupted, add_filter_options, count_arg, counted, done,
+                     human, open_archive_arg, progress_for)
 from .findings import print_findings
 from .select import PathFilter
 
@@ -165,7 +165,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
 def add_selection(p: argparse.ArgumentParser) -> None:
     """Named members, ``--repo``/``--pkg-type``, repeated ``--glob`` and ``--exclude``."""
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="files to extract, or directories to extract everything under")
+                   help="files, or directories for everything under them")
     add_filter_options(p)
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="leave out paths (or directories) matching this (repeatable)")
@@ -173,11 +173,11 @@ def add_selection(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("extract", help="extract files into a directory (or stdout)")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("-o", "--out", required=True, metavar="DIR",
                    help="destination directory, or '-' for the files' bytes on stdout")
     add_selection(p)
-    p.add_argument("--strip-components", type=_components, default=0, metavar="N",
+    p.add_argument("--strip-components", type=count_arg, default=0, metavar="N",
                    help="drop the first N components of every path (shorter paths skipped)")
     p.add_argument("--preserve", action="store_true",
                    help="set the recorded permission bits and mtimes (never setuid/setgid, "
@@ -196,12 +196,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_extract)
 
     p = subparsers.add_parser("cat", help="write files' bytes to stdout")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("paths", nargs="+", metavar="PATH", help="relative_path inside the archive")
     p.set_defaults(func=cmd_cat)
-
-
-def _components(value: str) -> int:
-    if value.strip() == "0":
-        return 0
-    return positive_int(value)

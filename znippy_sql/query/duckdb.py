@@ -187,7 +187,7 @@ def set_name(archives: ArchivesLike, paths: Sequence[str]) -> str:
 
 
 def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
-             name: str | None = None, *, trust: Any = None) -> str:
+             name: str | None = None) -> str:
     """Create the ``<name>_*`` views of an archive (a path), or of several (a glob or a list
     of paths and globs: the same views over all of them, with an ``archive`` column); returns
     ``name``.
@@ -208,8 +208,7 @@ def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
     else:
         name = default_name(paths[0])
     # every check happens here, before con changes
-    plans = plan_many(paths, name, trust=trust) if many else [plan_views(paths[0], name,
-                                                                        trust=trust)]
+    plans = plan_many(paths, name) if many else [plan_views(paths[0], name)]
     views = union_views(plans) if many else plans[0].views
     install(con, list(dict.fromkeys(c for p in plans for c in capabilities_of(p.archive))))
     if name in _state(con).objects:  # replacing: drop views the new archive may not have

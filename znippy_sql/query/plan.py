@@ -63,11 +63,11 @@ class ArchiveViews:
         self.views[suffix] = sql
 
 
-def plan_views(path: str, name: str, *, trust: Any = None, prefix: str = "") -> ArchiveViews:
+def plan_views(path: str, name: str, *, prefix: str = "") -> ArchiveViews:
     """The views of one archive, by suffix (``files``, ``chunks``, ...)."""
     archive = open_archive(path)
     try:
-        return _plan(ArchiveViews(name, archive, prefix, _stamp(archive)), trust)
+        return _plan(ArchiveViews(name, archive, prefix, _stamp(archive)))
     except BaseException:
         archive.close()
         raise
@@ -86,12 +86,12 @@ def _stamp(archive: Archive) -> Stamp | None:
     return stamp
 
 
-def plan_many(paths: Sequence[str], name: str, *, trust: Any = None) -> list[ArchiveViews]:
+def plan_many(paths: Sequence[str], name: str) -> list[ArchiveViews]:
     """The views of several archives registered under one name (see the module docstring)."""
     plans: list[ArchiveViews] = []
     try:
         for i, path in enumerate(paths):
-            plans.append(plan_views(path, name, trust=trust,
+            plans.append(plan_views(path, name,
                                     prefix=f"{ArchiveViews.object_prefix(name)}{i}:"))
     except BaseException:
         for plan in plans:
@@ -114,7 +114,7 @@ def union_views(plans: Sequence[ArchiveViews]) -> dict[str, str]:
     return out
 
 
-def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
+def _plan(plan: ArchiveViews) -> ArchiveViews:
     archive = plan.archive
     if archive.source.fetches and not archive.lookup_in_memory:
         # remote: the streams' schemas now (their first bytes, fetched together), their rows
@@ -165,7 +165,7 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     path_only = build.table({"archive": [archive.path]}, _ARCHIVE_PATH)
     plan.add_view("_archive", "SELECT archive FROM " + plan.add_part(
         "archive", path_only.schema, lambda: path_only, "the archive"))
-    _sections(plan, trust)
+    _sections(plan)
     return plan
 
 
@@ -194,7 +194,7 @@ def _group_rows(archive: Archive) -> pa.Table:
     return views.table(archive, "groups", list(_MANIFEST_COLUMNS))
 
 
-def _sections(plan: ArchiveViews, trust: Any) -> None:
+def _sections(plan: ArchiveViews) -> None:
     """The views that are one table per archive, as the view catalog defines them: a view
     whose sections the archive lacks is left out (its capability's code is not imported)."""
     archive = plan.archive
@@ -203,7 +203,7 @@ def _sections(plan: ArchiveViews, trust: Any) -> None:
             continue
         view = views.get(name)
         if view.eager:  # computed (signatures checked, objects decoded): made now, as before
-            obj = plan.add_object(name, views.table(archive, name, trust=trust))
+            obj = plan.add_object(name, views.table(archive, name))
         else:
             if not archive.source.fetches:  # a local archive's streams: checked cheaply now
                 for section in view.sections:

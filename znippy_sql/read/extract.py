@@ -47,6 +47,7 @@ from ..errors import FormatError, NotFoundError, OptionError, OutputError, Znipp
 from ..format.fsio import write_all
 from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, plain_paths
+from ..format.units import human
 from ..format.validate import MAX_CHUNK_BYTES
 from . import partfile
 from .fileviews import file_views
@@ -450,19 +451,10 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
         path, why = fatal
         error = OutputError(
             f"stopped at the first {why!r} (writing {path!r}): {report.files:,} files "
-            f"({_size(report.bytes_written)}) were extracted before it, complete and checked; "
+            f"({human(report.bytes_written)}) were extracted before it, complete and checked; "
             "no partly written file is left", path=dest)
         error.report = report  # type: ignore[attr-defined]  # what was extracted, for callers
         raise error
-
-
-def _size(n: int) -> str:
-    size: float = n
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover
 
 
 def _finish_split(split: tuple[str, str, int], results: list[Outcome], sink: Sink,

@@ -236,38 +236,30 @@ def noted(archive: Manifested, exc: ZnippyError) -> ZnippyError:
 
 
 # -- unsealed (hot) archives --------------------------------------------------------------------
-#: An OpenZL frame starts with this u32 (LE) plus its format version (docs/format.md §6).
-_OPENZL_MAGIC = 0xD7B1A5C0
-_OPENZL_VERSIONS = range(1, 64)
-#: The columns that make an Arrow stream an index (a hot archive's journal, FORMAT §3).
-_INDEX_COLUMNS = ("relative_path", "blob_offset")
+#: The columns that make an Arrow stream an index journal: a hot archive's index rows (FORMAT
+#: §3), or the git push path's acked pack extents (git/journal.py).
+_JOURNAL_COLUMNS = (("relative_path", "blob_offset"), ("blob_offset", "blob_size"))
 #: This project's own siblings of an archive (the append journal, staging copies).
 _OWN_SIBLINGS = (".znippy-journal", ".znippy-staging")
 UNSEALED = "this is an unsealed archive: seal it with the tool that wrote it"
 
 
 def unsealed_problem(src: Any, path: str) -> str | None:
-    """Why a file without a footer looks like an unsealed archive (None: it does not).
+    """Why a file without a footer is an unsealed archive (None: its bytes do not say so).
 
     Recognised: (1) the file is an index journal — an Arrow IPC stream whose schema has
-    ``relative_path`` and ``blob_offset``; (2) the file starts with an OpenZL frame (the
-    blob region of an archive in its hot phase, or an Iceberg sidecar's pure blobs) — with
-    an index journal beside it (a sibling ``<name>.*`` that is such a stream) said so."""
+    ``relative_path`` and ``blob_offset`` (a hot archive's index rows) or ``blob_offset`` and
+    ``blob_size`` (a git push's extents); (2) such a journal lies beside it (a sibling
+    ``<name>.*``). A file of blobs alone is told by :mod:`.nofooter`."""
     head = src.read(0, min(src.size, 1 << 16), "file start") if src.size else None
     data = b"" if head is None else head.slice(0, min(head.size, 8)).to_pybytes()
     if data[:4] == _ARROW_MARK and head is not None and _is_index(head, path):
         return f"{UNSEALED} (this file is the index journal of an archive in its hot phase, " \
                "an Arrow IPC stream of index rows)"
-    frame = len(data) >= 4 and (struct.unpack("<I", data[:4])[0] - _OPENZL_MAGIC) \
-        in _OPENZL_VERSIONS
     journal = _journal_beside(path)
     if journal is not None:
         return f"{UNSEALED} (no footer yet; its index rows are in the journal {journal} " \
                "beside it)"
-    if frame:
-        return f"{UNSEALED} (no ZNPYMIDX footer, and it starts with an OpenZL frame: the " \
-               "blob region of an archive in its hot phase or of an Iceberg sidecar, whose " \
-               "index lives elsewhere; a truncated archive looks the same)"
     return None
 
 
@@ -276,7 +268,7 @@ def _is_index(buf: pa.Buffer, path: str) -> bool:
         names = read_schema(buf, "journal", path).names
     except (ZnippyError, UnicodeDecodeError):
         return False
-    return all(n in names for n in _INDEX_COLUMNS)
+    return any(all(n in names for n in columns) for columns in _JOURNAL_COLUMNS)
 
 
 def _journal_beside(path: str) -> str | None:

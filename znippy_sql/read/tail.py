@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import FormatError, NotFoundError, UnsealedArchiveError
+from ..errors import FormatError, NotFoundError
 from ..format import b3 as blake3
 from ..format import build
 from ..format.footer import FOOTER_LEN, decode_footer
@@ -28,7 +28,7 @@ from ..format.schema import (ARROW_SECTIONS, BASE_FIELDS, LOOKUP, RAW_SECTIONS,
                              RESERVED_PKG_TYPE, TRIE, GroupKey)
 from ..format.validate import (lookup_problem, lookup_schema_problem, portable, rows_problem,
                                subindex_schema_problem)
-from .foreign import unsealed_problem
+from .nofooter import no_footer
 
 
 def section_digest(buf: pa.Buffer) -> bytes:
@@ -58,14 +58,8 @@ class Tail:
         # bytes [-16..-8]: magic; [-8..]: manifest offset (u64 LE)
         manifest_offset = None if source.size < FOOTER_LEN else decode_footer(
             source.read(source.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
-        if manifest_offset is None:
-            unsealed = unsealed_problem(source, path)  # a Rust hot archive, its journal
-            if unsealed is not None:
-                raise UnsealedArchiveError(unsealed, path=path)
-            if source.size < FOOTER_LEN:
-                raise FormatError(f"file is {source.size} bytes, too short for a footer",
-                                  path=path)
-            raise FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=path)
+        if manifest_offset is None:  # unsealed, truncated, or not an archive: .nofooter
+            raise no_footer(source, path)
         self.manifest_offset: int = manifest_offset
         self.manifest, self.manifest_rows = decode_manifest(source, manifest_offset)
         self.by_key: dict[GroupKey, ManifestRow] = {r.key: r for r in self.manifest_rows}

@@ -23,12 +23,11 @@ import pyarrow as pa
 from znippy_sql.format import build
 from znippy_sql.format.files import file_digest
 from znippy_sql.read.extract import outcomes
-from znippy_sql.read.reader import Archive, open_archive
-from znippy_sql.remote import is_url, local_path
+from znippy_sql.read.reader import Archive
+from znippy_sql.views.opened import bind, opened
 from znippy_sql.format.schema import resolve_pkg_type
 
 _LOCK = threading.Lock()
-_OPEN: dict[str, tuple[tuple[int, int, int], Archive]] = {}
 #: (transaction id, archive, dest, options) → the outcome rows of that extract
 _DONE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
@@ -38,33 +37,16 @@ EXTRACT_ROW = ("STRUCT(relative_path VARCHAR, bytes_written UBIGINT, checksum_ok
 EXTRACT_OPTIONS = ("STRUCT(repo VARCHAR, pkg_type VARCHAR, \"glob\" VARCHAR, symlinks BOOLEAN, "
                    "preserve BOOLEAN, strip_components INTEGER, existing VARCHAR)")
 
+
 def archive_at(path: str) -> Archive:
-    """One open :class:`Archive` per file, reopened when the file changes. A remote URL is
-    opened once: its reads are pinned to the version first seen (a changed object fails
-    them clearly, ``docs/remote.md``)."""
-    if is_url(path) and local_path(path) is None:
-        with _LOCK:
-            hit = _OPEN.get(path)
-            if hit is None:
-                hit = _OPEN[path] = ((0, 0, 0), open_archive(path))
-            return hit[1]
-    st = os.stat(path)
-    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    with _LOCK:
-        hit = _OPEN.get(path)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        archive = open_archive(path)
-        _OPEN[path] = (stamp, archive)
-        return archive
+    """The open :class:`Archive` of ``path`` (:func:`znippy_sql.views.opened.opened`)."""
+    return opened(path)
 
 
 def bind_archive(path: str, archive: Archive) -> None:
     """Serve ``path`` from ``archive`` (e.g. a store snapshot whose blobs live elsewhere)
     until the file at ``path`` changes."""
-    st = os.stat(path)
-    with _LOCK:
-        _OPEN[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), archive)
+    bind(path, archive)
 
 
 def plain(arr: Any) -> pa.Array:

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ..errors import FormatError
 from ..format import build
-from ..format.files import file_digests
+from ..format.files import file_digests, file_starts
 from ..format.kernels import call_function, one_array, take
 from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
 from ..format.validate import union_problem
@@ -118,7 +118,7 @@ def _contiguous(table: pa.Table) -> pa.Table:
     n = len(seq)
     if n == 0:
         return table
-    starts = np.flatnonzero(seq == 0)
+    starts = file_starts(seq)
     if len(starts) == n:
         return table
     counts = np.diff(np.append(starts, n))
@@ -139,8 +139,7 @@ def files_of_group(table: pa.Table, key: GroupKey, *,
     want = list(schema.names) if columns is None else [c for c in schema.names if c in columns]
     table = _contiguous(table)
     n = table.num_rows
-    seq = _numpy(table.column("chunk_seq"))
-    starts = np.flatnonzero(seq == 0)
+    starts = file_starts(table.column("chunk_seq"))
     single = len(starts) == n
     nfiles = len(starts)
     first = table if single else table.take(build.arrow_of(starts))
@@ -235,7 +234,7 @@ CHUNKS = View("chunks", _chunks_schema,
 def group_stats(table: pa.Table) -> dict[str, int]:
     """What a data group holds: files, bytes, stored bytes, compressed chunks."""
     seq = _numpy(table.column("chunk_seq"))
-    return {"files": int(np.count_nonzero(seq == 0)),
+    return {"files": len(file_starts(seq)),
             "size": int(_numpy(table.column("uncompressed_size")).sum(dtype=np.uint64)),
             "stored_size": int(_numpy(table.column("blob_size")).sum(dtype=np.uint64)),
             "compressed_chunks": int(np.count_nonzero(_numpy(table.column("compressed"))))}
