@@ -327,7 +327,8 @@ def test_extract_refuses_paths_outside_dest(con: Any, tmp_path: Path,
     assert not (dest / "ok.txt").exists()  # every target is checked before anything is written
     # the same archive, only the safe file selected: extracted
     got = rows(con, f"SELECT * FROM znippy_extract('hostile', '{dest}', glob := 'ok*')")
-    assert got == [{"relative_path": "ok.txt", "bytes_written": 4, "checksum_ok": True}]
+    assert got == [{"relative_path": "ok.txt", "bytes_written": 4, "checksum_ok": True,
+                    "status": "extracted", "problem": None}]
     assert (dest / "ok.txt").read_bytes() == b"fine"
 
 

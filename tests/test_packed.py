@@ -527,11 +527,11 @@ def test_point_read_decodes_a_prefix_of_the_pack(tmp_path: Path) -> None:
         assert first is not None
         pack = first.chunks[0]
         assert a.read("s/f0000.txt") == entries[0].data
-        offset, size, part, whole, _ = a._last_blob  # type: ignore[misc]
+        offset, size, part, whole, _ = a.blob_cache.last  # type: ignore[misc]
         assert (offset, size, whole) == (pack.blob_offset, pack.blob_size, False)
         assert part.nbytes == PREFIX_MIN < 150 * 20_000
         assert a.read("s/f0003.txt") == entries[3].data  # inside the prefix: no new decode
-        assert a._last_blob[2] is part  # type: ignore[index]
+        assert a.blob_cache.last[2] is part  # type: ignore[index]
         for e in reversed(entries):
             assert a.read(e.relative_path) == e.data
         assert a.verify().ok

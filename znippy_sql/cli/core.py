@@ -283,7 +283,7 @@ def pack_info(archive: Any) -> dict[str, int]:
     ``inner_offset``; its files, its stored bytes, and the bytes of its slices."""
     import numpy as np
 
-    c = archive._cols
+    c = archive.lookup_columns
     if not c.packed or c.n == 0:
         return {"packs": 0, "packed_files": 0, "pack_stored_bytes": 0, "pack_bytes": 0,
                 "_member_stored": 0}

@@ -25,7 +25,7 @@ from ..format.validate import meta_problem
 if TYPE_CHECKING:
     from pyarrow.compute import SetLookupOptions
 
-    from .reader import Archive
+    from .core import ArchiveCore as Archive
 
 MODE, MTIME, SYMLINK = "posix.mode", "posix.mtime", "posix.symlink"
 #: what --preserve may set: permissions and the sticky bit, never setuid or setgid
