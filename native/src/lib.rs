@@ -7,7 +7,13 @@
 
 use pyo3::prelude::*;
 
+mod cat;
 mod errors;
+mod frame;
+mod ipc;
+mod lookup;
+mod tail;
+mod trie;
 
 /// Raises a panic on purpose: the test that no panic reaches a user calls it.
 #[pyfunction]
@@ -26,5 +32,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
+    cat::register(m)?;
     Ok(())
 }

@@ -77,6 +77,12 @@ def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["cat"]:  # a local cat answered by the compiled core (cli/fast.py)
+        from .fast import run
+
+        code = run(argv)
+        if code is not None:
+            return code
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

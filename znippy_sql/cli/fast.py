@@ -1,0 +1,86 @@
+"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...`` of a local archive answered
+by the compiled core (``native/src/cat.rs``: footer, manifest, trie, lookup rows, frames,
+BLAKE3) without importing pyarrow, numpy, DuckDB or Polars.
+
+:func:`run` is tried first by :func:`znippy_sql.cli.main`. It takes only plain arguments on a
+local file; it returns None — and ``main`` goes its usual way, which answers with today's
+output and exit code — for anything else: an option, a URL, an interrupted append to roll
+back, a layout or frame the core does not read (the Rust tool's, real OpenZL graphs, a chunk
+the Python reader streams), a path that is not there, and any failure met before the first
+byte is written (the Python reader then words it). Once bytes are out, a failing chunk is
+reported as the Python path reports it (``to_stdout``): a corrupt chunk exits 1, any other
+failure 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import ChecksumError, CodecError, ZnippyError
+
+if TYPE_CHECKING:
+    from ..corelib import CatPlan
+
+#: the commands :func:`run` may answer
+COMMANDS = ("cat",)
+#: ``format.rollback.JOURNAL_SUFFIX`` (not imported: it would bring the blake3 package)
+JOURNAL_SUFFIX = ".znippy-journal"
+
+
+def run(argv: Sequence[str]) -> int | None:
+    """The exit code of a command answered here, or None when ``main`` must answer it."""
+    if len(argv) < 3 or argv[0] not in COMMANDS:
+        return None
+    archive, paths = argv[1], list(argv[2:])
+    if any(a.startswith("-") for a in argv[1:]):  # an option, or what argparse takes for one
+        return None
+    if "://" in archive or os.path.exists(archive + JOURNAL_SUFFIX):
+        return None
+    try:
+        from .. import corelib  # the core may be absent from a source tree not built yet
+
+        plan = corelib.cat_plan(archive, paths)
+    except (ImportError, ZnippyError, OSError, ValueError):
+        return None
+    if plan is None:
+        return None
+    try:
+        return _cat(plan, archive)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("znippy-sql: interrupted", file=sys.stderr)
+        return 130
+
+
+def _cat(plan: "CatPlan", archive: str) -> int | None:
+    """Each path's chunks to stdout; None when the first chunk fails (nothing written)."""
+    from .. import corelib
+
+    out = sys.stdout.buffer
+    sys.stdout.flush()
+    written = False
+    for i, n in enumerate(plan.counts()):
+        for j in range(n):
+            try:
+                data = corelib.cat_chunk(plan, i, j, archive)
+            except (ChecksumError, CodecError) as exc:
+                if not written:
+                    return None
+                out.flush()
+                print(f"znippy-sql: cat: {exc}", file=sys.stderr)
+                return 1
+            except ZnippyError as exc:
+                if not written:
+                    return None
+                out.flush()
+                print(f"znippy-sql: error: {exc}", file=sys.stderr)
+                return 2
+            if data:
+                out.write(data)
+                written = True
+    out.flush()
+    return 0
