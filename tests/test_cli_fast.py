@@ -219,3 +219,29 @@ def test_cat_does_not_import_pyarrow(tmp_path: Path) -> None:
     with open_archive(golden) as a:
         assert done.stdout == a.read("README.txt")
     assert done.stderr.decode().strip() == "HEAVY []"
+
+
+def test_a_trie_that_panics_the_fst_code_says_what_the_python_path_says(
+        tmp_path: Path) -> None:
+    """A ``__trie__`` whose CRC32C (and section digest) were forged over nonsense: the fst
+    code panics on it; the core catches it silently and leaves the words to the Python
+    path, so stderr is today's, byte for byte (the process's own panic output included)."""
+    from _splice import rebuild, sections
+    from test_native_guard import damaged_trie
+
+    path = tmp_path / "a.znippy"
+    write_archive(path, [Entry(f"dir/file{i:03d}.txt", data=b"x" * i) for i in range(40)],
+                  workers=1, fsync=False)
+    data = path.read_bytes()
+    path.write_bytes(rebuild(data, {"__trie__": damaged_trie(sections(data)["__trie__"], 0)}))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    argv = ["cat", str(path), "dir/file001.txt"]
+    runs = [subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, env=env,
+                           timeout=60)
+            for code in ("import sys\nfrom znippy_sql.cli import main\n"
+                         "sys.exit(main(sys.argv[1:]))",
+                         "import sys\nfrom znippy_sql.cli import fast, main\nfast.COMMANDS = ()"
+                         "\nsys.exit(main(sys.argv[1:]))")]
+    assert runs[0].returncode == runs[1].returncode == 2
+    assert runs[0].stderr == runs[1].stderr
+    assert runs[0].stderr.endswith(b"\n") and b"__trie__" in runs[0].stderr

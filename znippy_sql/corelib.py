@@ -9,8 +9,6 @@ which the guard passes through unchanged.
 
 from __future__ import annotations
 
-from typing import Protocol, cast
-
 from . import _native
 from .errors import CodecError, FormatError, ZnippyError
 from .native import guard
@@ -23,22 +21,28 @@ def version() -> str:
 
 
 # -- one archive's tail and files
-class CatPlan(Protocol):
-    """What :func:`cat_plan` found (``native/src/cat.rs``)."""
+# (on the CLI's fast path, cli/fast.py: nothing here imports typing at run time)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    def counts(self) -> list[int]: ...
-    def chunk(self, i: int, j: int) -> bytes: ...
+    class CatPlan(Protocol):
+        """What :func:`cat_plan` found (``native/src/cat.rs``)."""
+
+        def counts(self) -> list[int]: ...
+        def chunk(self, i: int, j: int) -> bytes: ...
 
 
-def cat_plan(archive: str, paths: list[str]) -> CatPlan | None:
+def cat_plan(archive: str, paths: list[str]) -> "CatPlan | None":
     """``cat ARCHIVE PATH...`` planned by the core: every path found, every chunk's frame
     shape known, before a byte is written; None when the Python reader must answer (a path
     not there, a layout or frame shape the core does not read)."""
     with guard(FormatError, "reading the archive natively", path=archive):
-        return cast("CatPlan | None", _native.cat_plan(archive, paths))
+        plan: CatPlan | None = _native.cat_plan(archive, paths)
+    return plan
 
 
-def cat_chunk(plan: CatPlan, path: int, chunk: int, archive: str) -> bytes:
+def cat_chunk(plan: "CatPlan", path: int, chunk: int, archive: str) -> bytes:
     """Chunk ``chunk`` of the plan's path ``path``, decoded and checked (ChecksumError,
     CodecError, FormatError naming the archive)."""
     with guard(CodecError, "decoding a chunk natively", path=archive):

@@ -23,10 +23,46 @@ pub fn fst_problem(buf: &[u8]) -> Option<String> {
     None
 }
 
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+
+thread_local! {
+    /// Set while this thread runs fst code: a panic there is caught and said as an error.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+}
+static HOOK: Once = Once::new();
+
 /// The value of `key` in the fst map `buf` (its frame checked already); Err: not an fst map.
+/// The fst code indexes by the addresses it reads and panics on bytes whose checksum was
+/// forged: the panic is caught here, silently (the process's panic hook is asked to stay
+/// quiet for this thread only), and becomes the error.
 pub fn get(buf: &[u8], key: &[u8]) -> Result<Option<u64>, String> {
-    let map = fst::Map::new(buf).map_err(|e| format!("is not a valid fst map ({e})"))?;
-    Ok(map.get(key))
+    HOOK.call_once(|| {
+        let before = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(Cell::get) {
+                before(info);
+            }
+        }));
+    });
+    QUIET.with(|q| q.set(true));
+    let found = panic::catch_unwind(AssertUnwindSafe(|| {
+        fst::Map::new(buf)
+            .map(|map| map.get(key))
+            .map_err(|e| format!("is not a valid fst map ({e})"))
+    }));
+    QUIET.with(|q| q.set(false));
+    found.unwrap_or_else(|p| {
+        let what = p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(format!(
+            "cannot be searched (the fst code panicked: {what})"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -47,5 +83,16 @@ mod tests {
             Some("fails its CRC32C checksum")
         );
         assert!(fst_problem(b"short").is_some());
+    }
+
+    #[test]
+    fn a_panic_of_the_fst_code_is_an_error() {
+        let map = fst::Map::from_iter([("a", 0u64), ("b", 1)]).unwrap();
+        let mut bytes = map.into_fst().into_inner();
+        let n = bytes.len();
+        for b in &mut bytes[16..n - 4] {
+            *b = 0xee; // nonsense addresses; the CRC is not checked by get()
+        }
+        assert!(get(&bytes, b"a").is_err());
     }
 }

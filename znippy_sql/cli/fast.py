@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ..errors import ChecksumError, CodecError, ZnippyError
 
+TYPE_CHECKING = False  # typing and collections are not imported: start-up time is the point
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..corelib import CatPlan
 
 #: the commands :func:`run` may answer
