@@ -120,7 +120,7 @@ def test_missing_member_and_other_shapes_fall_through(
     assert fast.run(["cat", rust, first]) is None
     same(["cat", rust, first], capsysbinary, monkeypatch)
     for argv in (["cat", golden], ["cat", "--help"], ["cat", golden, "-x"],
-                 ["cat", f"file://{golden}", "README.txt"], ["ls", golden]):
+                 ["cat", f"file://{golden}", "README.txt"], ["info", golden]):
         assert fast.run(argv) is None, argv
     not_archive = tmp_path / "x.znippy"
     not_archive.write_bytes(b"hello" * 10)
@@ -245,3 +245,38 @@ def test_a_trie_that_panics_the_fst_code_says_what_the_python_path_says(
     assert runs[0].returncode == runs[1].returncode == 2
     assert runs[0].stderr == runs[1].stderr
     assert runs[0].stderr.endswith(b"\n") and b"__trie__" in runs[0].stderr
+
+
+def test_ls_equals_the_python_path(
+        archives: dict[str, Path], capsysbinary: pytest.CaptureFixture[bytes],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from znippy_sql import corelib
+
+    for name, path in archives.items():
+        with open_archive(path) as a:
+            paths = a.first_paths()
+        top = paths[-1].split("/")[0]
+        for members in ([], [top], [f"{top}/"], [paths[0]], [paths[0], top], ["nope"],
+                        [paths[0], "nope/"]):
+            code, out, err = same(["ls", str(path), *members], capsysbinary, monkeypatch)
+            assert (code == 2) == any(m.startswith("nope") for m in members), (name, members)
+        assert corelib.ls_text(str(path), []) is not None, name  # the core answered
+    rust = str(DATA / "rust-0.8-cli.znippy")
+    assert fast.run(["ls", rust]) is None
+    same(["ls", rust], capsysbinary, monkeypatch)
+    for argv in (["ls", rust, "-l"], ["ls", rust, "--json"], ["ls", rust, "--glob", "*"]):
+        assert fast.run(argv) is None
+
+
+@pytest.mark.parametrize("where", ["group", "manifest", "footer"])
+def test_ls_of_a_damaged_archive_says_what_the_python_path_says(
+        where: str, archives: dict[str, Path], tmp_path: Path,
+        capsysbinary: pytest.CaptureFixture[bytes], monkeypatch: pytest.MonkeyPatch) -> None:
+    src = archives["golden-v6-default.znippy"]
+    with open_archive(src) as a:
+        first = a.manifest_rows[0]
+        at = {"group": first.index_offset + first.index_len // 2,
+              "manifest": a.source.size - 16 - 120, "footer": a.source.size - 3}[where]
+    bad = _flip(src, at, tmp_path / "bad.znippy")
+    code, _, err = same(["ls", str(bad)], capsysbinary, monkeypatch)
+    assert code == 2 and err.count(b"\n") == 1

@@ -47,3 +47,12 @@ def cat_chunk(plan: "CatPlan", path: int, chunk: int, archive: str) -> bytes:
     CodecError, FormatError naming the archive)."""
     with guard(CodecError, "decoding a chunk natively", path=archive):
         return plan.chunk(path, chunk)
+
+
+def ls_text(archive: str, members: list[str]) -> str | None:
+    """What ``ls ARCHIVE [PATH...]`` prints, read by the core from the data sub-indexes; None
+    when the Python reader must answer (a member not there, a layout or schema the core does
+    not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        text: str | None = _native.ls_text(archive, members)
+    return text

@@ -12,6 +12,7 @@ mod errors;
 mod frame;
 mod ipc;
 mod lookup;
+mod ls;
 mod tail;
 mod trie;
 
@@ -33,5 +34,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
     cat::register(m)?;
+    ls::register(m)?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use crate::trie;
 pub const MAX_CHUNK_BYTES: u64 = 1 << 30;
 const MAX_TOTAL: u64 = 1 << 62;
 /// The base columns, then `inner_offset` in an archive with packed blobs (FORMAT §3).
-const BASE: [(&str, Type); 8] = [
+pub const BASE: [(&str, Type); 8] = [
     ("relative_path", Type::Utf8),
     (
         "chunk_seq",
@@ -50,7 +50,7 @@ const BASE: [(&str, Type); 8] = [
     ),
     ("checksum", Type::FixedSizeBinary(32)),
 ];
-const INNER: (&str, Type) = (
+pub const INNER: (&str, Type) = (
     "inner_offset",
     Type::Int {
         bits: 64,
@@ -139,7 +139,7 @@ impl Rows {
 }
 
 /// `validate.rows_problem` of one batch's columns.
-fn rows_problem(c: &[Column], tail: u64) -> Option<String> {
+pub fn rows_problem(c: &[Column], tail: u64) -> Option<String> {
     let (mut usz_sum, mut size_sum) = (0u128, 0u128);
     for i in 0..c[0].len {
         let (fdo, comp, usz) = (c[2].uint(i), c[3].bool(i), c[4].uint(i));

@@ -1,6 +1,7 @@
-"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...`` of a local archive answered
-by the compiled core (``native/src/cat.rs``: footer, manifest, trie, lookup rows, frames,
-BLAKE3) without importing pyarrow, numpy, DuckDB or Polars.
+"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...`` and ``ls ARCHIVE [PATH...]``
+of a local archive answered by the compiled core (``native/src/cat.rs``: footer, manifest,
+trie, lookup rows, frames, BLAKE3; ``native/src/ls.rs``: the data sub-indexes) without
+importing pyarrow, numpy, DuckDB or Polars.
 
 :func:`run` is tried first by :func:`znippy_sql.cli.main`. It takes only plain arguments on a
 local file; it returns None — and ``main`` goes its usual way, which answers with today's
@@ -26,14 +27,14 @@ if TYPE_CHECKING:
     from ..corelib import CatPlan
 
 #: the commands :func:`run` may answer
-COMMANDS = ("cat",)
+COMMANDS = ("cat", "ls")
 #: ``format.rollback.JOURNAL_SUFFIX`` (not imported: it would bring the blake3 package)
 JOURNAL_SUFFIX = ".znippy-journal"
 
 
 def run(argv: Sequence[str]) -> int | None:
     """The exit code of a command answered here, or None when ``main`` must answer it."""
-    if len(argv) < 3 or argv[0] not in COMMANDS:
+    if len(argv) < (3 if argv[:1] == ["cat"] else 2) or argv[0] not in COMMANDS:
         return None
     archive, paths = argv[1], list(argv[2:])
     if any(a.startswith("-") for a in argv[1:]):  # an option, or what argparse takes for one
@@ -43,13 +44,21 @@ def run(argv: Sequence[str]) -> int | None:
     try:
         from .. import corelib  # the core may be absent from a source tree not built yet
 
-        plan = corelib.cat_plan(archive, paths)
+        if argv[0] == "ls":
+            text = corelib.ls_text(archive, paths)
+            plan = None
+        else:
+            plan = corelib.cat_plan(archive, paths)
     except (ImportError, ZnippyError, OSError, ValueError):
         return None
-    if plan is None:
-        return None
     try:
-        return _cat(plan, archive)
+        if argv[0] == "ls":
+            if text is None:
+                return None
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return 0
+        return None if plan is None else _cat(plan, archive)
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
