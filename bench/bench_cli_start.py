@@ -5,7 +5,8 @@ Three commands run interleaved, round after round (so a change of the machine's 
 of them alike): the venv's ``python -c pass``; ``znippy-sql cat`` of one file, answered by the
 compiled core (``cli/fast.py``); and the same ``cat`` through the Python path (the fast path
 turned off in that process), for comparison. Medians and spread (min-max) in milliseconds, the
-ratio of the medians to ``python -c pass``; appended to ``bench/results-native.md`` with the
+ratio of the medians to ``python -c pass``; the same for the CPU time each process took (user +
+system, from ``getrusage``: on a shared machine the wall clock is mostly the load); appended to ``bench/results-native.md`` with the
 date, the machine and its load.
 
     PYTHONPATH=. .venv/bin/python bench/bench_cli_start.py [--rounds 30] [--files 10000]
@@ -17,6 +18,7 @@ import argparse
 import os
 import platform
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -41,13 +43,19 @@ def corpus(root: Path, files: int) -> None:
         (d / f"mod{i:05d}.py").write_bytes(b" ".join(rnd.choice(words) for _ in range(n // 5)))
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU milliseconds of one run of ``cmd``."""
+    cpu, start = _cpu(), time.perf_counter()
     done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    took = time.perf_counter() - start
+    took, cpu = time.perf_counter() - start, _cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"{cmd[:3]} failed: {done.stderr.decode()[:300]}")
-    return took * 1000
+    return took * 1000, cpu * 1000
 
 
 def main() -> None:
@@ -76,13 +84,14 @@ def main() -> None:
         }
         for cmd in commands.values():  # warm the page cache and the .pyc files
             timed(cmd, env)
-        times: dict[str, list[float]] = {name: [] for name in commands}
+        times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         load_before = os.getloadavg()
         for _ in range(args.rounds):
             for name, cmd in commands.items():
                 times[name].append(timed(cmd, env))
         load_after = os.getloadavg()
-    base = statistics.median(times["python -c pass"])
+    base = statistics.median(t for t, _ in times["python -c pass"])
+    base_cpu = statistics.median(c for _, c in times["python -c pass"])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         f"\n## `cat` of one file against `python -c pass` ({when})\n",
@@ -91,12 +100,15 @@ def main() -> None:
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. Python "
         f"{platform.python_version()}. Archive: {args.files:,} source files written with the "
         f"defaults ({archive.name}), member `{member}`; {args.rounds} interleaved rounds.\n",
-        "| command | median ms | min-max ms | x `python -c pass` |",
-        "|---|---|---|---|",
+        "| command | wall median ms | wall min-max ms | x `python -c pass` | CPU median ms "
+        "| CPU min-max ms | x `python -c pass` |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        lines.append(f"| {name} | {med:.1f} | {min(ts):.1f}-{max(ts):.1f} | {med / base:.2f} |")
+    for name, runs in times.items():
+        ts, cs = [t for t, _ in runs], [c for _, c in runs]
+        med, cpu = statistics.median(ts), statistics.median(cs)
+        lines.append(f"| {name} | {med:.1f} | {min(ts):.1f}-{max(ts):.1f} | {med / base:.2f} "
+                     f"| {cpu:.1f} | {min(cs):.1f}-{max(cs):.1f} | {cpu / base_cpu:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if not RESULTS.exists():

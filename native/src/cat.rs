@@ -234,3 +234,34 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cat_plan, m)?)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOLDEN: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/data/golden-v6-default.znippy"
+    );
+
+    #[test]
+    fn golden_files_are_planned_decoded_and_checked() {
+        let names = ["README.txt", "empty", "lib/x.jar", "src/m00.txt"].map(String::from);
+        let plan = plan(GOLDEN, &names).unwrap_or_else(|_| panic!("not planned"));
+        for (i, (_, chunks)) in plan.files.iter().enumerate() {
+            for j in 0..chunks.len() {
+                let data = plan.data(i, j).unwrap(); // its BLAKE3 is checked inside
+                assert_eq!(data.len() as u64, chunks[j].0.size);
+            }
+        }
+        assert!(plan.packed);
+        assert!(matches!(plan_of(&["nope"]), Err(Stop::NotHere(_))));
+    }
+
+    fn plan_of(names: &[&str]) -> Out<CatPlan> {
+        plan(
+            GOLDEN,
+            &names.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+    }
+}

@@ -653,3 +653,64 @@ pub fn read_all(buf: &[u8]) -> Res<(Schema, Vec<Vec<Column>>)> {
         .collect::<Res<Vec<_>>>()?;
     Ok((stream.schema, batches))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOLDEN: &[u8] = include_bytes!("../../tests/data/golden-v6-default.znippy");
+
+    /// The golden's manifest, then the range of its `__lookup__` (a compressed stream).
+    fn lookup_range() -> std::ops::Range<usize> {
+        let n = GOLDEN.len();
+        let at = u64::from_le_bytes(GOLDEN[n - 8..].try_into().unwrap()) as usize;
+        let (schema, batches) = read_all(&GOLDEN[at..n - 16]).unwrap();
+        assert_eq!(schema.fields[0].name, "pkg_type");
+        assert!(schema.meta("znippy.section_blake3").is_some());
+        let cols = &batches[0];
+        let i = (0..cols[0].len)
+            .find(|i| cols[2].str(*i) == "__lookup__")
+            .unwrap();
+        let (off, len) = (cols[3].uint(i) as usize, cols[4].uint(i) as usize);
+        off..off + len
+    }
+
+    #[test]
+    fn the_golden_lookup_is_read() {
+        let bytes = &GOLDEN[lookup_range()];
+        let stream = walk(bytes).unwrap();
+        assert!(stream.batches.iter().all(|b| b.compressed));
+        let cols = decode(bytes, &stream.schema, &stream.batches[0]).unwrap();
+        assert_eq!(cols[0].str(0), "README.txt");
+        assert_eq!(stream.rows(), 75);
+    }
+
+    #[test]
+    fn a_lying_buffer_length_is_refused_before_anything_is_allocated() {
+        let range = lookup_range();
+        let stream = walk(&GOLDEN[range.clone()]).unwrap();
+        let b = &stream.batches[0];
+        let (off, len) = *b.buffers.iter().find(|(_, l)| *l > 8).unwrap();
+        let mut bytes = GOLDEN[range].to_vec();
+        let at = b.body.start + off as usize;
+        bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let err = decode(&bytes, &stream.schema, b).unwrap_err();
+        assert!(
+            matches!(err, Problem::Bad(m) if m.contains("declares")),
+            "{len}"
+        );
+    }
+
+    #[test]
+    fn cut_or_trailing_bytes_are_refused() {
+        let bytes = &GOLDEN[lookup_range()];
+        assert!(matches!(
+            walk(&bytes[..bytes.len() - 8]),
+            Err(Problem::Bad(_))
+        ));
+        let mut more = bytes.to_vec();
+        more.push(0);
+        assert!(matches!(walk(&more), Err(Problem::Bad(_))));
+        assert!(walk(&[0xff; 7]).is_err());
+    }
+}
