@@ -249,9 +249,9 @@ mod tests {
         let names = ["README.txt", "empty", "lib/x.jar", "src/m00.txt"].map(String::from);
         let plan = plan(GOLDEN, &names).unwrap_or_else(|_| panic!("not planned"));
         for (i, (_, chunks)) in plan.files.iter().enumerate() {
-            for j in 0..chunks.len() {
+            for (j, (chunk, _)) in chunks.iter().enumerate() {
                 let data = plan.data(i, j).unwrap(); // its BLAKE3 is checked inside
-                assert_eq!(data.len() as u64, chunks[j].0.size);
+                assert_eq!(data.len() as u64, chunk.size);
             }
         }
         assert!(plan.packed);
