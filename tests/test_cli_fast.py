@@ -38,7 +38,10 @@ def entries() -> list[Entry]:
             Entry("src/b/logo.png", data=text(3000, 8)),
             Entry("src/b/noise.bin", data=random.Random(3).randbytes(5000)),
             Entry("src/b/it's.txt", data=b"a quote in the name\n"),
-            Entry("src/b/caf\u00e9.txt", data=b"utf-8 name\n")]
+            Entry("src/b/caf\u00e9.txt", data=b"utf-8 name\n"),
+            # a directory pack (zstd with a long window, docs/format.md §6)
+            Entry("org/acme/lib/1.0/lib-1.0.jar", data=text(40_000, 11)),
+            Entry("org/acme/lib/1.1/lib-1.1.jar", data=text(40_000, 11) + b"more")]
     return sorted(out, key=lambda e: e.relative_path.encode())
 
 
