@@ -62,6 +62,9 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         path = base / f"{name}.znippy"
         write_archive(path, entries(), workers=1, **kw)  # type: ignore[arg-type]
         out[name] = path
+    maven = base / "maven.znippy"  # a group with module columns (pkg_type, maven_*)
+    write_archive(maven, DATA / "maven", pkg_type="auto", workers=1)
+    out["maven"] = maven
     return out
 
 
