@@ -121,6 +121,10 @@ fn shape_of(tail: &Tail, name: &str, ch: &Chunk, packed: bool) -> Out<Option<Sha
         ));
     }
     if !ch.compressed {
+        if ch.size > STREAM_BYTES {
+            // the Python path writes such a chunk from its memory map, without a copy
+            return Err(Stop::NotHere("a raw chunk over STREAM_BYTES".into()));
+        }
         return Ok(None);
     }
     let head = tail.read(ch.blob_offset, ch.blob_size.min(64), "blob")?;
