@@ -169,6 +169,9 @@ def test_lookup_in_many_record_batches(
     assert corelib.cat_plan(str(arc), paths) is not None
     for p in paths:
         same(["cat", str(arc), p], capsysbinary, monkeypatch)
+    # many paths: after 16 batch decodes the whole lookup serves the rest (_Batches.PROMOTE)
+    assert len(paths) > 16
+    same(["cat", str(arc), *paths], capsysbinary, monkeypatch)
 
 
 def _flip(path: Path, at: int, out: Path) -> Path:

@@ -59,6 +59,8 @@ pub const INNER: (&str, Type) = (
 );
 /// `reader._Batches.SPAN`: a file whose rows run over more batches reads the whole lookup.
 const SPAN: usize = 4;
+/// `reader._Batches.PROMOTE`: after this many batch decodes the whole lookup is read.
+const PROMOTE: usize = 16;
 
 /// One lookup row: a chunk of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,6 +217,8 @@ pub struct Finder<'t> {
     stream: Stream,
     starts: Vec<usize>,
     whole: Option<Rows>,
+    /// batches decoded for point reads so far
+    decoded: std::cell::Cell<usize>,
     /// whether the lookup has `inner_offset` (packed blobs)
     pub packed: bool,
 }
@@ -260,11 +264,13 @@ impl<'t> Finder<'t> {
             stream,
             starts,
             whole: None,
+            decoded: std::cell::Cell::new(0),
             packed,
         })
     }
 
     fn decode(&self, b: usize) -> Out<Vec<Column>> {
+        self.decoded.set(self.decoded.get() + 1);
         let path = self.tail.path.as_str();
         let cols = ipc::decode(&self.bytes, &self.stream.schema, &self.stream.batches[b])
             .map_err(|p| ipc_stop(path, LOOKUP, p))?;
@@ -299,7 +305,7 @@ impl<'t> Finder<'t> {
         };
         let row = usize::try_from(row).unwrap_or(usize::MAX);
         let batches = self.stream.batches.len();
-        if batches > 1 && self.whole.is_none() {
+        if batches > 1 && self.whole.is_none() && self.decoded.get() < PROMOTE {
             let b = self.starts.partition_point(|s| *s <= row).saturating_sub(1);
             if row < self.starts[b] + self.stream.batches[b].rows as usize {
                 let lo = if row == self.starts[b] && b > 0 {
