@@ -128,6 +128,14 @@ def test_missing_member_and_other_shapes_fall_through(
     for argv in (["cat", golden], ["cat", "--help"], ["cat", golden, "-x"],
                  ["cat", f"file://{golden}", "README.txt"], ["info", golden]):
         assert fast.run(argv) is None, argv
+    from znippy_sql.format.rollback import JOURNAL_SUFFIX
+
+    assert fast.JOURNAL_SUFFIX == JOURNAL_SUFFIX  # an interrupted append: rolled back first
+    copy = tmp_path / "copy.znippy"
+    copy.write_bytes(Path(golden).read_bytes())
+    Path(str(copy) + JOURNAL_SUFFIX).write_bytes(b"torn")  # the Python opener drops it
+    assert fast.run(["cat", str(copy), "README.txt"]) is None
+    same(["cat", str(copy), "README.txt"], capsysbinary, monkeypatch)
     not_archive = tmp_path / "x.znippy"
     not_archive.write_bytes(b"hello" * 10)
     same(["cat", str(not_archive), "a"], capsysbinary, monkeypatch)

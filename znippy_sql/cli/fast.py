@@ -24,11 +24,10 @@ TYPE_CHECKING = False  # typing and collections are not imported: start-up time 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from ..corelib import CatPlan
-
 #: the commands :func:`run` may answer
 COMMANDS = ("cat", "ls")
-#: ``format.rollback.JOURNAL_SUFFIX`` (not imported: it would bring the blake3 package)
+#: ``format.rollback.JOURNAL_SUFFIX`` (not imported: it would bring the blake3 package; a test
+#: keeps the two equal)
 JOURNAL_SUFFIX = ".znippy-journal"
 
 
@@ -42,23 +41,7 @@ def run(argv: Sequence[str]) -> int | None:
     if "://" in archive or os.path.exists(archive + JOURNAL_SUFFIX):
         return None
     try:
-        from .. import corelib  # the core may be absent from a source tree not built yet
-
-        if argv[0] == "ls":
-            text = corelib.ls_text(archive, paths)
-            plan = None
-        else:
-            plan = corelib.cat_plan(archive, paths)
-    except (ImportError, ZnippyError, OSError, ValueError):
-        return None
-    try:
-        if argv[0] == "ls":
-            if text is None:
-                return None
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            return 0
-        return None if plan is None else _cat(plan, archive)
+        return _ls(archive, paths) if argv[0] == "ls" else _cat(archive, paths)
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
@@ -66,10 +49,31 @@ def run(argv: Sequence[str]) -> int | None:
         return 130
 
 
-def _cat(plan: "CatPlan", archive: str) -> int | None:
-    """Each path's chunks to stdout; None when the first chunk fails (nothing written)."""
-    from .. import corelib
+def _ls(archive: str, members: list[str]) -> int | None:
+    try:
+        from .. import corelib  # the core may be absent from a source tree not built yet
 
+        text = corelib.ls_text(archive, members)
+    except (ImportError, ZnippyError, OSError, ValueError):
+        return None
+    if text is None:
+        return None
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    return 0
+
+
+def _cat(archive: str, paths: list[str]) -> int | None:
+    """Each path's chunks to stdout; None when the plan or the first chunk fails (nothing
+    is written then: the Python path answers and words it)."""
+    try:
+        from .. import corelib
+
+        plan = corelib.cat_plan(archive, paths)
+    except (ImportError, ZnippyError, OSError, ValueError):
+        return None
+    if plan is None:
+        return None
     out = sys.stdout.buffer
     sys.stdout.flush()
     written = False
