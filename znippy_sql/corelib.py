@@ -56,3 +56,12 @@ def ls_text(archive: str, members: list[str]) -> str | None:
     with guard(FormatError, "reading the archive natively", path=archive):
         text: str | None = _native.ls_text(archive, members)
     return text
+
+
+def verify_clean(archive: str) -> tuple[int, int, int] | None:
+    """``(files, chunks, bytes checked)`` when the core finds the archive sound by every check
+    of ``read/verify.py``; None at the first finding, or for what the core does not read
+    (the Python verify then answers and words every finding)."""
+    with guard(FormatError, "verifying the archive natively", path=archive):
+        counts: tuple[int, int, int] | None = _native.verify_clean(archive)
+    return counts

@@ -185,6 +185,173 @@ impl<'a> Table<'a> {
     }
 }
 
+// -- the flatbuffers verifier's checks --------------------------------------------------------
+/// What a table's field holds, for [`verify_table`]: the checks of the flatbuffers
+/// `Verifier` Arrow runs on every message before reading it (alignment, bounds, strings
+/// ending in NUL, every field of every table visited), so that no metadata pyarrow refuses
+/// is read here.
+#[derive(Clone, Copy)]
+enum Slot {
+    Scalar(usize),
+    Str,
+    Table(&'static [Slot]),
+    Tables(&'static [Slot]),
+    /// a vector of scalars or structs of this size
+    Vector(usize),
+    /// a union whose type is the field before
+    Union(fn(u8) -> Option<&'static [Slot]>),
+    /// a vector of `Field` tables (a field's children: the spec refers to itself)
+    Fields,
+}
+
+const KEY_VALUE: &[Slot] = &[Slot::Str, Slot::Str];
+const INT: &[Slot] = &[Slot::Scalar(4), Slot::Scalar(1)];
+const EMPTY: &[Slot] = &[];
+const FIXED: &[Slot] = &[Slot::Scalar(4)];
+const DICTIONARY: &[Slot] = &[
+    Slot::Scalar(8),
+    Slot::Table(INT),
+    Slot::Scalar(1),
+    Slot::Scalar(2),
+];
+const FIELD: &[Slot] = &[
+    Slot::Str,
+    Slot::Scalar(1),
+    Slot::Scalar(1),
+    Slot::Union(type_table),
+    Slot::Table(DICTIONARY),
+    Slot::Fields,
+    Slot::Tables(KEY_VALUE),
+];
+const SCHEMA: &[Slot] = &[
+    Slot::Scalar(2),
+    Slot::Tables(FIELD),
+    Slot::Tables(KEY_VALUE),
+    Slot::Vector(8),
+];
+const COMPRESSION: &[Slot] = &[Slot::Scalar(1), Slot::Scalar(1)];
+const RECORD_BATCH: &[Slot] = &[
+    Slot::Scalar(8),
+    Slot::Vector(16),
+    Slot::Vector(16),
+    Slot::Table(COMPRESSION),
+    Slot::Vector(8),
+];
+const MESSAGE: &[Slot] = &[
+    Slot::Scalar(2),
+    Slot::Scalar(1),
+    Slot::Union(header_table),
+    Slot::Scalar(8),
+    Slot::Tables(KEY_VALUE),
+];
+
+/// The Type union's tables of the types decoded here (others are refused anyway).
+fn type_table(t: u8) -> Option<&'static [Slot]> {
+    match t {
+        2 => Some(INT),
+        4..=6 => Some(EMPTY),
+        15 => Some(FIXED),
+        _ => None,
+    }
+}
+
+fn header_table(t: u8) -> Option<&'static [Slot]> {
+    match t {
+        1 => Some(SCHEMA),
+        3 => Some(RECORD_BATCH),
+        _ => None,
+    }
+}
+
+fn aligned(pos: usize, align: usize) -> Res<()> {
+    if !pos.is_multiple_of(align) {
+        return bad("flatbuffer misaligned");
+    }
+    Ok(())
+}
+
+/// Where the uoffset at `pos` points, as the verifier takes it (aligned, non-zero, inside).
+fn verified_offset(buf: &[u8], pos: usize) -> Res<usize> {
+    aligned(pos, 4)?;
+    let o = u32_at(buf, pos)?;
+    if o == 0 || (o as i32) < 0 {
+        return bad("flatbuffer offset out of range");
+    }
+    follow(buf, pos)
+}
+
+/// A vector (or string) at `v`: its length aligned and its bytes inside; its end.
+fn verified_vector(buf: &[u8], v: usize, elem: usize) -> Res<usize> {
+    aligned(v, 4)?;
+    let n = u32_at(buf, v)? as usize;
+    match n.checked_mul(elem).and_then(|b| b.checked_add(v + 4)) {
+        Some(end) if end <= buf.len() => Ok(end),
+        _ => bad("flatbuffer vector out of range"),
+    }
+}
+
+fn verify_table(buf: &[u8], pos: usize, spec: &[Slot], depth: usize) -> Res<()> {
+    if depth > 64 {
+        return bad("flatbuffer nested too deep");
+    }
+    aligned(pos, 4)?;
+    let t = Table::at(buf, pos)?;
+    aligned(t.vtable, 2)?;
+    if !t.vlen.is_multiple_of(2) {
+        return bad("flatbuffer vtable of odd size");
+    }
+    let mut last_type = 0u8;
+    for (id, slot) in spec.iter().enumerate() {
+        let Some(p) = t.field(id)? else {
+            last_type = 0;
+            continue;
+        };
+        match *slot {
+            Slot::Scalar(size) => {
+                aligned(p, size)?;
+                if p + size > buf.len() {
+                    return bad("flatbuffer field out of range");
+                }
+                if size == 1 {
+                    last_type = buf[p];
+                }
+            }
+            Slot::Str => {
+                let v = verified_offset(buf, p)?;
+                let end = verified_vector(buf, v, 1)?;
+                if buf.get(end) != Some(&0) {
+                    return bad("flatbuffer string without its NUL");
+                }
+            }
+            Slot::Table(inner) => verify_table(buf, verified_offset(buf, p)?, inner, depth + 1)?,
+            Slot::Tables(_) | Slot::Fields => {
+                let inner = match *slot {
+                    Slot::Tables(inner) => inner,
+                    _ => FIELD,
+                };
+                let v = verified_offset(buf, p)?;
+                verified_vector(buf, v, 4)?;
+                let n = u32_at(buf, v)? as usize;
+                for i in 0..n {
+                    let at = verified_offset(buf, v + 4 + 4 * i)?;
+                    verify_table(buf, at, inner, depth + 1)?;
+                }
+            }
+            Slot::Vector(elem) => {
+                verified_vector(buf, verified_offset(buf, p)?, elem)?;
+            }
+            Slot::Union(table) => {
+                let at = verified_offset(buf, p)?;
+                match table(last_type) {
+                    Some(inner) => verify_table(buf, at, inner, depth + 1)?,
+                    None => return unsupported(format!("a union member of type {last_type}")),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 // -- schema -----------------------------------------------------------------------------------
 /// The column types this reader decodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -334,9 +501,10 @@ pub fn walk(buf: &[u8]) -> Res<Stream> {
         }
         let meta = &buf[pos..pos + len as usize];
         pos += len as usize;
+        verify_table(meta, verified_offset(meta, 0)?, MESSAGE, 0)?;
         let msg = Table::root(meta)?;
-        if msg.i16(0, 0)? < 3 {
-            return unsupported("an IPC metadata version before V4");
+        if !(3..=4).contains(&msg.i16(0, 0)?) {
+            return unsupported("an IPC metadata version other than V4 and V5");
         }
         let kind = msg.u8(1, 0)?;
         let body_len = msg.i64(3, 0)?;

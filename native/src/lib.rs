@@ -15,6 +15,7 @@ mod lookup;
 mod ls;
 mod tail;
 mod trie;
+mod verify;
 
 /// Raises a panic on purpose: the test that no panic reaches a user calls it.
 #[pyfunction]
@@ -35,5 +36,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     cat::register(m)?;
     ls::register(m)?;
+    verify::register(m)?;
     Ok(())
 }

@@ -76,16 +76,16 @@ pub struct Chunk {
 }
 
 /// Decoded lookup rows `[base, base + n)`: consecutive record batches.
-struct Rows {
+pub struct Rows {
     base: usize,
     parts: Vec<Vec<Column>>,
     /// first row (relative to base) of each part
     starts: Vec<usize>,
-    n: usize,
+    pub n: usize,
 }
 
 impl Rows {
-    fn new(base: usize, parts: Vec<Vec<Column>>) -> Rows {
+    pub fn new(base: usize, parts: Vec<Vec<Column>>) -> Rows {
         let mut starts = Vec::with_capacity(parts.len());
         let mut n = 0;
         for p in &parts {
@@ -106,7 +106,7 @@ impl Rows {
         (&self.parts[k], i - self.starts[k])
     }
 
-    fn path(&self, i: usize) -> &[u8] {
+    pub fn path(&self, i: usize) -> &[u8] {
         let (c, j) = self.at(i);
         c[0].bytes(j)
     }
@@ -116,7 +116,7 @@ impl Rows {
         c[1].uint(j)
     }
 
-    fn chunk(&self, i: usize) -> Chunk {
+    pub fn chunk(&self, i: usize) -> Chunk {
         let (c, j) = self.at(i);
         let mut checksum = [0u8; 32];
         checksum.copy_from_slice(c[7].bytes(j));
@@ -178,7 +178,7 @@ pub fn rows_problem(c: &[Column], tail: u64) -> Option<String> {
 }
 
 /// `validate.lookup_problem` of the whole lookup.
-fn lookup_problem(r: &Rows) -> Option<String> {
+pub fn lookup_problem(r: &Rows) -> Option<String> {
     for i in 0..r.n {
         let c = r.chunk(i);
         let same = i > 0 && r.path(i - 1) == r.path(i);

@@ -124,7 +124,7 @@ pub fn group(tail: &Tail, row: &Row) -> Out<(Schema, Vec<Vec<Column>>)> {
 
 /// Module columns of one name must have one type (`validate.union_problem`): here all are
 /// Utf8, so only their spelling across groups is compared.
-fn union_ok(schemas: &[Schema]) -> bool {
+pub fn union_ok(schemas: &[Schema]) -> bool {
     let mut names: Vec<(String, String)> = Vec::new();
     for s in schemas {
         for f in s.fields.iter().skip(8) {

@@ -38,6 +38,15 @@ static HOOK: Once = Once::new();
 /// forged: the panic is caught here, silently (the process's panic hook is asked to stay
 /// quiet for this thread only), and becomes the error.
 pub fn get(buf: &[u8], key: &[u8]) -> Result<Option<u64>, String> {
+    quietly(|| fst::Map::new(buf).map(|map| map.get(key)))
+}
+
+/// How many keys the fst map `buf` holds (its frame checked already).
+pub fn len(buf: &[u8]) -> Result<u64, String> {
+    quietly(|| fst::Map::new(buf).map(|map| map.len() as u64))
+}
+
+fn quietly<T>(f: impl FnOnce() -> Result<T, fst::Error>) -> Result<T, String> {
     HOOK.call_once(|| {
         let before = panic::take_hook();
         panic::set_hook(Box::new(move |info| {
@@ -48,9 +57,7 @@ pub fn get(buf: &[u8], key: &[u8]) -> Result<Option<u64>, String> {
     });
     QUIET.with(|q| q.set(true));
     let found = panic::catch_unwind(AssertUnwindSafe(|| {
-        fst::Map::new(buf)
-            .map(|map| map.get(key))
-            .map_err(|e| format!("is not a valid fst map ({e})"))
+        f().map_err(|e| format!("is not a valid fst map ({e})"))
     }));
     QUIET.with(|q| q.set(false));
     found.unwrap_or_else(|p| {
