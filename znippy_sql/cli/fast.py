@@ -1,7 +1,8 @@
-"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...`` and ``ls ARCHIVE [PATH...]``
-of a local archive answered by the compiled core (``native/src/cat.rs``: footer, manifest,
-trie, lookup rows, frames, BLAKE3; ``native/src/ls.rs``: the data sub-indexes) without
-importing pyarrow, numpy, DuckDB or Polars.
+"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...``, ``ls ARCHIVE [PATH...]`` and
+``verify ARCHIVE`` of a local archive answered by the compiled core (``native/src/cat.rs``:
+footer, manifest, trie, lookup rows, frames, BLAKE3; ``native/src/ls.rs``: the data
+sub-indexes; ``native/src/verify.rs``: every check, for a sound archive) without importing
+pyarrow, numpy, DuckDB or Polars.
 
 :func:`run` is tried first by :func:`znippy_sql.cli.main`. It takes only plain arguments on a
 local file; it returns None — and ``main`` goes its usual way, which answers with today's
