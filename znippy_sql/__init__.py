@@ -5,7 +5,7 @@ Two verbs: :func:`write_archive` writes one, :func:`open_archive` reads one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing is not imported: the CLI's fast path starts without it
 
 from .errors import (
     ChecksumError,
@@ -26,6 +26,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from typing import Any
+
     from .write.append import AppendReport, append_archive
     from .read.extract import ExtractReport
     from .read.reader import Archive, open_archive

@@ -9,11 +9,8 @@ which the guard passes through unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
-
 from . import _native
-from .errors import FormatError, PackError, ZnippyError
+from .errors import CodecError, FormatError, PackError, ZnippyError
 from .native import guard
 
 
@@ -23,24 +20,75 @@ def version() -> str:
         return str(_native.version())
 
 
+# -- one archive's tail and files
+# (on the CLI's fast path, cli/fast.py: nothing here imports typing at run time)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class CatPlan(Protocol):
+        """What :func:`cat_plan` found (``native/src/cat.rs``)."""
+
+        def counts(self) -> list[int]: ...
+        def chunk(self, i: int, j: int) -> bytes: ...
+
+
+def cat_plan(archive: str, paths: list[str]) -> "CatPlan | None":
+    """``cat ARCHIVE PATH...`` planned by the core: every path found, every chunk's frame
+    shape known, before a byte is written; None when the Python reader must answer (a path
+    not there, a layout or frame shape the core does not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        plan: CatPlan | None = _native.cat_plan(archive, paths)
+    return plan
+
+
+def cat_chunk(plan: "CatPlan", path: int, chunk: int, archive: str) -> bytes:
+    """Chunk ``chunk`` of the plan's path ``path``, decoded and checked (ChecksumError,
+    CodecError, FormatError naming the archive)."""
+    with guard(CodecError, "decoding a chunk natively", path=archive):
+        return plan.chunk(path, chunk)
+
+
+def ls_text(archive: str, members: list[str]) -> str | None:
+    """What ``ls ARCHIVE [PATH...]`` prints, read by the core from the data sub-indexes; None
+    when the Python reader must answer (a member not there, a layout or schema the core does
+    not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        text: str | None = _native.ls_text(archive, members)
+    return text
+
+
+def verify_clean(archive: str) -> tuple[int, int, int] | None:
+    """``(files, chunks, bytes checked)`` when the core finds the archive sound by every check
+    of ``read/verify.py``; None at the first finding, or for what the core does not read
+    (the Python verify then answers and words every finding)."""
+    with guard(FormatError, "verifying the archive natively", path=archive):
+        counts: tuple[int, int, int] | None = _native.verify_clean(archive)
+    return counts
+
+
 # -- git packs (native/src/git) ------------------------------------------------------------------
-class PackIndex(Protocol):
-    """One pack indexed by the core (``native/src/git/mod.rs``), its columns held there."""
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
-    @property
-    def external_bases(self) -> int:
-        """REF deltas resolved against objects of earlier packs."""
+    class PackIndex(Protocol):
+        """One pack indexed by the core (``native/src/git/mod.rs``), its columns held there."""
 
-    @property
-    def idx_mismatch(self) -> str | None:
-        """Why the ``.idx`` given was not used (the pack was parsed whole instead)."""
+        @property
+        def external_bases(self) -> int:
+            """REF deltas resolved against objects of earlier packs."""
 
-    def objects(self) -> tuple[bytes, bytes, bytes]:
-        """``(ids, types, offsets)`` in entry order: 20-byte ids, u8, u64 LE."""
+        @property
+        def idx_mismatch(self) -> str | None:
+            """Why the ``.idx`` given was not used (the pack was parsed whole instead)."""
 
-    def graph(self) -> tuple[bytes, ...]:
-        """``commit_ids, tree_of, parent_counts, parent_ids, times, tree_ids, edge_tree,
-        edge_sub, edge_ids`` (ids joined, integers little-endian)."""
+        def objects(self) -> tuple[bytes, bytes, bytes]:
+            """``(ids, types, offsets)`` in entry order: 20-byte ids, u8, u64 LE."""
+
+        def graph(self) -> tuple[bytes, ...]:
+            """``commit_ids, tree_of, parent_counts, parent_ids, times, tree_ids, edge_tree,
+            edge_sub, edge_ids`` (ids joined, integers little-endian)."""
 
 
 def git_index_pack(pack: bytes | memoryview, idx: bytes | None, *, name: str,
@@ -49,7 +97,8 @@ def git_index_pack(pack: bytes | memoryview, idx: bytes | None, *, name: str,
     """A pack indexed from its checked ``.idx`` (``idx``), else parsed whole; ``external``
     gives a REF delta's base outside the pack. A damaged pack is a ``PackError``."""
     with guard(PackError, f"pack {name} cannot be indexed"):
-        return cast(PackIndex, _native.git_index_pack(pack, idx, name, external))
+        index: PackIndex = _native.git_index_pack(pack, idx, name, external)
+        return index
 
 
 def git_pack_from_columns(ids: bytes, types: bytes, offsets: bytes, commit_ids: bytes,
@@ -58,9 +107,10 @@ def git_pack_from_columns(ids: bytes, types: bytes, offsets: bytes, commit_ids: 
                           edge_ids: bytes) -> PackIndex:
     """A :class:`PackIndex` given as its columns (a writer that knows its objects)."""
     with guard(FormatError, "pack index columns"):
-        return cast(PackIndex, _native.PackIndex.from_columns(
+        index: PackIndex = _native.PackIndex.from_columns(
             ids, types, offsets, commit_ids, tree_of, parent_counts, parent_ids, times,
-            tree_ids, edge_tree, edge_sub, edge_ids))
+            tree_ids, edge_tree, edge_sub, edge_ids)
+        return index
 
 
 def git_sections(packs: Sequence[tuple[PackIndex, int]], prefer: bytes, walk_bound: int

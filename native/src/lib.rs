@@ -7,8 +7,16 @@
 
 use pyo3::prelude::*;
 
+mod cat;
 mod errors;
+mod frame;
 mod git;
+mod ipc;
+mod lookup;
+mod ls;
+mod tail;
+mod trie;
+mod verify;
 
 /// Raises a panic on purpose: the test that no panic reaches a user calls it.
 #[pyfunction]
@@ -28,5 +36,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
     git::register(m)?;
+    cat::register(m)?;
+    ls::register(m)?;
+    verify::register(m)?;
     Ok(())
 }

@@ -8,12 +8,15 @@ command did not word itself), 130 Ctrl-C. No traceback reaches the user: one lin
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
-from typing import Any
-from collections.abc import Callable, Sequence
+
+TYPE_CHECKING = False  # argparse and typing are imported when needed: cli/fast.py's cat
+if TYPE_CHECKING:      # starts without them
+    import argparse
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 # This process is the CLI's own. Nothing in znippy uses BLAS, and numpy's OpenBLAS starts one
 # thread per core that spins for ~0.1 s after import (measured: ~0.15 s of CPU per process),
@@ -30,6 +33,8 @@ COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git",
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` not a core command, also that module's commands."""
+    import argparse
+
     from .. import __version__
 
     parser = Parser(
@@ -78,6 +83,8 @@ class Parser(argparse.ArgumentParser):
 
 
 def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    import argparse
+
     out = []
     for action in p._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -90,6 +97,8 @@ def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
     """``--storage-option`` and ``--no-cache`` (not on a command whose defaults say
     ``local_only``: it reads no remote archive); a nested sub-command's land under their own
     names (its namespace would replace its parent's) and are merged by ``_configure_remote``."""
+    import argparse
+
     g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
     # a nested sub-command's defaults are SUPPRESSed: its namespace must not reset its parent's
     no_options: Any = argparse.SUPPRESS if suffix else []
@@ -105,6 +114,12 @@ def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["cat"], ["ls"], ["verify"]):  # answered by the core (cli/fast.py)
+        from .fast import run
+
+        code = run(argv)
+        if code is not None:
+            return code
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -10,7 +10,6 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..format.schema import resolve_pkg_type
 from ..format.units import counted, human  # noqa: F401  (the CLI modules import them here)
 
 if TYPE_CHECKING:
@@ -22,6 +21,8 @@ _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 # -- argument types (public: other CLI areas reuse them) -------------------------------------
 def pkg_type_arg(value: str) -> int:
     """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
+    from ..format.schema import resolve_pkg_type  # (pyarrow: not for cli/fast.py's verify)
+
     try:
         return resolve_pkg_type(value)
     except ValueError as exc:
