@@ -173,7 +173,7 @@ def test_lookup_in_many_record_batches(
     monkeypatch.undo()
     with open_archive(arc) as a:
         paths = a.first_paths()
-        assert a._lazy_lookup is not None  # several batches
+        assert a.lookup_batches is not None  # several batches
     from znippy_sql import corelib
 
     assert corelib.cat_plan(str(arc), paths) is not None
