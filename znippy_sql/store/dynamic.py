@@ -32,7 +32,8 @@ from ..errors import LockError, StoreError
 from ..write.dedup import DedupIndex
 from ..write.ingest import Ingest, WriteOptions
 from ..write.options import resolve
-from ..format.schema import INNER, GroupKey, resolve_pkg_type
+from ..format.schema import INNER, GroupKey
+from ..modules.pkgtypes import resolve_pkg_type
 from ..write.feed import Feed
 from ..write.source import Entry
 from ..write.unchanged import same_content

@@ -32,7 +32,8 @@ from .dedup import DedupIndex
 from ..errors import DuplicatePathError, UnreadableSourceError, ZnippyError
 from ..format.paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, DIR_PACK, PACK, BatchResult, Compressor, Job
-from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
+from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved
+from ..modules.pkgtypes import resolve_pkg_type
 from .source import Entry, Walk, data_origin, unreadable_problem
 
 

@@ -35,7 +35,7 @@ from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import check_compat
 from .staging import Staging, staging_prefix
 from .tail import TailInfo, write_tail
-from ..format.schema import resolve_pkg_type
+from ..modules.pkgtypes import resolve_pkg_type
 
 
 @dataclass(frozen=True)
