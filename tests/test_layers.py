@@ -25,7 +25,7 @@ EXTENSIONS = {("_native",)}
 
 #: bottom to top; a module may import its own layer and any layer below it
 LAYERS = [
-    {"errors", "native", "forking", "corelib", "_native"},
+    {"errors", "native", "forking", "corelib", "_native", "version"},
     {"format", "modules", "remote"},
     {"read", "views"},  # views: the view catalog (its capabilities' views register by name)
     {"provenance"},
@@ -34,7 +34,7 @@ LAYERS = [
     {"query", "queries", "udfs"},
     {"store"},
     {"catalog"},
-    {"engines", "interop"},  # Daft, Spark, Ray adapters over the views and the catalog
+    {"engines"},  # Daft, Spark, Ray adapters over the views and the catalog
     {"duckdb", "polars", "daft", "spark", "ray", "cli", "demo", ROOT},
 ]
 

@@ -73,7 +73,7 @@ def created_at(now: float | None = None) -> str:
 
 
 def created_by() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return f"znippy-sql {__version__}"
 

@@ -396,7 +396,7 @@ class Store:
 
         if self._fd is None:
             raise StoreError("store is closed or read-only", path=self.sidecar)
-        return compact_tables(self)
+        return compact_tables(self.namespace, self._groups, self._stale)
 
     def _ordinals(self, orders: dict[GroupKey, np.ndarray]) -> dict[GroupKey, pa.Array]:
         """Each new row's place in production order over all new rows (recorded by the

@@ -33,8 +33,8 @@ from ..format.sections import ReservedSection
 from ..modules.pkgtypes import pkg_type_name
 from ..read.reader import open_archive
 from ..read.verify import refuse_damaged
-from .ingest import INDEX_KEY, PACK_KEY, Ingest, WriteOptions
-from .options import OptionKwargs, Provenance, resolve
+from .ingest import Ingest
+from .options import INDEX_KEY, PACK_KEY, OptionKwargs, Provenance, WriteOptions, resolve
 from .feed import Feed
 from .posix import with_rows
 from .source import Entry, as_entry
