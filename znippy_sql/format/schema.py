@@ -117,13 +117,6 @@ def resolve_pkg_type(value: int | str | None) -> int:
     return resolve(value)
 
 
-def pkg_type_name(value: int) -> str:
-    """Transitional: :func:`znippy_sql.modules.pkgtypes.pkg_type_name` (cli/core.py moves)."""
-    from ..modules.pkgtypes import pkg_type_name as name
-
-    return name(value)
-
-
 #: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
 #: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future
