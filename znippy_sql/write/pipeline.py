@@ -37,6 +37,7 @@ from typing import NamedTuple
 from ..format import b3 as blake3
 
 from ..format import codec
+from ..format.schema import DEFAULT_BLOCK_SIZE
 from .source import unreadable_problem
 
 #: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
@@ -237,7 +238,8 @@ class Compressor:
     worker everything runs in the caller's thread.
     """
 
-    def __init__(self, *, level: int, workers: int | None, block_size: int = 10 << 20,
+    def __init__(self, *, level: int, workers: int | None,
+                 block_size: int = DEFAULT_BLOCK_SIZE,
                  known: Known | None = None) -> None:
         self.level = level
         self.known = known
