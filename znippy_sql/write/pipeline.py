@@ -37,8 +37,8 @@ from typing import NamedTuple
 from ..format import b3 as blake3
 
 from ..format import codec
-from ..format.schema import DEFAULT_BLOCK_SIZE
 from .source import unreadable_problem
+from ..format.schema import DEFAULT_BLOCK_SIZE
 
 #: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
 #: skipped as known (its members were looked up one by one when they joined it)
