@@ -110,13 +110,6 @@ class GroupKey(NamedTuple):
 UNTYPED = GroupKey(0, "", "")
 
 
-def resolve_pkg_type(value: int | str | None) -> int:
-    """Transitional: :func:`znippy_sql.modules.pkgtypes.resolve_pkg_type` (read/ moves)."""
-    from ..modules.pkgtypes import resolve_pkg_type as resolve
-
-    return resolve(value)
-
-
 #: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
 #: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future
