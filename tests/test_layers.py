@@ -27,7 +27,9 @@ EXTENSIONS = {("_native",)}
 LAYERS = [
     {"errors", "native", "forking", "corelib", "_native", "version"},
     {"format", "modules", "remote"},
-    {"read", "views"},  # views: the view catalog (its capabilities' views register by name)
+    # views: the view catalog (its capabilities' views register by name); interop: the Rust
+    # tool's 0.9/0.10 layouts, read beside ours
+    {"read", "views", "interop"},
     {"provenance"},
     {"write"},
     {"git"},
