@@ -40,7 +40,7 @@ class WriteOptions:
 
     Frozen and checked once, when made: a bad value raises :class:`~znippy_sql.OptionError`
     naming the option, the value and what is accepted. These fields are the one place the
-    defaults live (``write/options.py`` maps the keyword arguments onto them). With
+    defaults live (:func:`resolve` maps the keyword arguments onto them). With
     ``compat="rust-0.8"``, ``pack`` and ``index_compression`` are off (the Rust 0.8 reader
     reads neither) and ``posix`` is refused.
 
