@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from .write.writer import ArchiveWriter, WriteReport, write_archive
     from .write.options import Provenance, WriteOptions
 
-__version__ = "0.1.0"
+from .version import __version__
 
 # Everything but the errors is imported on first use: `import znippy_sql` stays cheap, and
 # pyarrow, duckdb or pyiceberg are imported by the parts that use them.

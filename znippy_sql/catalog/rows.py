@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..errors import CatalogError
 from ..views.files import files_of_group, module_fields
 from ..format import build
-from ..format.schema import pkg_type_name
+from ..modules.pkgtypes import pkg_type_name
 from ..format.files import file_starts
 from ..format.kernels import call_function, one_array
 from ..provenance.sign import archive_root

@@ -21,7 +21,7 @@ _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 # -- argument types (public: other CLI areas reuse them) -------------------------------------
 def pkg_type_arg(value: str) -> int:
     """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
-    from ..format.schema import resolve_pkg_type  # (pyarrow: not for cli/fast.py's verify)
+    from ..modules.pkgtypes import resolve_pkg_type  # (pyarrow: not for cli/fast.py's verify)
 
     try:
         return resolve_pkg_type(value)

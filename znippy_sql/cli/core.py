@@ -22,7 +22,8 @@ import pyarrow as pa
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
-from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID, pkg_type_name
+from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID
+from ..modules.pkgtypes import pkg_type_name
 from ..read.foreign import own_writer, writer, writer_text
 from .common import (ARCHIVE_HELP, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,

@@ -18,7 +18,7 @@ import argparse
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -26,12 +26,25 @@ from ..format.kernels import call_function, filter_by
 from ..format.schema import GroupKey
 from ..format.units import counted  # noqa: F401  (the modules' commands import it here)
 
-if TYPE_CHECKING:
-    from ..read.extract import ExtractReport
-    from ..read.reader import FileInfo
-
 #: a command's name: lower case words joined by dashes (``extract-closure``)
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+
+class FileInfo(Protocol):
+    """What a command reads of a file found in the archive (``read.FileInfo`` is one)."""
+
+    @property
+    def size(self) -> int: ...
+
+
+class ExtractReport(Protocol):
+    """What a command reads of an extract's report (``read.ExtractReport`` is one)."""
+
+    @property
+    def bytes_written(self) -> int: ...
+
+    @property
+    def failed(self) -> Mapping[str, str]: ...
 
 
 class ArchiveView(Protocol):

@@ -133,7 +133,7 @@ def capabilities_of(archive: Any) -> list[str]:
     caps = []
     if any(views.present(archive, n) for n in _GIT_VIEWS):
         caps.append("git")
-    from ..format.schema import pkg_type_name  # a module's name is its pkg_type's name
+    from ..modules.pkgtypes import pkg_type_name  # a module's name is its pkg_type's name
 
     for pkg_type in sorted({k.pkg_type for k in archive.groups}):
         if pkg_type_name(pkg_type) in CAPABILITIES:

@@ -22,7 +22,8 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from .. import views
 from ..format import build
-from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
+from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..modules.pkgtypes import pkg_type_name
 from ..format.validate import lookup_schema_problem, union_problem
 from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template

@@ -208,7 +208,7 @@ class _Scan:
         src, key = part
         out: dict[str, tuple[Any, Any]] = {}
         if key is not None:
-            from ..format.schema import pkg_type_name
+            from ..modules.pkgtypes import pkg_type_name
 
             out = {"repo": (key.repo, pl.String), "pkg_type": (key.pkg_type, pl.Int8),
                    "pkg_type_name": (pkg_type_name(key.pkg_type), pl.String),

@@ -28,7 +28,8 @@ from ..format.build import numpy_of
 from ..format.kernels import filter_by, one_array, take
 from ..format.manifest import ManifestRow
 from ..format.rangeio import RangeSource
-from ..format.schema import INNER, LOOKUP, TRIE, GroupKey, resolve_pkg_type
+from ..format.schema import INNER, LOOKUP, TRIE, GroupKey
+from ..modules.pkgtypes import resolve_pkg_type
 from . import bulk, stream
 from .blobcache import BlobCache
 from .columns import Chunk, Columns, FileInfo

@@ -9,7 +9,7 @@ columns made once, so it costs microseconds and touches only the file's own byte
 checked chunks; each part in its own module) and the work over whole archives, each in its
 module, imported where it is called: extract (:mod:`.extract`), verify (:mod:`.verify`),
 many files at once (:mod:`.many`), a file object (:mod:`.fileobj`), ``__meta__``
-(:mod:`znippy_sql.provenance.meta`).
+(:mod:`.metasection`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..format.validate import MAX_CHUNK_BYTES
 from .blobcache import PREFIX_MIN
 from .columns import Chunk, FileInfo
 from .core import ArchiveCore
+from .metasection import read_meta
 from .tail import group_what, label_groups
 
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ class Archive(ArchiveCore):
     @property
     def meta(self) -> pa.Table | None:
         """``__meta__`` facts, or ``None`` when the archive records no metadata at all."""
-        from ..provenance.meta import read_meta
-
         return read_meta(self)
 
 

@@ -25,7 +25,7 @@ from znippy_sql.format.files import file_digest
 from znippy_sql.read.extract import outcomes
 from znippy_sql.read.reader import Archive
 from znippy_sql.views.opened import bind, opened
-from znippy_sql.format.schema import resolve_pkg_type
+from znippy_sql.modules.pkgtypes import resolve_pkg_type
 
 _LOCK = threading.Lock()
 #: (transaction id, archive, dest, options) → the outcome rows of that extract

@@ -37,7 +37,8 @@ from ..errors import FormatError
 from ..format import build
 from ..format.files import file_digests, file_starts
 from ..format.kernels import call_function, one_array, take
-from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
+from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey
+from ..modules.pkgtypes import pkg_type_name
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what
 from .base import Request, View

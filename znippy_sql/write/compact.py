@@ -26,8 +26,7 @@ from ..format.fsio import copy_range
 from ..format.rollback import lock, recover_locked
 from ..format.schema import GroupKey
 from .append import _load
-from .ingest import INDEX_KEY, WriteOptions
-from .options import resolve
+from .options import INDEX_KEY, WriteOptions, resolve
 from .tail import write_tail
 from .staging import Staging
 
