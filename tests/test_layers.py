@@ -15,7 +15,7 @@ PKG = Path(__file__).resolve().parent.parent / "znippy_sql"
 LAYERS = [
     {"errors", "native", "forking"},
     {"format", "modules", "remote"},
-    {"read", "views"},  # views: the view catalog (its capabilities' views register by name)
+    {"read", "views", "interop"},  # views: the view catalog (its capabilities' views register by name)
     {"provenance"},
     {"write"},
     {"git"},

@@ -27,6 +27,7 @@ from ..errors import FormatError, ZnippyError
 from ..format import build
 from ..format.paths import check_relative_path
 from ..format.schema import META, META_SCHEMA
+from ..interop.meta import as_text, is_typed
 from ..format.validate import meta_problem
 from ..format.sections import ReservedSection
 
@@ -123,6 +124,8 @@ def read_meta(archive: "Archive") -> pa.Table | None:
     if not archive.understands(META):  # absent, or another writer's (reported by info)
         return None
     table = archive.section(META)
+    if isinstance(table, pa.Table) and is_typed(table.schema):  # the Rust tool's typed __znippy_meta__ (0.9.13+)
+        table = as_text(table, archive.path)
     problem = meta_problem(table)
     if problem is not None:
         raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)

@@ -34,6 +34,7 @@ from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOK
                              META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.validate import lookup_schema_problem
+from ..interop.meta import is_typed
 
 if TYPE_CHECKING:
     from .reader import Archive
@@ -100,7 +101,8 @@ def _expected(name: str, schema: pa.Schema) -> bool:
     if name == LOOKUP:  # the base columns, and inner_offset with packed blobs (FORMAT §3)
         return lookup_schema_problem(schema) is None
     if name == META:  # names and types; nullability as meta_problem takes it
-        return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA]
+        return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA] \
+            or is_typed(schema)  # the Rust 0.9.13+ typed layout (interop/meta.py)
     return True  # the git sections: their readers check them (git-sections.md)
 
 

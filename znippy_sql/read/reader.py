@@ -47,6 +47,7 @@ from ..format.schema import (
 from ..format.validate import (MAX_CHUNK_BYTES, lookup_problem, lookup_schema_problem,
                                portable, rows_problem, subindex_schema_problem)
 from .firstfind import NOT_HANDLED, first_find, section_digest
+from ..interop import delta_source, hot_source, rust_rows
 from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
                       unsealed_problem, with_writer)
 
@@ -168,6 +169,10 @@ class Archive:
         manifest_offset = None if src.size < FOOTER_LEN else decode_footer(
             src.read(src.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
         if manifest_offset is None:
+            hot = hot_source(src, self.path)  # a Rust hot archive: its journal's rows
+            if hot is not None:
+                self.source = hot
+                return self._open_tail()
             unsealed = unsealed_problem(src, self.path)  # a Rust hot archive, its journal
             if unsealed is not None:
                 raise UnsealedArchiveError(unsealed, path=self.path)
@@ -176,7 +181,7 @@ class Archive:
                                   path=self.path)
             raise FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=self.path)
         self.manifest_offset = manifest_offset
-        self.manifest, self.manifest_rows = decode_manifest(src, manifest_offset)
+        self.manifest, self.manifest_rows = decode_manifest(src, manifest_offset, adapt=rust_rows)
         self._by_key = {r.key: r for r in self.manifest_rows}
         self.tail_offset = min((r.index_offset for r in self.manifest_rows),
                                default=manifest_offset)
@@ -188,6 +193,10 @@ class Archive:
             for name, there in zip((LOOKUP, TRIE), present):
                 if not there:
                     raise FormatError(f"manifest has no {name} section", path=self.path)
+        relaid = delta_source(self)  # a Rust archive's delta chunks, laid out anew
+        if relaid is not None:
+            self.source = relaid
+            self._open_tail()
 
     @cached_property
     def lookup_in_memory(self) -> bool:

@@ -1,0 +1,152 @@
+"""The inputs of the archives the real Rust tool wrote (``tests/data/rust-<version>/``).
+
+Every byte is made from fixed seeds: ``python tests/interop_corpus.py DIR`` writes the same
+tree on every machine, and the tests make it again to compare what they read, byte for byte.
+Package files carry what the Rust plugins read: a ``.crate`` (gzip'd tar with a
+``Cargo.toml``), a ``.whl`` (zip with ``*.dist-info/METADATA``), a Maven ``.jar`` and ``.pom``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+#: file modes the tree is written with (the Rust 0.9.18+ ``__znippy_fsmeta__`` records them)
+MODES = {"bin/run.sh": 0o755}
+#: directories that hold no file (``__znippy_fsmeta__`` records them)
+EMPTY_DIRS = ("empty-dir",)
+
+
+def noise(n: int, seed: str) -> bytes:
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += hashlib.sha256(f"{seed}:{i}".encode()).digest()
+        i += 1
+    return bytes(out[:n])
+
+
+def text(n: int, seed: str) -> bytes:
+    out = bytearray()
+    i = 0
+    while len(out) < n:
+        out += f"{seed} line {i:06d}: the quick brown fox jumps over the lazy dog\n".encode()
+        i += 1
+    return bytes(out[:n])
+
+
+def _targz(members: dict[str, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), 0, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), compresslevel=6, mtime=0)
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            z.writestr(info, data)
+    return raw.getvalue()
+
+
+def crate(name: str, version: str, deps: list[str]) -> bytes:
+    toml = f'[package]\nname = "{name}"\nversion = "{version}"\n\n[dependencies]\n'
+    toml += "".join(f'{d} = "1"\n' for d in deps)
+    return _targz({f"{name}-{version}/Cargo.toml": toml.encode(),
+                   f"{name}-{version}/src/lib.rs": text(300, name)})
+
+
+def wheel(name: str, version: str, requires: list[str]) -> bytes:
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
+    return _zip({f"{name}/__init__.py": text(200, name),
+                 f"{name}-{version}.dist-info/METADATA": meta.encode()})
+
+
+def files() -> dict[str, bytes]:
+    """relative path → bytes of the corpus."""
+    pom = (b'<project><modelVersion>4.0.0</modelVersion><groupId>org.example</groupId>'
+           b'<artifactId>demo</artifactId><version>1.2.3</version></project>\n')
+    return {
+        "hello.txt": b"hello, znippy\n",
+        "empty.txt": b"",
+        "docs/readme.md": text(20_000, "readme"),
+        "docs/\u00e9t\u00e9 notes.txt": text(3_000, "unicode"),
+        "random.bin": noise(40_000, "random"),  # incompressible: stored raw
+        "bin/run.sh": b"#!/bin/sh\necho hi\n",
+        "crates/serde-1.0.200.crate": crate("serde", "1.0.200", ["serde_derive", "itoa"]),
+        "crates/tiny-0.1.0.crate": crate("tiny", "0.1.0", []),
+        "wheels/demo-1.0-py3-none-any.whl": wheel("demo", "1.0", ["requests>=2", "attrs"]),
+        "maven/org/example/demo/1.2.3/demo-1.2.3.pom": pom,
+        "maven/org/example/demo/1.2.3/demo-1.2.3.jar": _zip({"META-INF/MANIFEST.MF":
+                                                             b"Manifest-Version: 1.0\n"}),
+    }
+
+
+#: a second version of one file, for the delta and append archives
+CHANGED = {"docs/readme.md": text(20_000, "readme")[:15_000] + b"an edited tail\n" * 50}
+
+
+def write(root: str | os.PathLike[str], content: dict[str, bytes] | None = None) -> Path:
+    """The corpus under ``root`` (made if missing): its files, modes and empty directories."""
+    base = Path(root)
+    for rel, data in (files() if content is None else content).items():
+        target = base / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(MODES.get(rel, 0o644))
+    for d in EMPTY_DIRS:
+        (base / d).mkdir(parents=True, exist_ok=True)
+    return base
+
+
+if __name__ == "__main__":
+    write(sys.argv[1])
+
+
+def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """A fixed ECDSA P-256 key (PKCS#8 DER) and its self-signed certificate (DER) under
+    ``root``: what ``znippy compress --sign KEY --sign-cert CERT`` takes, and the trust
+    anchor a verify is given. The same bytes on every run."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.derive_private_key(0x5EED_2026_1205, ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "znippy interop test signer")])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(20261205)
+            .not_valid_before(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+            .not_valid_after(dt.datetime(2036, 1, 1, tzinfo=dt.timezone.utc))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
+                                         key_encipherment=False, data_encipherment=False,
+                                         key_agreement=False, key_cert_sign=True,
+                                         crl_sign=False, encipher_only=False,
+                                         decipher_only=False), critical=True)
+            .sign(key, hashes.SHA256()))
+    base = Path(root)
+    base.mkdir(parents=True, exist_ok=True)
+    key_path, cert_path = base / "signer.key.der", base / "signer.cert.der"
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.DER,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.DER))
+    return key_path, cert_path
