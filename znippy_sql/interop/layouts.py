@@ -2,7 +2,7 @@
 
 From ``znippy-common`` 0.9.1 on, the Rust writer marks its reserved manifest rows with
 ``pkg_type = i8::MIN`` (-128; this project writes -1) and spells its section names
-``__znippy_<name>__``. Three of them hold what this project's sections hold and are read as
+``__znippy_<name>__``. Five of them hold what this project's sections hold and are read as
 those: ``__znippy_lookup__`` is ``__lookup__`` (the base columns, sorted by ``relative_path``
 then ``chunk_seq``), ``__znippy_trie__`` is ``__trie__`` (an fst map of each path to its first
 lookup row) and ``__znippy_meta__`` is ``__meta__`` (typed: :mod:`.meta`). Every other
@@ -16,17 +16,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..format.manifest import ManifestRow
-from ..format.schema import LOOKUP, META, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved
+from ..format.schema import (LOOKUP, META, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved)
+from ..format.schema import SIGN_ARCHIVE as OUR_SIGN_ARCHIVE
+from ..format.schema import SIGN_ARTIFACTS as OUR_SIGN_ARTIFACTS
 
 #: ``RESERVED_PKG_TYPE`` of the Rust writer from 0.9.1 on (``i8::MIN``)
 RUST_RESERVED_PKG_TYPE = -128
 #: Rust reserved names that mean one of this project's sections
-RENAMED = {"__znippy_lookup__": LOOKUP, "__znippy_trie__": TRIE, "__znippy_meta__": META}
-WRITTEN_AS = {ours: theirs for theirs, ours in RENAMED.items()}
-DELTA = "__znippy_delta__"
-FSMETA = "__znippy_fsmeta__"
 SIGN_ARTIFACTS = "__znippy_sign_artifacts__"
 SIGN_ARCHIVE = "__znippy_sign_archive__"
+RENAMED = {"__znippy_lookup__": LOOKUP, "__znippy_trie__": TRIE, "__znippy_meta__": META,
+           SIGN_ARTIFACTS: OUR_SIGN_ARTIFACTS, SIGN_ARCHIVE: OUR_SIGN_ARCHIVE}
+DELTA = "__znippy_delta__"
+FSMETA = "__znippy_fsmeta__"
 #: the Rust 0.9/0.10 package-type ids of its plugins (``znippy_common::views``; this
 #: project's numbers differ: docs/interop.md)
 RUST_PKG_TYPES = {1: "rust", 2: "python", 3: "maven", 6: "npm", 7: "elf", 8: "rpm", 9: "deb",
