@@ -104,3 +104,17 @@ class VirtualSource:
 
     def close(self) -> None:
         self.base.close()
+
+
+#: what each kind of laying anew is, for ``verify``'s note and ``append``'s refusal
+LAID_ANEW = {
+    "hot": "an unsealed (hot) archive of the Rust tool, read with the index rows of its "
+           "journal segments (<name>.hot.NNNNN) beside it",
+    "delta": "an archive of the Rust tool with delta chunks (__znippy_delta__), read with "
+             "each delta applied to its base",
+}
+
+
+def laid_anew(source: object) -> str | None:
+    """What a source laid anew stands for (None for any other source)."""
+    return LAID_ANEW.get(source.why) if isinstance(source, VirtualSource) else None

@@ -34,6 +34,7 @@ from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOK
                              META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.validate import lookup_schema_problem
+from ..interop.layouts import DELTA, FSMETA
 from ..interop.meta import is_typed
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ KNOWN_RUST_FORMAT_VERSION = 3
 RUST_VERSION_KEY = "znippy_format_version"
 #: Reserved names this reader knows (any other reserved name is not understood).
 KNOWN_SECTIONS = frozenset({LOOKUP, TRIE, META, GIT_OID, GIT_GRAPH, GIT_REACH, SIGN_ARTIFACTS,
-                            SIGN_ARCHIVE})
+                            SIGN_ARCHIVE, DELTA, FSMETA})  # the last two: interop/
 #: fst format versions the Rust ``fst`` crate 0.4 (and ``ducer``) reads: the header's first u64
 _FST_VERSIONS = range(1, 4)
 _ARROW_MARK = b"\xff\xff\xff\xff"

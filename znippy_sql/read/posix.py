@@ -21,6 +21,7 @@ from ..format.build import column
 from ..format.kernels import call_function, filter_by
 from ..format.schema import META
 from ..format.validate import meta_problem
+from ..interop.fsmeta import fsmeta_facts
 
 if TYPE_CHECKING:
     from pyarrow.compute import SetLookupOptions
@@ -47,10 +48,11 @@ class Facts:
 
 
 def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
+    shape = fsmeta_facts(archive)  # the Rust tool's __znippy_fsmeta__ (interop/fsmeta.py)
     if not archive.understands(META):  # absent, or another writer's (reported by info)
-        return None
-    table = archive.section(META)
-    assert not isinstance(table, memoryview)  # META is an Arrow section: always a table
+        return shape if shape is None or MODE in keys else None
+    table = archive.meta if shape is None else pa.concat_tables([archive.meta, shape])
+    assert isinstance(table, pa.Table)  # META is an Arrow section: always a table
     problem = meta_problem(table)
     if problem is not None:  # damaged facts are not guessed at
         raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)
