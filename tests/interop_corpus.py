@@ -101,6 +101,29 @@ def files() -> dict[str, bytes]:
 CHANGED = {"docs/readme.md": text(20_000, "readme")[:15_000] + b"an edited tail\n" * 50}
 
 
+#: what ``znippy append --add`` adds to the append archives
+APPENDED = {"added/new.txt": text(5_000, "appended"), "hello.txt": b"hello again\n"}
+
+
+def expected(kind: str) -> dict[str, bytes]:
+    """The files an archive of the goldens' manifest holds: ``corpus`` (the corpus),
+    ``appended`` (the corpus, then an ``append`` of :data:`APPENDED`: its paths replace),
+    ``delta`` (the corpus with the readme edited, and the old readme as
+    ``docs/readme-v1.md``: stored as a delta), ``hot`` (the corpus with the readme edited: a
+    later append replaced it)."""
+    out = files()
+    if kind == "appended":
+        out.update(APPENDED)
+    elif kind == "delta":
+        out["docs/readme-v1.md"] = out["docs/readme.md"]
+        out.update(CHANGED)
+    elif kind == "hot":
+        out.update(CHANGED)
+    elif kind != "corpus":
+        raise ValueError(f"no corpus kind {kind!r}")
+    return out
+
+
 def write(root: str | os.PathLike[str], content: dict[str, bytes] | None = None) -> Path:
     """The corpus under ``root`` (made if missing): its files, modes and empty directories."""
     base = Path(root)
@@ -114,8 +137,15 @@ def write(root: str | os.PathLike[str], content: dict[str, bytes] | None = None)
     return base
 
 
-if __name__ == "__main__":
-    write(sys.argv[1])
+if __name__ == "__main__":  # DIR [KIND]: the corpus, or what an archive of KIND holds
+    if len(sys.argv) > 2 and sys.argv[2] == "changed":  # the edited readme alone
+        Path(sys.argv[1]).write_bytes(CHANGED["docs/readme.md"])
+    elif len(sys.argv) > 2 and sys.argv[2] == "appended":  # the files an append adds
+        write(sys.argv[1], APPENDED)
+    elif len(sys.argv) > 2 and sys.argv[2] == "signer":
+        signer(sys.argv[1])
+    else:
+        write(sys.argv[1])
 
 
 def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
