@@ -119,6 +119,8 @@ def expected(kind: str) -> dict[str, bytes]:
         out.update(CHANGED)
     elif kind == "hot":
         out.update(CHANGED)
+    elif kind == "big":  # the generated archive with a multi-chunk file
+        out["big/multi.bin"] = text(3 * 65536 + 5, "multi")
     elif kind != "corpus":
         raise ValueError(f"no corpus kind {kind!r}")
     return out

@@ -216,4 +216,5 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
         pieces.append(Piece(at, tail_start - at, data=pa.py_buffer(b"\0" * (tail_start - at))))
     tail = make_tail(tail_start, streams)
     pieces.append(Piece(tail_start, len(tail), data=pa.py_buffer(tail)))
+    archive._groups.clear()  # read from the stored rows: the laid-anew ones replace them
     return VirtualSource(archive.source, [p for p in pieces if p.length], "delta")
