@@ -24,8 +24,9 @@ import pyarrow as pa
 from ..errors import ZnippyError
 from ..format.schema import BASE_FIELDS, BASE_NAMES, PKG_TYPE_FIELD, GroupKey
 
-Compat = Literal["rust-0.8"]
-COMPAT_MODES: tuple[str, ...] = ("rust-0.8",)
+Compat = Literal["rust-0.8", "rust-0.10"]
+#: ``rust-0.10`` (:mod:`.rust10`) adds the Rust-named lookup and trie of the 0.9.1+ readers
+COMPAT_MODES: tuple[str, ...] = ("rust-0.8", "rust-0.10")
 #: recorded on every sub-index of such an archive, beside the writer's codec keys
 COMPAT_KEY = "znippy.compat"
 

@@ -29,6 +29,7 @@ from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, Grou
 from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, one_schema
+from .rust10 import FORMAT_METADATA, RUST10, rust_index_sections
 
 
 
@@ -76,7 +77,8 @@ def write_tail(
         raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
     if compat is not None:  # its sections were refused by the writer (``check_compat``)
         groups = one_schema(groups)
-        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat}
+        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat,
+                           **(FORMAT_METADATA if compat == RUST10 else {})}
     fd = fh.fileno()
     out = _TailOut(fd, blob_end)
     for key in sorted(groups):
@@ -91,6 +93,9 @@ def write_tail(
                              batch_rows=LOOKUP_BATCH_ROWS if index_compression else None),
                 lookup.num_rows)
         out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
+    elif compat == RUST10:  # the Rust-named lookup and trie (write/rust10.py)
+        for key, data, count in rust_index_sections(lookup, build_trie(lookup)):
+            out.put(key, data, count)
 
     extra = list(sections)
     for builder in section_builders:
