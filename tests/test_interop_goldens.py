@@ -21,7 +21,7 @@ import duckdb
 import pytest
 
 import interop_corpus as corpus
-from znippy_sql import NotFoundError, open_archive
+from znippy_sql import NotFoundError, ZnippyError, open_archive
 from znippy_sql.cli import main
 from znippy_sql.duckdb import register
 from znippy_sql.polars import read_files, scan
@@ -203,3 +203,39 @@ def test_hot_reads_as_its_seal(golden: tuple[Path, dict[str, Any]]) -> None:
         blob_end = sealed.tail_offset
     # the seal keeps the blob bytes where the hot archive has them
     assert path.read_bytes()[:blob_end] == twin.read_bytes()[:blob_end]
+
+
+def test_compat_rust10_names_the_rust_sections(tmp_path: Path) -> None:
+    """``--compat rust-0.10``: the data sub-indexes of rust-0.8 with the Rust format version,
+    and the lookup and trie under the Rust names with pkg_type -128, read here like a Rust
+    archive's (the Rust binaries read them in tests/test_interop_real.py)."""
+    import pyarrow as pa
+
+    from znippy_sql import write_archive
+
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / "ours.znippy"
+    code = main(["create", str(src), "-o", str(out), "--compat", "rust-0.10"])
+    assert code == 0
+    with open_archive(out) as a:
+        raw = a.manifest.to_pydict()
+        assert sorted(zip(raw["pkg_type"], raw["module_name"]))[:2] == [
+            (-128, "__znippy_lookup__"), (-128, "__znippy_trie__")]
+        meta = a.group_table(a.groups[0]).schema.metadata
+        assert meta[b"znippy_format_version"] == b"3" and meta[b"znippy.compat"] == b"rust-0.10"
+        row = a.manifest_row(next(r.key for r in a.manifest_rows if r.key.module_name ==
+                                  "__lookup__"))
+        lookup = pa.ipc.open_stream(out.read_bytes()[row.index_offset:][:row.index_len]
+                                    ).read_all()
+        assert lookup.schema.names == list(pa.schema(corpus_base()).names)
+        assert not a.lookup_in_memory
+        want = corpus.files()
+        assert dict(a.read_many(want)) == want
+    with pytest.raises(ZnippyError, match="meta cannot be written"):
+        write_archive(tmp_path / "m.znippy", [("a", b"x")], compat="rust-0.10", meta={"k": "v"})
+
+
+def corpus_base() -> list[Any]:
+    from znippy_sql.format.schema import BASE_FIELDS
+
+    return list(BASE_FIELDS)
