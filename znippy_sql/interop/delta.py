@@ -27,7 +27,7 @@ from ..format import codec
 from ..format.footer import align_up
 from ..format.ipc import read_table, stream_bytes
 from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, TRIE, GroupKey
-from ..format.validate import MAX_CHUNK_BYTES
+from ..format.validate import MAX_CHUNK_BYTES, subindex_schema_problem
 from .layouts import DELTA
 from .tail import make_tail
 from .vsource import Piece, VirtualSource
@@ -120,6 +120,18 @@ def delta_map(archive: "Archive") -> dict[tuple[str, int], str]:
                                               cols["base_path"])}
 
 
+def _stored_rows(archive: "Archive", key: GroupKey) -> pa.Table:
+    """A data sub-index as stored: a raw delta chunk's ``blob_size`` is its delta's, not its
+    result's, so the row checks run on the rows laid anew (when the reader reads them)."""
+    what = f"sub-index {key.pkg_type}/{key.repo!r}/{key.module_name!r}"
+    table = read_table(archive.range_bytes(key, what), what, archive.path,
+                       check_schema=subindex_schema_problem)
+    if table.num_rows != archive.manifest_row(key).row_count:
+        raise FormatError(f"{what} has {table.num_rows} rows, the manifest says "
+                          f"{archive.manifest_row(key).row_count}", path=archive.path)
+    return table
+
+
 class _Maker:
     """Makes one delta chunk's result: the stored delta decoded, applied to the base
     entry's bytes read through the archive itself, checked against the chunk's BLAKE3."""
@@ -176,7 +188,7 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
     streams: list[tuple[GroupKey, bytes, int]] = []
     found = set()
     for key in archive.groups:
-        table = archive.group_table(key)
+        table = _stored_rows(archive, key)
         paths = table.column("relative_path").to_pylist()
         seqs = table.column("chunk_seq").to_pylist()
         hits = [i for i, (p, s) in enumerate(zip(paths, seqs)) if (p, s) in deltas]
@@ -216,5 +228,4 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
         pieces.append(Piece(at, tail_start - at, data=pa.py_buffer(b"\0" * (tail_start - at))))
     tail = make_tail(tail_start, streams)
     pieces.append(Piece(tail_start, len(tail), data=pa.py_buffer(tail)))
-    archive._groups.clear()  # read from the stored rows: the laid-anew ones replace them
     return VirtualSource(archive.source, [p for p in pieces if p.length], "delta")
