@@ -86,7 +86,7 @@ def files() -> dict[str, bytes]:
         "empty.txt": b"",
         "docs/readme.md": text(20_000, "readme"),
         "docs/\u00e9t\u00e9 notes.txt": text(3_000, "unicode"),
-        "random.bin": noise(40_000, "random"),  # incompressible: stored raw
+        "random.bin": noise(3_000, "random"),  # incompressible: stored raw
         "bin/run.sh": b"#!/bin/sh\necho hi\n",
         "crates/serde-1.0.200.crate": crate("serde", "1.0.200", ["serde_derive", "itoa"]),
         "crates/tiny-0.1.0.crate": crate("tiny", "0.1.0", []),
@@ -139,17 +139,6 @@ def write(root: str | os.PathLike[str], content: dict[str, bytes] | None = None)
     return base
 
 
-if __name__ == "__main__":  # DIR [KIND]: the corpus, or what an archive of KIND holds
-    if len(sys.argv) > 2 and sys.argv[2] == "changed":  # the edited readme alone
-        Path(sys.argv[1]).write_bytes(CHANGED["docs/readme.md"])
-    elif len(sys.argv) > 2 and sys.argv[2] == "appended":  # the files an append adds
-        write(sys.argv[1], APPENDED)
-    elif len(sys.argv) > 2 and sys.argv[2] == "signer":
-        signer(sys.argv[1])
-    else:
-        write(sys.argv[1])
-
-
 def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
     """A fixed ECDSA P-256 key (PKCS#8 DER) and its self-signed certificate (DER) under
     ``root``: what ``znippy compress --sign KEY --sign-cert CERT`` takes, and the trust
@@ -182,3 +171,14 @@ def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
                                            serialization.NoEncryption()))
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.DER))
     return key_path, cert_path
+
+
+if __name__ == "__main__":  # DIR [KIND]: the corpus, or what an archive of KIND holds
+    if len(sys.argv) > 2 and sys.argv[2] == "changed":  # the edited readme alone
+        Path(sys.argv[1]).write_bytes(CHANGED["docs/readme.md"])
+    elif len(sys.argv) > 2 and sys.argv[2] == "appended":  # the files an append adds
+        write(sys.argv[1], APPENDED)
+    elif len(sys.argv) > 2 and sys.argv[2] == "signer":
+        signer(sys.argv[1])
+    else:
+        write(sys.argv[1])
