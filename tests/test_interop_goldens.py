@@ -219,8 +219,9 @@ def test_compat_rust10_names_the_rust_sections(tmp_path: Path) -> None:
     assert code == 0
     with open_archive(out) as a:
         raw = a.manifest.to_pydict()
-        assert sorted(zip(raw["pkg_type"], raw["module_name"]))[:2] == [
-            (-128, "__znippy_lookup__"), (-128, "__znippy_trie__")]
+        assert sorted(zip(raw["pkg_type"], raw["module_name"])) == [
+            (-128, "__znippy_lookup__"), (-128, "__znippy_meta__"), (-128, "__znippy_trie__"),
+            (0, "")]  # (the CLI records its provenance facts in __znippy_meta__)
         meta = a.group_table(a.groups[0]).schema.metadata
         assert meta[b"znippy_format_version"] == b"3" and meta[b"znippy.compat"] == b"rust-0.10"
         row = a.manifest_row(next(r.key for r in a.manifest_rows if r.key.module_name ==
@@ -231,8 +232,14 @@ def test_compat_rust10_names_the_rust_sections(tmp_path: Path) -> None:
         assert not a.lookup_in_memory
         want = corpus.files()
         assert dict(a.read_many(want)) == want
-    with pytest.raises(ZnippyError, match="meta cannot be written"):
-        write_archive(tmp_path / "m.znippy", [("a", b"x")], compat="rust-0.10", meta={"k": "v"})
+    # facts go into the Rust typed __znippy_meta__; signatures are still refused
+    write_archive(tmp_path / "m.znippy", [("a", b"x")], compat="rust-0.10", meta={"k": "v"})
+    with open_archive(tmp_path / "m.znippy") as a:
+        assert "__znippy_meta__" in a.manifest.column("module_name").to_pylist()
+        assert ("k", "v") in [(r["key"], r["value"]) for r in a.meta.to_pylist()]
+    code = main(["create", str(src), "-o", str(tmp_path / "s.znippy"), "--compat", "rust-0.10",
+                 "--sign-key", "k", "--sign-cert", "c"])
+    assert code == 2
 
 
 def corpus_base() -> list[Any]:

@@ -37,7 +37,8 @@ def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
     itself and ``posix`` are checked by ``WriteOptions``); run once, by ``ArchiveWriter``."""
     if compat is None:
         return
-    given = [what for what, value in (("meta", meta), ("a signer", signer),
+    given = [what for what, value in (("meta", meta if compat != "rust-0.10" else None),
+                                      ("a signer", signer),
                                       ("reserved sections", sections),
                                       ("section builders", builders)) if value]
     if given:
