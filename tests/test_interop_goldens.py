@@ -211,7 +211,7 @@ def test_compat_rust10_names_the_rust_sections(tmp_path: Path) -> None:
     archive's (the Rust binaries read them in tests/test_interop_real.py)."""
     import pyarrow as pa
 
-    from znippy_sql import write_archive
+    from znippy_sql import Entry, write_archive
 
     src = corpus.write(tmp_path / "in")
     out = tmp_path / "ours.znippy"
@@ -233,7 +233,7 @@ def test_compat_rust10_names_the_rust_sections(tmp_path: Path) -> None:
         want = corpus.files()
         assert dict(a.read_many(want)) == want
     # facts go into the Rust typed __znippy_meta__; signatures are still refused
-    write_archive(tmp_path / "m.znippy", [("a", b"x")], compat="rust-0.10", meta={"k": "v"})
+    write_archive(tmp_path / "m.znippy", [Entry("a", b"x")], compat="rust-0.10", meta={"k": "v"})
     with open_archive(tmp_path / "m.znippy") as a:
         assert "__znippy_meta__" in a.manifest.column("module_name").to_pylist()
         assert ("k", "v") in [(r["key"], r["value"]) for r in a.meta.to_pylist()]
