@@ -112,7 +112,8 @@ def test_they_append_meta_we_read(binary: Path, tmp_path: Path) -> None:
 def test_we_write_they_read(binary: Path, compat: str, tmp_path: Path) -> None:
     src = corpus.write(tmp_path / "in")
     out = tmp_path / "ours.znippy"
-    assert main(["create", str(src), "-o", str(out), "--compat", compat]) == 0
+    facts = ["--meta", "team=interop"] if compat == "rust-0.10" else []
+    assert main(["create", str(src), "-o", str(out), "--compat", compat, *facts]) == 0
     done = real(binary, "verify", "-i", out)
     assert done.returncode == 0, done.stdout + done.stderr
     done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
@@ -123,6 +124,9 @@ def test_we_write_they_read(binary: Path, compat: str, tmp_path: Path) -> None:
     got = subprocess.run([str(binary), "get", "-i", str(out), "-p", "docs/readme.md"],
                          capture_output=True, timeout=600)
     assert got.returncode == 0 and got.stdout == corpus.files()["docs/readme.md"]
+    if facts:  # the Rust typed __znippy_meta__: `znippy meta` finds the fact
+        found = real(binary, "meta", "-i", out, "-k", "team")
+        assert found.returncode == 0 and "interop" in found.stdout, found.stdout + found.stderr
 
 
 def test_they_do_not_read_our_default_layout(binary: Path, tmp_path: Path) -> None:
