@@ -133,9 +133,13 @@ def test_cli_ls_cat_verify_extract(golden: tuple[Path, dict[str, Any]], tmp_path
     code, out, err = run(["extract", str(path), "-o", str(tmp_path / "cli")], capsys)
     assert code == 0, err
     assert tree(tmp_path / "cli") == want
-    p = "hello.txt"
-    code, _, err = run(["cat", str(path), p], capsys)
+    code, out, err = run(["cat", str(path), "docs/readme.md"], capsys)
     assert code == 0, err
+    code, out, err = run(["info", "--json", str(path)], capsys)
+    assert code == 0, err
+    laid = json.loads(out)["read_as"]
+    assert (laid is not None) == (entry["kind"] in ("hot", "delta") and "sealed" not in
+                                  entry.get("file", "")), laid
 
 
 def test_duckdb_views_and_macros(golden: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
