@@ -274,3 +274,22 @@ def test_catalog_add_query_extract(generated: tuple[Path, dict[str, dict[str, An
         assert tree(tmp_path / "out" / n.removesuffix(".znippy")) == want, n
     code, out, err = run(["catalog", "verify", wh], capsys)
     assert code == 0 and "no drift" in out, out + err
+
+
+def test_delta_archive_keeps_its_sections(tmp_path: Path) -> None:
+    """Laid anew, a delta archive keeps its other sections as written: its Rust signatures
+    verify (by the Rust digests) and its typed facts read."""
+    import rust10_layout as g
+    from znippy_sql.provenance.sign import verify_signatures
+
+    key, cert = corpus.signer(tmp_path / "keys")
+    want = corpus.expected("delta")
+    path = g.write(tmp_path / "ds.znippy", g.Spec(
+        files=want, deltas={"docs/readme-v1.md": "docs/readme.md"},
+        meta=[("hello.txt", "n", 1)], signer=(key.read_bytes(), cert.read_bytes())))
+    with open_archive(path) as a:
+        names = set(a.manifest.column("module_name").to_pylist())
+        assert {"__znippy_sign_archive__", "__znippy_meta__", "__znippy_delta__"} <= names
+        assert verify_signatures(a, cert) == []
+        assert [(r["key"], r["value"]) for r in a.meta.to_pylist()] == [("n", "1")]
+        assert dict(a.read_many(want)) == want

@@ -217,12 +217,17 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
     if missing:
         raise FormatError(f"{DELTA} names chunk {missing[0][1]} of {missing[0][0]!r}, which "
                           "the index has not", path=archive.path)
+    written = dict(zip((r.key for r in archive.manifest_rows),  # the names as written
+                       zip(archive.manifest.column("pkg_type").to_pylist(),
+                           archive.manifest.column("module_name").to_pylist())))
     for name in archive.sections:
         if name in (LOOKUP, TRIE):
             continue  # they point at the stored deltas: the lookup is built anew
         key = GroupKey(RESERVED_PKG_TYPE, "", name)
         count = archive.manifest_row(key).row_count
-        streams.append((key, archive.range_bytes(key, name).to_pybytes(), count))
+        pkg_type, as_written = written[key]
+        streams.append((GroupKey(pkg_type, "", as_written),
+                        archive.range_bytes(key, name).to_pybytes(), count))
     tail_start = align_up(at)
     if tail_start > at:
         pieces.append(Piece(at, tail_start - at, data=pa.py_buffer(b"\0" * (tail_start - at))))
