@@ -51,6 +51,8 @@ class VirtualSource:
         self.bytes_read = 0
         #: what was laid anew ("hot", "delta"): :mod:`.layouts` tells the reader
         self.why = why
+        #: a remote archive's ranges are fetched (its pieces are read through ``base``)
+        self.fetches = bool(getattr(base, "fetches", False))
 
     def check(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
@@ -97,7 +99,7 @@ class VirtualSource:
 
     def prefetch(self, offsets: Sequence[int], lengths: Sequence[int], *,
                  keep: bool = False) -> None:
-        pass  # local pieces: nothing to fetch
+        pass  # a hint only: each piece is read through base when it is needed
 
     def release(self, offset: int, length: int) -> None:
         pass
