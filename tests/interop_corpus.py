@@ -140,9 +140,11 @@ def write(root: str | os.PathLike[str], content: dict[str, bytes] | None = None)
 
 
 def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """A fixed ECDSA P-256 key (PKCS#8 DER) and its self-signed certificate (DER) under
-    ``root``: what ``znippy compress --sign KEY --sign-cert CERT`` takes, and the trust
-    anchor a verify is given. The same bytes on every run."""
+    """A fixed ECDSA P-256 signing key (PKCS#8 DER) and its certificate (DER), issued by a
+    fixed test CA whose self-signed certificate is ``ca.cert.der`` beside them: what ``znippy
+    compress --sign KEY --sign-cert CERT`` takes, and the trust anchor a verify is given (the
+    Rust verifier never takes the signer's own certificate as its anchor). The keys are the
+    same on every run; the certificates' signatures are not (ECDSA)."""
     import datetime as dt
 
     from cryptography import x509
@@ -150,19 +152,29 @@ def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
     from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.x509.oid import NameOID
 
+    def name(cn: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+    def usage(ca: bool) -> x509.KeyUsage:
+        return x509.KeyUsage(digital_signature=not ca, content_commitment=False,
+                             key_encipherment=False, data_encipherment=False,
+                             key_agreement=False, key_cert_sign=ca, crl_sign=ca,
+                             encipher_only=False, decipher_only=False)
+
+    ca_key = ec.derive_private_key(0xCA_2026_1205, ec.SECP256R1())
     key = ec.derive_private_key(0x5EED_2026_1205, ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "znippy interop test signer")])
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(20261205)
-            .not_valid_before(dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
-            .not_valid_after(dt.datetime(2036, 1, 1, tzinfo=dt.timezone.utc))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, content_commitment=False,
-                                         key_encipherment=False, data_encipherment=False,
-                                         key_agreement=False, key_cert_sign=True,
-                                         crl_sign=False, encipher_only=False,
-                                         decipher_only=False), critical=True)
-            .sign(key, hashes.SHA256()))
+    start, end = (dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+                  dt.datetime(2036, 1, 1, tzinfo=dt.timezone.utc))
+    ca = (x509.CertificateBuilder().subject_name(name("znippy interop test CA"))
+          .issuer_name(name("znippy interop test CA")).public_key(ca_key.public_key())
+          .serial_number(1).not_valid_before(start).not_valid_after(end)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(usage(True), critical=True).sign(ca_key, hashes.SHA256()))
+    cert = (x509.CertificateBuilder().subject_name(name("znippy interop test signer"))
+            .issuer_name(ca.subject).public_key(key.public_key())
+            .serial_number(20261205).not_valid_before(start).not_valid_after(end)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(usage(False), critical=True).sign(ca_key, hashes.SHA256()))
     base = Path(root)
     base.mkdir(parents=True, exist_ok=True)
     key_path, cert_path = base / "signer.key.der", base / "signer.cert.der"
@@ -170,6 +182,7 @@ def signer(root: str | os.PathLike[str]) -> tuple[Path, Path]:
                                            serialization.PrivateFormat.PKCS8,
                                            serialization.NoEncryption()))
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.DER))
+    (base / "ca.cert.der").write_bytes(ca.public_bytes(serialization.Encoding.DER))
     return key_path, cert_path
 
 

@@ -281,7 +281,7 @@ def generated(root: Path) -> list[dict[str, Any]]:
         fsmeta=[("", 2, 0o644), ("bin/run.sh", 1, 0o755), ("bin", 0, 0o755),
                 ("empty-dir", 0, 0o750)],
         signer=(key.read_bytes(), cert.read_bytes())))
-    out.append({"file": "gen-all.znippy", "kind": "corpus", "signed": str(cert),
+    out.append({"file": "gen-all.znippy", "kind": "corpus", "signed": str(root / "ca.cert.der"),
                 "dirs": ["empty-dir"], "modes": {"bin/run.sh": "755", "hello.txt": "644"},
                 "meta": [["hello.txt", "owner", "team-a"], ["hello.txt", "build", "42"],
                          ["random.bin", "entropy", "7.5"], ["random.bin", "signed", "true"],

@@ -28,7 +28,7 @@ from ..format.footer import align_up
 from ..format.ipc import read_table, stream_bytes
 from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, TRIE, GroupKey
 from ..format.validate import MAX_CHUNK_BYTES, subindex_schema_problem
-from .layouts import DELTA
+from .layouts import DELTA, group_of
 from .tail import make_tail
 from .vsource import Piece, VirtualSource
 
@@ -174,11 +174,14 @@ class _Maker:
 
 
 def delta_source(archive: "Archive") -> VirtualSource | None:
-    """The archive laid anew with its delta chunks' results (None: it has no
-    ``__znippy_delta__``, or was laid anew already)."""
-    if isinstance(archive.source, VirtualSource) or not archive.has_section(DELTA):
+    """The archive laid anew with its delta chunks' results and each group's repeated
+    sub-indexes (``znippy append``'s) as one (None: it has neither, or was laid anew
+    already)."""
+    repeated = any(group_of(k) != k for k in archive.groups)
+    if isinstance(archive.source, VirtualSource) or not (archive.has_section(DELTA)
+                                                         or repeated):
         return None
-    deltas = delta_map(archive)
+    deltas = delta_map(archive) if archive.has_section(DELTA) else {}
     start = align_up(archive.tail_offset)
     pieces = [Piece(0, archive.tail_offset, file_offset=0)]
     if start > archive.tail_offset:
@@ -187,6 +190,7 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
     at = start
     streams: list[tuple[GroupKey, bytes, int]] = []
     found = set()
+    merged: dict[GroupKey, list[pa.Table]] = {}
     for key in archive.groups:
         table = _stored_rows(archive, key)
         paths = table.column("relative_path").to_pylist()
@@ -212,6 +216,13 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
                                  ("blob_size", pa.array(sizes, pa.uint64()))):
                 col = table.schema.get_field_index(name)
                 table = table.set_column(col, table.schema.field(col), values)
+        merged.setdefault(group_of(key), []).append(table)
+    for key, tables in merged.items():  # a group's repeated sub-indexes as one
+        try:
+            table = pa.concat_tables(tables, promote_options="default")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise FormatError(f"the sub-indexes of group {key} disagree: {exc}",
+                              path=archive.path) from None
         streams.append((key, stream_bytes(table), table.num_rows))
     missing = sorted(set(deltas) - found)
     if missing:
@@ -233,4 +244,5 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
         pieces.append(Piece(at, tail_start - at, data=pa.py_buffer(b"\0" * (tail_start - at))))
     tail = make_tail(tail_start, streams)
     pieces.append(Piece(tail_start, len(tail), data=pa.py_buffer(tail)))
-    return VirtualSource(archive.source, [p for p in pieces if p.length], "delta")
+    return VirtualSource(archive.source, [p for p in pieces if p.length],
+                         "delta" if deltas else "appended")

@@ -39,16 +39,37 @@ RUST_SECTIONS = frozenset({*RENAMED, DELTA, FSMETA, SIGN_ARTIFACTS, SIGN_ARCHIVE
                            "__gunnar_refs__", "__gunnar_secrets__"})
 
 
+#: marks the second and later data sub-index of one group (see :func:`rust_rows`)
+REPEAT = "\0repeat "
+
+
 def rust_rows(rows: list[ManifestRow]) -> list[ManifestRow]:
     """``rows`` with each Rust 0.9+ reserved row as this reader names it (``pkg_type`` -1,
-    the section names of :data:`RENAMED`); the rows of any other manifest unchanged."""
+    the section names of :data:`RENAMED`); the rows of any other manifest unchanged.
+
+    ``znippy append`` (0.9.13+) writes the appended rows and the carried ones as two data
+    sub-indexes of the same group; the second and later are renamed ``<module_name>`` +
+    :data:`REPEAT` + their number here, and :mod:`.delta` lays the archive anew with each
+    group's sub-indexes as one."""
     if not any(r.key.pkg_type == RUST_RESERVED_PKG_TYPE for r in rows):
         return rows
     out = []
+    seen: dict[GroupKey, int] = {}
     for row in rows:
         key = row.key
         if key.pkg_type == RUST_RESERVED_PKG_TYPE and is_reserved(key.module_name):
             name = RENAMED.get(key.module_name, key.module_name)
             row = replace(row, key=GroupKey(RESERVED_PKG_TYPE, key.repo, name))
+        elif key in seen:
+            seen[key] += 1
+            row = replace(row, key=key._replace(module_name=f"{key.module_name}{REPEAT}"
+                                                            f"{seen[key]}"))
+        else:
+            seen[key] = 0
         out.append(row)
     return out
+
+
+def group_of(key: GroupKey) -> GroupKey:
+    """The group a (possibly repeated, :func:`rust_rows`) data sub-index belongs to."""
+    return key._replace(module_name=key.module_name.split(REPEAT, 1)[0])
