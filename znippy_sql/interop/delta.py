@@ -16,7 +16,7 @@ whose sub-index rows point there as raw chunks, so every read path reads the res
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -138,7 +138,7 @@ class _Maker:
 
     depth = 0  # links being resolved now, over every maker of the process (a chain)
 
-    def __init__(self, archive: "Archive", path: str, base: str, row: dict[str, object]
+    def __init__(self, archive: "Archive", path: str, base: str, row: dict[str, Any]
                  ) -> None:
         self.archive, self.path, self.base, self.row = archive, path, base, row
 
@@ -148,8 +148,8 @@ class _Maker:
         if _Maker.depth >= MAX_DEPTH:
             raise FormatError(f"{where}: a delta chain deeper than {MAX_DEPTH} links (a cycle?)",
                               path=path)
-        stored = self.archive.source.read(int(row["blob_offset"]),  # type: ignore[call-overload]
-                                          int(row["blob_size"]), "blob")  # type: ignore[call-overload]
+        stored = self.archive.source.read(int(row["blob_offset"]), int(row["blob_size"]),
+                                          "blob")
         delta: bytes = stored.to_pybytes()
         if row["compressed"]:
             try:

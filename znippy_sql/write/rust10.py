@@ -8,9 +8,10 @@ names, ``__znippy_lookup__`` (the base columns, no schema metadata) and ``__znip
 with the Rust reserved ``pkg_type`` -128, so ``znippy get`` finds a file through the trie
 instead of scanning the index; and ``__meta__`` (``meta=``, ``--meta``) as the Rust typed
 ``__znippy_meta__`` (every value a string, ``value_type`` 0; rows by key then path), which
-``znippy meta`` searches. Signatures are still refused (the Rust digests are not written). The Rust readers skip any other reserved name they do not know
-but read every unknown non-reserved one as data; this project's own section names are not
-theirs, which is why the default layout is not read by them.
+``znippy meta`` searches. Signatures are still refused (the Rust digests are not written).
+The Rust readers skip any other reserved name they do not know but read every unknown
+non-reserved one as data; this project's own section names are not theirs, which is why the
+default layout is not read by them.
 """
 
 from __future__ import annotations
