@@ -4,7 +4,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-dev bench clean interop
+.PHONY: demo test install install-dev native native-check bench clean interop
+
+# the compiled core (native/, built by maturin into znippy_sql/_native*.so): rebuilt in release
+# mode whenever a source of it changes
+NATIVE_SRC := native/Cargo.toml $(wildcard native/Cargo.lock) $(shell find native/src -name '*.rs')
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,10 +23,19 @@ $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@ $(VENV)/.installed
 
-install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+$(VENV)/.native: $(VENV)/.installed $(NATIVE_SRC)
+	$(BIN)/pip install -q --no-deps -e .
+	touch $@
 
-demo: $(VENV)/.installed
+install: $(VENV)/.native
+install-dev: $(VENV)/.installed-dev $(VENV)/.native
+native: $(VENV)/.native
+
+# the crate's own tests and lints (issue 33 §1)
+native-check:
+	cd native && cargo fmt --check && cargo clippy --all-targets -q -- -D warnings && cargo test -q
+
+demo: $(VENV)/.native
 	$(BIN)/python -m znippy_sql.demo demo-out
 
 # the modules whose tests run alone (marked solo: Ray's node start-up misses its timeout next
@@ -30,7 +43,7 @@ demo: $(VENV)/.installed
 SOLO := $(shell grep -l 'mark.solo' tests/test_*.py)
 
 # mypy (~50 s in a fresh clone) runs beside the solo part, which mostly waits on Ray
-test: $(VENV)/.installed-dev
+test: install-dev native-check
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not solo" --durations=25 $(PYTEST_ARGS)
 	$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & pid=$$!; \
 	  $(BIN)/python -m pytest -q -m solo $(SOLO) $(PYTEST_ARGS); rc=$$?; \
@@ -46,4 +59,4 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf demo-out bench/out .pytest_cache
+	rm -rf demo-out bench/out .pytest_cache native/target

@@ -13,7 +13,7 @@ PKG = Path(__file__).resolve().parent.parent / "znippy_sql"
 
 #: bottom to top; a module may import its own layer and any layer below it
 LAYERS = [
-    {"errors", "native", "forking"},
+    {"errors", "native", "forking", "corelib", "_native"},
     {"format", "modules", "remote"},
     {"read", "views", "interop"},  # views: the view catalog (its capabilities' views register by name)
     {"provenance"},

@@ -145,6 +145,13 @@ def test_every_subpackage_imports(installed: Installed) -> None:
         assert any(n.startswith("znippy_sql/queries/") and n.endswith(".sql")
                    for n in z.namelist())
     installed.run(installed.python, "-c", "; ".join(f"import {p}" for p in packages))
+    # the compiled core (issue 33): inside the wheel, and the installed one answers
+    with zipfile.ZipFile(installed.wheel) as z:
+        assert any(n.startswith("znippy_sql/_native.") and n.endswith((".so", ".pyd"))
+                   for n in z.namelist())
+    out = installed.run(installed.python, "-c", "from znippy_sql import corelib; "
+                        "print(corelib.version(), corelib._native.__file__)").stdout.decode()
+    assert str(installed.venv) in out.split()[1], out
 
 
 def test_one_command_of_every_family(installed: Installed) -> None:

@@ -5,6 +5,7 @@ Every error raised for bad input names the file it concerns (``path``) and the p
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -42,11 +43,34 @@ class DuplicatePathError(ZnippyError):
     """The same relative_path was given twice to a one-shot writer."""
 
 
+class UnreadableSourceError(ZnippyError):
+    """A file or directory a write was given could not be read (permissions, I/O): the write
+    stopped, nothing under the final name; ``skip_unreadable`` leaves such paths out."""
+
+
 class NotFoundError(ZnippyError, KeyError):
     """No file with that path in the archive."""
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return Exception.__str__(self)
+
+
+class PathNotFoundError(NotFoundError, FileNotFoundError):
+    """An input path does not exist: an archive, a source directory, a repository, a
+    warehouse or a sidecar. Also a ``FileNotFoundError`` (``errno`` ENOENT, ``filename``)."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
+        super().__init__(message, path=path)
+        self.errno, self.strerror, self.filename = errno.ENOENT, message, self.path
+
+
+def missing_or(path: str | os.PathLike[str], problem: str, what: str) -> ZnippyError:
+    """The error for an input ``path`` that is not what it should be: a
+    :class:`PathNotFoundError` (``"<what> not found"``) when nothing is there, else a
+    ``ZnippyError`` saying ``problem``."""
+    if not os.path.lexists(path):
+        return PathNotFoundError(f"{what} not found", path=path)
+    return ZnippyError(problem, path=path)
 
 
 class StoreError(ZnippyError):
@@ -94,7 +118,9 @@ __all__ = [
     "CodecError",
     "UnsafePathError",
     "DuplicatePathError",
+    "UnreadableSourceError",
     "NotFoundError",
+    "PathNotFoundError",
     "StoreError",
     "CatalogError",
     "LockError",

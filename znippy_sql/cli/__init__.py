@@ -32,7 +32,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` not a core command, also that module's commands."""
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="znippy-sql", description="Query, write, extract and verify znippy archives.",
         epilog="A package-type module brings its own commands: znippy-sql MODULE ARCHIVE "
                "COMMAND ... (see znippy-sql modules)."
@@ -43,11 +43,38 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     if command and command not in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)
-    for each in sub.choices.values():  # every command may name remote archives
-        _remote_options(each)
+    for each in sub.choices.values():  # a command that may name remote archives
+        if not each.get_default("local_only"):
+            _remote_options(each)
         for nested in _nested(each):  # (catalog add, maven ARCHIVE pom, ...): anywhere
-            _remote_options(nested, suffix="_nested")
+            if not nested.get_default("local_only"):
+                _remote_options(nested, suffix="_nested")
     return parser
+
+
+class Parser(argparse.ArgumentParser):
+    """A parser whose leaf commands take their positionals anywhere among their options, as
+    tar takes members (``extract A -o DIR PATH``, ``ls A -l PATH``). ``add_subparsers`` makes
+    every sub-parser of this class; a parser with sub-commands of its own parses as argparse
+    does (its options first, then the sub-command, which gets the rest)."""
+
+    _intermixing = False
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing or not self._intermixable():
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True  # parse_known_intermixed_args calls back here, twice
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+    def _intermixable(self) -> bool:
+        """No sub-commands and no REMAINDER (argparse cannot intermix those)."""
+        return all(a.nargs not in (argparse.PARSER, argparse.REMAINDER)
+                   for a in self._get_positional_actions())
 
 
 def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
@@ -60,7 +87,8 @@ def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
-    """``--storage-option`` and ``--no-cache``; a nested sub-command's land under their own
+    """``--storage-option`` and ``--no-cache`` (not on a command whose defaults say
+    ``local_only``: it reads no remote archive); a nested sub-command's land under their own
     names (its namespace would replace its parent's) and are merged by ``_configure_remote``."""
     g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
     # a nested sub-command's defaults are SUPPRESSed: its namespace must not reset its parent's

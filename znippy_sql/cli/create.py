@@ -12,10 +12,10 @@ import argparse
 import os
 from typing import Any
 
-from ..errors import ZnippyError
+from ..errors import ZnippyError, missing_or
 from ..format.codec import DEFAULT_LEVEL
 from ..write.compat import COMPAT_MODES
-from .common import (Interrupted, counted, create_pkg_type_arg, done, human,
+from .common import (Interrupted, PkgTypeHelp, counted, create_pkg_type_arg, done, human,
                      level_arg, os_problem, positive_int, progress_for, size_arg)
 
 
@@ -25,7 +25,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     from ..write.writer import check_output, write_archive
 
     if not os.path.isdir(args.src):
-        raise ZnippyError("source is not a directory", path=args.src)
+        raise missing_or(args.src, "source is not a directory", "source")
     check_output(args.out)
     extra: dict[str, Any] = {}
     from . import provenance as prov
@@ -46,7 +46,8 @@ def cmd_create(args: argparse.Namespace) -> int:
         extra.update(prov.writer_kwargs(args))
     progress = progress_for("create")
     if progress is not None:  # a terminal: totals first, from a listing of the tree
-        progress.total, progress.total_bytes = Walk(args.src).count()
+        progress.total, progress.total_bytes = Walk(
+            args.src, skip_unreadable=args.skip_unreadable).count()
     readahead.allow()  # the CLI's own process: small files are read ahead by children
     try:
         report = write_archive(args.out, args.src, options=options_from(args),
@@ -78,17 +79,31 @@ def cmd_create(args: argparse.Namespace) -> int:
         print(f"left out {counted(len(report.special_left_out), 'special file')} (FIFO, "
               f"socket or device: an archive holds files): {first}"
               + (", ..." if len(report.special_left_out) > 3 else ""))
+    if report.unreadable:
+        print(unreadable_lines(report.unreadable))
     if report.skipped:
         print(f"skipped {counted(len(report.skipped), 'file')} with a name the format refuses "
               "(--skip-unsafe):")
         for where, why in report.skipped:
             print(f"  {where}: {why}")
-        return 1
-    return 0
+    return 1 if report.skipped or report.unreadable else 0
+
+
+def unreadable_lines(unreadable: list[tuple[str, str]]) -> str:
+    """What ``create``/``append`` say of the paths ``--skip-unreadable`` left out."""
+    return (f"skipped {counted(len(unreadable), 'unreadable path')} (--skip-unreadable):"
+            + "".join(f"\n  {where}: {why}" for where, why in unreadable))
 
 
 #: create's options that write reserved sections, refused with --compat
 _SECTION_OPTIONS = ("--meta", "--meta-file", "--sign-key", "--sign-cert")
+
+
+def add_unreadable_option(p: Any) -> None:
+    """``--skip-unreadable``: leave out what cannot be read instead of stopping (exit 2)."""
+    p.add_argument("--skip-unreadable", action="store_true",
+                   help="skip (and list) files and directories that cannot be read "
+                        "(permissions); exit 1. Without it such a path stops the write")
 
 
 def add_dedup_option(p: Any) -> None:
@@ -118,11 +133,13 @@ _OPTION_FLAGS = ("level", "block_size", "workers", "dedup", "pack", "index_compr
 
 def option_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """The write options a command line gives, as the keywords every writer takes (those not
-    given left out); ``--no-posix``/``--skip-unsafe`` where the command has them."""
+    given left out); ``--no-posix``/``--skip-unsafe``/``--skip-unreadable`` where the
+    command has them."""
     out = {name: getattr(args, name) for name in _OPTION_FLAGS
            if getattr(args, name, None) is not None}
-    if getattr(args, "skip_unsafe", False):
-        out["skip_unsafe"] = True
+    for name in ("skip_unsafe", "skip_unreadable"):
+        if getattr(args, name, False):
+            out[name] = True
     if hasattr(args, "no_posix"):  # recorded by default (never with --compat)
         out["posix"] = not args.no_posix and getattr(args, "compat", None) is None
     return out
@@ -141,8 +158,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
     p.add_argument("--repo", default="", help="repo of every file (default: '')")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help="package type: a module's name (maven|cargo|npm|pypi|...), raw, auto "
-                        "(modules claim files) or a number (default: raw)")
+                   help=PkgTypeHelp("package type: a module's name ({types}), raw, auto "
+                                    "(modules claim files) or a number (default: raw)"))
     p.add_argument("--level", type=level_arg, default=None, metavar="L",
                    help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",
@@ -158,6 +175,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--skip-unsafe", action="store_true",
                    help="skip (and list) files whose names the format refuses, e.g. a "
                         "newline in a name; exit 1")
+    add_unreadable_option(p)
     add_dedup_option(p)
     add_layout_options(p)
     from .provenance import add_create_options

@@ -240,14 +240,13 @@ class Decoder:
         except ValueError:
             return None  # the binding decodes it whole and says what is wrong
 
-    def decode_pieces(self, frame: bytes | memoryview, expected_size: int, *,
-                      piece: int | None = None, where: str = ""
+    def decode_pieces(self, frame: bytes | memoryview, expected_size: int, *, where: str = ""
                       ) -> Iterator[bytes | memoryview]:
-        """The chunk's bytes in pieces of at most ``piece`` bytes, for a chunk too big to hold
+        """The chunk's bytes in pieces of at most ``PIECE_BYTES``, for a chunk too big to hold
         (streamed to a file or a socket): the two frame shapes of our writer
         (:func:`zlframe.parse`) are decoded piece by piece (memory: a piece plus the zstd
         window); any other frame is decoded whole by the binding (at most the chunk cap)."""
-        piece = piece or PIECE_BYTES
+        piece = PIECE_BYTES
         shape = zlframe.parse(frame, expected_size)
         if shape is None:
             yield self.decode_view(frame, expected_size, where=where)

@@ -105,15 +105,12 @@ def read_stream(
     length: int,
     what: str,
     schema: pa.Schema | None = None,
-    *,
-    check_schema: SchemaCheck | None = None,
 ) -> pa.Table:
     """Read a stream from ``[offset, offset+length)``; its buffers point into the memory map.
 
-    ``schema``: the exact schema required. ``check_schema``: returns a problem or None.
+    ``schema``: the exact schema required.
     """
-    return read_table(src.read(offset, length, what), what, src.path, schema,
-                      check_schema=check_schema)
+    return read_table(src.read(offset, length, what), what, src.path, schema)
 
 
 def read_table(buf: pa.Buffer, what: str, path: str | None, schema: pa.Schema | None = None,

@@ -152,14 +152,6 @@ def pkg_type_name(value: int) -> str:
     return str(value)
 
 
-def pkg_type_names() -> list[str]:
-    """Every name a pkg_type can be given by: FORMAT §3's, then the registered modules'."""
-    from .. import modules
-
-    names = list(PKG_TYPE_NAMES.values())
-    return names + [m.name for m in modules.all_modules() if m.name not in names]
-
-
 #: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
 #: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future

@@ -51,14 +51,6 @@ class Receiver:
         self._keep(extent[0], memoryview(data), pack)
         return extent
 
-    def push_indexed(self, data: bytes | memoryview, pack: ParsedPack) -> Extent:
-        """Append a pack already indexed and checked by the caller (``git import`` reads a
-        local pack's ``.idx``: git/fastindex.py); otherwise as :meth:`push`."""
-        extent = self.writer.append(data)
-        self._ordinal += 1
-        self._keep(extent[0], memoryview(data), pack)
-        return extent
-
     def seal(self, archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (),
              *, walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> GitSealReport:
         return seal_generation_zero(self.blobs, self.writer.journal, archive, reserved,

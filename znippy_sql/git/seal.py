@@ -1,6 +1,7 @@
 """Generation 0: a blob file of pushed packs and its journal → a static archive (FORMAT §6).
 
-Order: the blob file is copied whole into a staging sibling first and the journal read second
+Order: the blob file is copied whole into a staging sibling (``write/staging.py``: those a
+killed seal or import left are removed first) and the journal read second
 (the blob file only grows, so every extent the journal names within the copied length is
 there). One data row per live acked pack: ``objects.pack.<ordinal>``, ``compressed = false``,
 BLAKE3 over the stored bytes. Retired packs and packs past the copied length are counted, not
@@ -13,9 +14,7 @@ from __future__ import annotations
 
 import mmap
 import os
-import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -23,9 +22,10 @@ from ..format import b3 as blake3
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
-from ..format.fsio import copy_range, fsync_dir, write_all
+from ..format.fsio import copy_range, write_all
 from ..format.schema import BASE_SCHEMA, GroupKey
 from ..format.sections import ReservedSection
+from ..write.staging import Staging
 from ..write.tail import write_tail
 from .journal import JournalState, read_journal
 from .pack import ParsedPack, index_pack, read_object
@@ -89,7 +89,8 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
     archive = os.fspath(archive)
-    with _staged(archive) as staged:
+    with Staging(archive) as staging:
+        staged = staging.name
         try:
             with open(blobs, "rb") as src, open(staged, "wb") as dst:
                 copy_range(src.fileno(), dst.fileno(), os.fstat(src.fileno()).st_size)
@@ -101,21 +102,10 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         state = JournalState.of(read_journal(journal) if journal is not None else [])
         _check_order(state, blob_bytes, journal)
         with open(staged, "r+b") as fh:
-            return _seal_into(fh, archive, blob_bytes, state, reserved, git=git,
-                              parsed=parsed or {}, every=walk_bound, prefer=prefer)
-
-
-def seal_packs(packs: Sequence[tuple[bytes | memoryview, ParsedPack]],
-               archive: str | os.PathLike[str], reserved: Sequence[ReservedSection] = (), *,
-               walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> GitSealReport:
-    """Packs already parsed (``git import``) → ``archive``, without a blob file or journal:
-    the same bytes :func:`seal_generation_zero` writes after the packs were pushed in this
-    order (the packs back to back from offset 0, then the tail)."""
-    with StagedPacks(archive) as stage:
-        for data, _pack in packs:
-            stage.add(data)
-        return stage.seal([p for _d, p in packs], reserved, walk_bound=walk_bound,
-                          prefer=prefer)
+            report = _seal_into(fh, archive, blob_bytes, state, reserved, git=git,
+                                parsed=parsed or {}, every=walk_bound, prefer=prefer)
+        staging.commit()
+    return report
 
 
 class StagedPacks:
@@ -124,18 +114,21 @@ class StagedPacks:
     its BLAKE3 taken, and the whole region flushed (``fdatasync``) before :meth:`seal` writes
     the tail — so the tail's fsync has only the tail left to flush. The bytes written are
     the caller's (read once), not read again. Used as a context manager: on an error the
-    staging file is removed; :meth:`seal` renames it onto ``archive``."""
+    staging file is removed; :meth:`seal` renames it onto ``archive``. The packs then lie
+    from offset 0, back to back, as :func:`seal_generation_zero` seals them after the same
+    packs were pushed in this order: the same bytes."""
 
     def __init__(self, archive: str | os.PathLike[str]) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.archive = os.fspath(archive)
-        self.staged = f"{self.archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
+        self._staging = Staging(self.archive)
+        self._staging.start()
+        self.staged = self._staging.name
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="znippy-stage")
         self._jobs: list[Future[bytes]] = []
         self._extents: list[tuple[int, int]] = []
         self._end = 0
-        self._sealed = False
         try:
             self._fd = os.open(self.staged, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         except OSError as exc:
@@ -151,8 +144,7 @@ class StagedPacks:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        if not self._sealed and os.path.exists(self.staged):
-            os.unlink(self.staged)
+        self._staging.discard()
 
     def add(self, data: bytes | memoryview) -> None:
         """Queue one pack's bytes (kept unchanged until :meth:`seal`)."""
@@ -182,25 +174,8 @@ class StagedPacks:
             report = _seal_into(fh, self.archive, self._end, JournalState(extents, frozenset()),
                                 reserved, git=True, parsed=parsed_at, every=walk_bound,
                                 prefer=prefer, checksums=digests)
-        os.replace(self.staged, self.archive)
-        self._sealed = True
-        fsync_dir(self.archive)
+        self._staging.commit()
         return report
-
-
-@contextmanager
-def _staged(archive: str) -> Iterator[str]:
-    """A staging name beside ``archive``: renamed onto it (and the folder fsynced) when the
-    block returns, removed when it raises."""
-    staged = f"{archive}.seal-{os.getpid()}-{time.monotonic_ns()}"
-    try:
-        yield staged
-        os.replace(staged, archive)
-    except BaseException:
-        if os.path.exists(staged):
-            os.unlink(staged)
-        raise
-    fsync_dir(archive)
 
 
 def _check_order(state: JournalState, blob_bytes: int,

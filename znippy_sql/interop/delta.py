@@ -33,7 +33,7 @@ from .tail import make_tail
 from .vsource import Piece, VirtualSource
 
 if TYPE_CHECKING:
-    from ..read.reader import Archive
+    from ..read.core import ArchiveCore as Archive
 
 DELTA_SCHEMA = pa.schema([pa.field("relative_path", pa.utf8(), nullable=False),
                           pa.field("chunk_seq", pa.uint32(), nullable=False),

@@ -23,7 +23,7 @@ from ..format.schema import META_SCHEMA, RESERVED_PKG_TYPE, GroupKey
 from .layouts import FSMETA
 
 if TYPE_CHECKING:
-    from ..read.reader import Archive
+    from ..read.core import ArchiveCore as Archive
 
 MODE_KEY = "posix.mode"
 DIR, FILE, DEFAULT_FILE = 0, 1, 2

@@ -25,7 +25,7 @@ from ..format import b3 as blake3
 from .layouts import SIGN_ARCHIVE, SIGN_ARTIFACTS
 
 if TYPE_CHECKING:
-    from ..read.reader import Archive
+    from ..read.core import ArchiveCore as Archive
 
 ARTIFACT_TAG = b"znippy.artifact.v1\0"
 ARCHIVE_TAG = b"znippy.archive.v1\0"

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from ..errors import FormatError
+from ..format.footer import FOOTER_LEN, decode_footer
 from ..format.rangeio import RangeSource
 
 #: bytes made when first needed (a delta chunk's reconstruction)
@@ -53,6 +54,14 @@ class VirtualSource:
         self.why = why
         #: a remote archive's ranges are fetched (its pieces are read through ``base``)
         self.fetches = bool(getattr(base, "fetches", False))
+
+    @property
+    def manifest_offset(self) -> int:
+        """Where the made tail's manifest starts (its footer says)."""
+        at = decode_footer(self.read(self.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
+        if at is None:
+            raise FormatError("a made tail has no footer", path=self.path)
+        return at
 
     def check(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ..format.kernels import call_function, filter_by
 from ..format.schema import GroupKey
+from ..format.units import counted  # noqa: F401  (the modules' commands import it here)
 
 if TYPE_CHECKING:
     from ..read.extract import ExtractReport
@@ -140,11 +141,6 @@ def with_sizes(archive: ArchiveView, rows: Iterable[dict[str, Any]]) -> list[dic
         info = archive.find(row["relative_path"])
         out.append({**row, "size": None if info is None else info.size})
     return out
-
-
-def counted(n: int, noun: str) -> str:
-    """``1 file``, ``2 files``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def files_text(rows: Sequence[dict[str, Any]]) -> str:

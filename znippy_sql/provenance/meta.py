@@ -79,7 +79,7 @@ def created_by() -> str:
     return f"znippy-sql {__version__}"
 
 
-def meta_table(meta: Any, *, source: str | None = None) -> pa.Table:
+def meta_table(meta: Any) -> pa.Table:
     """The ``__meta__`` rows for ``meta`` (a :class:`Meta`, a ``{key: value}`` mapping of
     archive facts, ``True`` for provenance only, or a table with ``key``/``value`` columns)."""
     if isinstance(meta, pa.Table):
@@ -92,10 +92,9 @@ def meta_table(meta: Any, *, source: str | None = None) -> pa.Table:
         raise TypeError(f"meta= takes a Meta, a mapping, True or a pa.Table, not {meta!r}")
     rows: list[Fact] = []
     if meta.provenance:  # a fact the caller gives under the same key wins
-        src = meta.source if meta.source is not None else source
         auto = {"created_at": meta.created_at or created_at(),
                 "created_by": meta.created_by or created_by(),
-                "source": None if src is None else os.fspath(src)}
+                "source": None if meta.source is None else os.fspath(meta.source)}
         rows.extend((None, k, v) for k, v in auto.items() if v is not None and k not in meta.facts)
     for key, value in meta.facts.items():
         rows.extend((None, key, v) for v in _values(value))
@@ -114,9 +113,9 @@ def with_source(meta: Any, source: str | os.PathLike[str]) -> Any:
     return meta
 
 
-def meta_section(meta: Any, *, source: str | None = None) -> ReservedSection:
+def meta_section(meta: Any) -> ReservedSection:
     """The ``__meta__`` section the writer adds for ``write_archive(..., meta=meta)``."""
-    return ReservedSection(META, meta_table(meta, source=source))
+    return ReservedSection(META, meta_table(meta))
 
 
 def read_meta(archive: "Archive") -> pa.Table | None:

@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-import numpy as np
 import pyarrow as pa
 
 from . import cms
 from ..errors import FormatError, SignatureError, ZnippyError
 from ..format import build
-from ..format.files import file_digests as digests_of, root_digest
-from ..format.kernels import call_function, numpy_of, one_array, take
+from ..format.files import file_digests as digests_of, file_starts, root_digest
+from ..format.kernels import numpy_of, one_array, take
 from ..format.ipc import read_table
 from ..format.schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
 from ..format.sections import ReservedSection
@@ -70,10 +69,9 @@ def file_digests(lookup: pa.Table) -> tuple[list[str], list[bytes]]:
     if n == 0:
         return [], []
     names = one_array(lookup.column("relative_path"))
-    change = call_function("not_equal", [names.slice(1), names.slice(0, n - 1)])
-    starts = np.flatnonzero(np.append(True, numpy_of(change)))
-    paths = take(names, starts)
     seqs = numpy_of(one_array(lookup.column("chunk_seq")))
+    starts = file_starts(seqs)
+    paths = take(names, starts)
     digests = digests_of(paths, lookup.column("checksum"), starts, seqs)
     return paths.to_pylist(), digests.to_pylist()
 

@@ -31,7 +31,7 @@ def _signatures_schema(archive: Any) -> pa.Schema:
 def _signatures(archive: Any, request: Request) -> Iterator[pa.Table]:
     from .sign import signatures_table
 
-    yield signatures_table(archive, trust=request.trust)
+    yield signatures_table(archive)
 
 
 def _cost(name: str) -> Any:

@@ -61,6 +61,7 @@ class _State:
         self.installed = False
         self.capabilities: set[str] = set()
         self.objects: dict[str, list[str]] = {}
+        self.functions: dict[str, list[str]] = {}
 
 
 _STATES: "weakref.WeakKeyDictionary[Any, _State]" = weakref.WeakKeyDictionary()
@@ -187,7 +188,7 @@ def set_name(archives: ArchivesLike, paths: Sequence[str]) -> str:
 
 
 def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
-             name: str | None = None, *, trust: Any = None) -> str:
+             name: str | None = None) -> str:
     """Create the ``<name>_*`` views of an archive (a path), or of several (a glob or a list
     of paths and globs: the same views over all of them, with an ``archive`` column); returns
     ``name``.
@@ -208,8 +209,7 @@ def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
     else:
         name = default_name(paths[0])
     # every check happens here, before con changes
-    plans = plan_many(paths, name, trust=trust) if many else [plan_views(paths[0], name,
-                                                                        trust=trust)]
+    plans = plan_many(paths, name) if many else [plan_views(paths[0], name)]
     views = union_views(plans) if many else plans[0].views
     install(con, list(dict.fromkeys(c for p in plans for c in capabilities_of(p.archive))))
     if name in _state(con).objects:  # replacing: drop views the new archive may not have
@@ -218,6 +218,12 @@ def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
     for obj_name, table in objects.items():
         con.register(obj_name, table)
     _state(con).objects[name] = list(objects)
+    functions = {k: v for plan in plans for k, v in plan.functions.items()}
+    for fn_name, (fn, params, returns) in functions.items():
+        con.create_function(  # type: ignore[call-overload]  # stubs want an enum for "arrow"
+            fn_name, fn, [duckdb.sqltype(p) for p in params], duckdb.sqltype(returns),
+            type="arrow", side_effects=False)
+    _state(con).functions[name] = list(functions)
     try:
         _run(con, ";\n".join(f'CREATE OR REPLACE TEMP VIEW "{name}_{suffix}" AS {sql}'
                              for suffix, sql in views.items()))
@@ -233,6 +239,8 @@ def unregister(con: "duckdb.DuckDBPyConnection", name: str) -> None:
     _run(con, ";\n".join(f'DROP VIEW IF EXISTS "{name}_{suffix}"' for suffix in VIEW_SUFFIXES))
     for obj in _state(con).objects.pop(name, []):
         con.unregister(obj)
+    for fn in _state(con).functions.pop(name, []):
+        con.remove_function(fn)
 
 
 def connect(*archives: str | os.PathLike[str], database: str = ":memory:"

@@ -12,6 +12,7 @@ NAME`` of the archives' own, with an ``archive`` column (the path) first: a filt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template
 from ..views.files import GROUPS_SCHEMA, module_fields
 from ..views.heads import fetch_heads, group_schema, peek_schema
+from ..views.shares import file_shares
 from .tables import CHANGED, ArrowPart, Stamp, group_table, section_table
 
 #: the views planned as SQL over the zero-copy sub-indexes (the rest: ``_sections``)
@@ -41,6 +43,8 @@ class ArchiveViews:
     stamp: Stamp | None = None
     objects: dict[str, Any] = field(default_factory=dict)
     views: dict[str, str] = field(default_factory=dict)
+    #: scalar functions the views call, by name: (function, parameter types, return type)
+    functions: dict[str, tuple[Any, list[str], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.prefix = self.prefix or self.object_prefix(self.name)
@@ -62,12 +66,27 @@ class ArchiveViews:
     def add_view(self, suffix: str, sql: str) -> None:
         self.views[suffix] = sql
 
+    def add_share_function(self) -> str:
+        """A scalar function ``(relative_path) -> stored_size`` of this archive's files
+        (``views/shares.py``): its shares are computed at its first call, so a query that
+        does not ask for ``stored_size`` reads no more sub-indexes than before."""
+        name = re.sub(r"\W", "_", self.prefix) + "stored_size"
+        archive, stamp = self.archive, self.stamp
 
-def plan_views(path: str, name: str, *, trust: Any = None, prefix: str = "") -> ArchiveViews:
+        def stored_size(paths: Any) -> pa.Array:
+            if stamp is not None:
+                stamp.check()
+            return file_shares(archive, paths)
+
+        self.functions[name] = (stored_size, ["VARCHAR"], "UBIGINT")
+        return ident(name)
+
+
+def plan_views(path: str, name: str, *, prefix: str = "") -> ArchiveViews:
     """The views of one archive, by suffix (``files``, ``chunks``, ...)."""
     archive = open_archive(path)
     try:
-        return _plan(ArchiveViews(name, archive, prefix, _stamp(archive)), trust)
+        return _plan(ArchiveViews(name, archive, prefix, _stamp(archive)))
     except BaseException:
         archive.close()
         raise
@@ -87,12 +106,12 @@ def _stamp(archive: Archive) -> Stamp | None:
     return stamp
 
 
-def plan_many(paths: Sequence[str], name: str, *, trust: Any = None) -> list[ArchiveViews]:
+def plan_many(paths: Sequence[str], name: str) -> list[ArchiveViews]:
     """The views of several archives registered under one name (see the module docstring)."""
     plans: list[ArchiveViews] = []
     try:
         for i, path in enumerate(paths):
-            plans.append(plan_views(path, name, trust=trust,
+            plans.append(plan_views(path, name,
                                     prefix=f"{ArchiveViews.object_prefix(name)}{i}:"))
     except BaseException:
         for plan in plans:
@@ -115,7 +134,7 @@ def union_views(plans: Sequence[ArchiveViews]) -> dict[str, str]:
     return out
 
 
-def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
+def _plan(plan: ArchiveViews) -> ArchiveViews:
     archive = plan.archive
     if archive.source.fetches and not archive.lookup_in_memory:
         # remote: the streams' schemas now (their first bytes, fetched together), their rows
@@ -133,14 +152,16 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     problem = union_problem((group_what(k), s) for k, s in schemas)
     if problem is not None:
         raise FormatError(problem, path=archive.path)
-    chunk_parts, file_parts = [], []
+    chunk_parts: list[str] = []
+    file_parts: list[str] = []
     empty = not schemas
+    share = plan.add_share_function()
     for i, (key, schema) in enumerate(schemas or [(GroupKey(0, "", ""), LOOKUP_SCHEMA)]):
         obj = plan.add_part(f"g{i}", schema, (lambda: LOOKUP_SCHEMA.empty_table()) if empty
                             else (lambda k=key: archive.group_table(k)), group_what(key))
         consts = dict(repo=literal(key.repo), pkg_type=str(key.pkg_type),
                       pkg_type_name=literal(pkg_type_name(key.pkg_type)),
-                      module_name=literal(key.module_name), table=obj)
+                      module_name=literal(key.module_name), table=obj, share=share)
         extra = "".join(f", {'' if single else 'f.'}{ident(f.name)}"
                         for f in module_fields(schema))
         mods = [ident(f.name) for f in module_fields(schema)]
@@ -157,7 +178,7 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     manifest = plan.add_object("manifest", views.table(archive, "manifest"))
     plan.add_view("manifest", f"SELECT * FROM {manifest}")
     plan.add_view("groups", template("view_groups.sql", groups=plan.add_object(
-        "group_rows", _group_rows(archive)), chunks=f"({chunks})",
+        "group_rows", _group_rows(archive)), chunks=f"({chunks})", share=share,
         columns=", ".join(f"g.{c}" for c in _MANIFEST_COLUMNS)))
     plan.add_view("lookup", "SELECT * FROM " + plan.add_part(
         "lookup", lookup_schema, lambda: archive.lookup, LOOKUP))
@@ -166,7 +187,7 @@ def _plan(plan: ArchiveViews, trust: Any) -> ArchiveViews:
     path_only = build.table({"archive": [archive.path]}, _ARCHIVE_PATH)
     plan.add_view("_archive", "SELECT archive FROM " + plan.add_part(
         "archive", path_only.schema, lambda: path_only, "the archive"))
-    _sections(plan, trust)
+    _sections(plan)
     return plan
 
 
@@ -195,7 +216,7 @@ def _group_rows(archive: Archive) -> pa.Table:
     return views.table(archive, "groups", list(_MANIFEST_COLUMNS))
 
 
-def _sections(plan: ArchiveViews, trust: Any) -> None:
+def _sections(plan: ArchiveViews) -> None:
     """The views that are one table per archive, as the view catalog defines them: a view
     whose sections the archive lacks is left out (its capability's code is not imported)."""
     archive = plan.archive
@@ -204,7 +225,7 @@ def _sections(plan: ArchiveViews, trust: Any) -> None:
             continue
         view = views.get(name)
         if view.eager:  # computed (signatures checked, objects decoded): made now, as before
-            obj = plan.add_object(name, views.table(archive, name, trust=trust))
+            obj = plan.add_object(name, views.table(archive, name))
         else:
             if not archive.source.fetches:  # a local archive's streams: checked cheaply now
                 for section in view.sections:

@@ -41,6 +41,7 @@ from ..format.schema import GroupKey
 from ..read.reader import Archive, group_what, open_archive
 from ..remote import is_url, local_path
 from ..views.files import GROUP_COLUMNS
+from ..views.opened import opened
 from .tables import Stamp
 
 Section = Literal["files", "chunks", "groups", "manifest", "lookup", "meta", "signatures",
@@ -89,15 +90,15 @@ def _sources(archives: ArchiveLike | Sequence[ArchiveLike]) -> tuple[list[_Sourc
     return out, many
 
 
-def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "files", *,
-         trust: Any = None) -> pl.LazyFrame:
+def scan(archives: ArchiveLike | Sequence[ArchiveLike], section: Section = "files"
+         ) -> pl.LazyFrame:
     """A lazy scan of one view (``files`` by default; any of ``views.names()``) of an
     archive, or of several (a glob, or a list of paths, globs or :class:`Archive` objects)
     with an ``archive`` column (path)."""
     if section not in views.names():
         raise ValueError(f"unknown section {section!r}; one of {', '.join(views.names())}")
     sources, many = _sources(archives)
-    return _Scan(sources, section, many, trust).lazy()
+    return _Scan(sources, section, many).lazy()
 
 
 def _refused(archive: Archive, what: str, exc: BaseException) -> FormatError:
@@ -156,10 +157,9 @@ class _Scan:
     ``archive`` for several archives) are decided once per part; the rest, projection and
     reading go through :func:`znippy_sql.views.batches`."""
 
-    def __init__(self, sources: list[_Source], section: str, many: bool, trust: Any) -> None:
+    def __init__(self, sources: list[_Source], section: str, many: bool) -> None:
         self.section = section
         self.many = many
-        self.trust = trust
         have = [s for s in sources if views.present(s.archive, section)]
         if not have:
             raise ZnippyError(f"the archive has no {section} section",
@@ -192,8 +192,7 @@ class _Scan:
               needed: list[str] | None) -> pa.Table:
         own = self.schemas[id(src)]
         cols = None if needed is None else [c for c in own.names if c in needed]
-        return views.batches(src.archive, self.section, cols, groups=groups,
-                             trust=self.trust).read_all()
+        return views.batches(src.archive, self.section, cols, groups=groups).read_all()
 
     def lazy(self) -> pl.LazyFrame:
         from polars.io.plugins import register_io_source
@@ -305,12 +304,11 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
                                                                             Archive)):
         if "archive" not in frame.columns:
             raise ValueError("read_files needs an archive, or a frame with an archive column")
-        opened: dict[str, Archive] = {}
         names = frame.get_column("archive").to_list()
         got: dict[tuple[str, str], bytes] = {}
         for name in dict.fromkeys(names):
             wanted = dict.fromkeys(p for a, p in zip(names, paths) if a == name)
-            got.update(((name, p), data) for p, data in _open(opened, name).read_many(wanted))
+            got.update(((name, p), data) for p, data in opened(name).read_many(wanted))
         contents = [got[(a, p)] for a, p in zip(names, paths)]
     else:
         archive = archive_path if isinstance(archive_path, Archive) else \
@@ -320,10 +318,6 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
     return frame.with_columns(pl.Series("content", contents, dtype=pl.Binary))
 
 
-def _open(opened: dict[str, Archive], path: str) -> Archive:
-    if path not in opened:
-        opened[path] = open_archive(path)
-    return opened[path]
 
 
 __all__ = ["scan", "read_files"]

@@ -3,8 +3,9 @@
 The sidecar's blob region ``[0, blob_end)`` is copied verbatim (``copy_file_range``: no
 decompression, no hashing), so every row keeps its ``blob_offset``; the rows come back from
 Iceberg in canonical order and :func:`~znippy_sql.write.tail.write_tail` writes the tail a one-shot
-writer would write. Staging sibling, fsync, atomic rename, parent-directory fsync: the output
-name never holds a half-written archive.
+writer would write. Staging sibling (``write/staging.py``: those a killed seal left are
+removed first), fsync, atomic rename, parent-directory fsync: the output name never holds a
+half-written archive.
 
 ``blob_end`` is the end of the last live blob. Sidecar bytes past it (orphans of a crashed add)
 are skipped; dead bytes inside it (replaced files, orphans of a crash between two table
@@ -27,9 +28,10 @@ import pyarrow.compute as pc
 from ..errors import StoreError
 from ..write.dedup import distinct_blob_bytes
 from ..write.tail import write_tail
-from ..format.fsio import copy_range, fsync_dir
+from ..format.fsio import copy_range
 from ..write.ingest import WriteOptions
 from ..write.options import Provenance, resolve
+from ..write.staging import Staging
 from ..write.writer import check_output, optional_sections
 from .dynamic import Store
 
@@ -89,10 +91,8 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
     if size < blob_end:
         raise StoreError(f"sidecar is {size} bytes, its rows reach {blob_end}", path=sidecar)
     sections, builders = optional_sections(provenance.meta, provenance.signer)
-    staging = os.path.join(os.path.dirname(os.path.abspath(out)),
-                           f".{os.path.basename(out)}.znippy-staging-{os.getpid()}")
-    try:
-        with open(sidecar, "rb") as src, open(staging, "w+b") as fh:
+    with Staging(out) as staged:
+        with open(sidecar, "rb") as src, open(staged.name, "w+b") as fh:
             try:
                 copy_range(src.fileno(), fh.fileno(), blob_end, writeback=fsync)
             except EOFError:
@@ -101,12 +101,7 @@ def seal(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str], nam
             tail = write_tail(fh, blob_end, groups, sections=sections, section_builders=builders,
                               schema_metadata=options.schema_metadata(), fsync=fsync,
                               index_compression=options.index_compression)
-        os.replace(staging, out)
-        if fsync:
-            fsync_dir(out)
-    finally:
-        if os.path.exists(staging):
-            os.unlink(staging)
+        staged.commit(fsync=fsync)
     return SealReport(
         path=out, files_sealed=files, rows_sealed=rows, blobs_reused=rows,
         blob_bytes_reused=live_bytes, dead_bytes=blob_end - live_bytes,

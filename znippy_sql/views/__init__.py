@@ -106,6 +106,8 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` with exactly ``schema``'s columns: absent ones null, others cast if needed."""
     if table.schema.equals(schema):
         return table
+    if not schema:  # no column asked for: the rows still count (a zero-column table)
+        return table.select([])
     cols = []
     for f in schema:
         if f.name in table.schema.names:
@@ -117,7 +119,7 @@ def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _tables(arc: Any, view: View, out: pa.Schema, full: pa.Schema, where: Where,
-            groups: Iterable[GroupKey] | None, trust: Any) -> Iterator[pa.Table]:
+            groups: Iterable[GroupKey] | None) -> Iterator[pa.Table]:
     """The view's rows of one open archive, projected to ``out`` and filtered."""
     keys = None
     if view.grouped:
@@ -126,7 +128,10 @@ def _tables(arc: Any, view: View, out: pa.Schema, full: pa.Schema, where: Where,
     if where.path is not None and not any(arc.find(p) is not None for p in where.path):
         return  # not one of the paths is in the trie: nothing to read
     need = None if out is full else tuple(dict.fromkeys([*out.names, *where.columns()]))
-    request = Request(need, where, keys, trust)
+    if need == () and full.names:
+        need = (full.names[0],)  # no column asked for: one keeps the count (a view may
+        # build its table from the columns asked for alone)
+    request = Request(need, where, keys)
     for part in view.read(arc, request):
         table = pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part
         mask = where.mask(table)
@@ -147,15 +152,14 @@ def _batches(tables: Iterator[pa.Table], close: Any = None) -> Iterator[pa.Recor
 
 def batches(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
             where: Where | None = None, *, storage_options: Mapping[str, Any] | None = None,
-            groups: Iterable[GroupKey] | None = None,
-            trust: Any = None) -> pa.RecordBatchReader:
+            groups: Iterable[GroupKey] | None = None) -> pa.RecordBatchReader:
     """The rows of view ``name`` of one archive: only ``columns`` (in that order; all by
     default), only the rows ``where`` keeps, only ``groups`` of a grouped view (all by
     default). The schema is known at once; rows are read as the reader is consumed. An
     archive given by path is opened here and closed when the reader is exhausted."""
     arc, owned = _open(archive, storage_options)
     try:
-        out, tables = _planned(arc, name, columns, where, groups, trust)
+        out, tables = _planned(arc, name, columns, where, groups)
     except BaseException:
         if owned:
             arc.close()
@@ -164,7 +168,7 @@ def batches(archive: ArchiveLike, name: str, columns: Sequence[str] | None = Non
 
 
 def _planned(arc: Any, name: str, columns: Sequence[str] | None, where: Where | None,
-             groups: Iterable[GroupKey] | None, trust: Any) -> tuple[pa.Schema, Any]:
+             groups: Iterable[GroupKey] | None) -> tuple[pa.Schema, Any]:
     """The output schema of view ``name`` and its tables (lazy), ``where``'s columns checked."""
     view = _view(arc, name)
     full = _schema_of(arc, view)
@@ -173,24 +177,26 @@ def _planned(arc: Any, name: str, columns: Sequence[str] | None, where: Where | 
     for column in where.columns():
         if column not in full.names:
             raise ValueError(f"view {name} has no column {column!r} to filter on")
-    return out, _tables(arc, view, out, full, where, groups, trust)
+    return out, _tables(arc, view, out, full, where, groups)
 
 
 def table(archive: ArchiveLike, name: str, columns: Sequence[str] | None = None,
           where: Where | None = None, *, storage_options: Mapping[str, Any] | None = None,
-          groups: Iterable[GroupKey] | None = None, trust: Any = None) -> pa.Table:
+          groups: Iterable[GroupKey] | None = None) -> pa.Table:
     """:func:`batches` read whole into one ``pa.Table``, without a stream in between (the
     view's own tables, zero-copy; nothing is allocated from the Arrow memory pool for a
     view that allocates nothing itself)."""
     arc, owned = _open(archive, storage_options)
     try:
-        out, tables = _planned(arc, name, columns, where, groups, trust)
+        out, tables = _planned(arc, name, columns, where, groups)
         parts = list(tables)
     finally:
         if owned:
             arc.close()
     if len(parts) == 1:
         return parts[0]
+    if not out:  # concat_tables drops the length of zero-column tables; batches keep it
+        return pa.Table.from_batches([b for t in parts for b in t.to_batches()], schema=out)
     return pa.concat_tables(parts) if parts else out.empty_table()
 
 
@@ -231,8 +237,7 @@ def _with_archive(reader: pa.RecordBatchReader, label: str, out: pa.Schema
 
 def batches_many(archives: Sequence[ArchiveLike], name: str,
                  columns: Sequence[str] | None = None, where: Where | None = None, *,
-                 storage_options: Mapping[str, Any] | None = None,
-                 trust: Any = None) -> pa.RecordBatchReader:
+                 storage_options: Mapping[str, Any] | None = None) -> pa.RecordBatchReader:
     """:func:`batches` over several archives, one after the other, with an ``archive`` column
     (each archive's path/URL as given) first unless ``columns`` leaves it out. An archive
     without the view adds no rows (it is an error only when none has it)."""
@@ -257,8 +262,7 @@ def batches_many(archives: Sequence[ArchiveLike], name: str,
     def gen() -> Iterator[pa.RecordBatch]:
         for a, own in zip(have, each):
             inner = None if columns is None else [c for c in out.names if c in own.names]
-            reader = batches(a, name, inner, where, storage_options=storage_options,
-                             trust=trust)
+            reader = batches(a, name, inner, where, storage_options=storage_options)
             yield from _with_archive(reader, archive_name(a), out)
 
     return pa.RecordBatchReader.from_batches(out, gen())

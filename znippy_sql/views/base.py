@@ -125,8 +125,6 @@ class Request:
     columns: tuple[str, ...] | None
     where: Where
     groups: tuple[GroupKey, ...] | None = None
-    #: certificates the ``signatures`` view checks against (``provenance.sign.load_trust``)
-    trust: Any = None
 
     def wants(self, column: str) -> bool:
         return self.columns is None or column in self.columns

@@ -101,7 +101,7 @@ def plan(archives: Sequence[Any], name: str, where: Where | None = None, *,
 
 def read_part(part: Part, name: str, columns: Sequence[str] | None = None,
               where: Where | None = None, *, storage_options: Mapping[str, Any] | None = None,
-              schema: pa.Schema | None = None, trust: Any = None) -> pa.RecordBatchReader:
+              schema: pa.Schema | None = None) -> pa.RecordBatchReader:
     """The rows of one part, with the ``archive`` column first (as :func:`batches_many`).
 
     ``schema``: the schema every part of a plan should have (``views.schema_many`` of the
@@ -117,7 +117,7 @@ def read_part(part: Part, name: str, columns: Sequence[str] | None = None,
             own = each[archive]
             inner = None if columns is None else [c for c in out.names if c in own.names]
             reader = batches(archive, name, inner, where, storage_options=storage_options,
-                             groups=groups, trust=trust)
+                             groups=groups)
             yield from _with_archive(reader, archive, out)
 
     return pa.RecordBatchReader.from_batches(out, gen())

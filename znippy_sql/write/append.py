@@ -22,7 +22,8 @@ from typing import Any, BinaryIO, Unpack
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DuplicatePathError, FormatError, RemoteError, SignatureError, ZnippyError
+from ..errors import (DuplicatePathError, FormatError, PathNotFoundError, RemoteError,
+                      SignatureError, ZnippyError)
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
                                write_journal)
@@ -40,7 +41,8 @@ from .source import Entry, as_entry
 from .unchanged import same_content
 from .tail import TailInfo, write_tail
 from ..format.lookup import with_inner
-from .writer import meta_of, optional_sections, staging_prefix
+from .staging import remove_stale, staging_prefix
+from .writer import meta_of, optional_sections
 
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
@@ -79,6 +81,8 @@ class AppendReport:
     files_unchanged: int = 0
     #: (path as found, why) of each file ``skip_unsafe`` left out
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: (path as found, why) of each file and directory ``skip_unreadable`` left out
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -380,7 +384,7 @@ class Appender:
         try:
             self._fh = open(self.path, "r+b")
         except FileNotFoundError:
-            raise ZnippyError("no such archive", path=self.path) from None
+            raise PathNotFoundError("archive not found", path=self.path) from None
         except OSError as exc:
             raise ZnippyError(f"cannot open for append: {exc.strerror or exc}",
                               path=self.path) from None
@@ -388,6 +392,7 @@ class Appender:
         try:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
+            remove_stale(self.path)  # what a killed compact or seal of this name left
             old = self._old = _load(self.path)
             if old.stale and self.provenance.signer is None and not self._drop_signatures:
                 raise SignatureError(
@@ -402,6 +407,7 @@ class Appender:
                                   pkg_type=self._pkg_type, existing=old.groups.values())
             self._feed = Feed(self._ingest.add, posix=options.posix,
                               skip_unsafe=options.skip_unsafe,
+                              skip_unreadable=options.skip_unreadable,
                               exclude=[self.path, journal_path(self.path)],
                               exclude_prefixes=[staging_prefix(self.path)],
                               unchanged=self._unchanged if old.groups else None)
@@ -538,6 +544,7 @@ class Appender:
             moves=[(p, group_label(a), group_label(b)) for p, a, b in merged.moved],
             meta=meta, files_unchanged=self._feed.files_unchanged if self._feed else 0,
             skipped=list(self._feed.skipped) if self._feed else [],
+            unreadable=list(self._feed.unreadable) if self._feed else [],
             seconds=time.perf_counter() - self._started,
         )
 

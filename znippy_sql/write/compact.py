@@ -2,7 +2,8 @@
 
 Appends that replace files leave the old blobs behind (FORMAT §6). ``compact_archive`` copies
 every live blob (once, however many rows share it), in production (= blob) order, back to back
-into a staging sibling, sets each row's ``blob_offset`` to its new place, and writes the tail
+into a staging sibling (:mod:`~znippy_sql.write.staging`: those a killed compact left are
+removed first), sets each row's ``blob_offset`` to its new place, and writes the tail
 with the one :func:`~znippy_sql.write.tail.write_tail`: the result is byte-identical to a
 one-shot write of the live files in that order with the same options (nothing is decoded,
 compressed or hashed) — unless a shared blob's first owner was replaced: the blob keeps its
@@ -21,14 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from ..format.fsio import copy_range, fsync_dir
+from ..format.fsio import copy_range
 from ..format.rollback import lock, recover_locked
 from ..format.schema import GroupKey
 from .append import _load
 from .ingest import INDEX_KEY, WriteOptions
 from .options import resolve
 from .tail import write_tail
-from .writer import staging_prefix
+from .staging import Staging
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,10 @@ def compact_archive(path: str | os.PathLike[str], *, options: WriteOptions | Non
     try:
         fh = open(path, "r+b")
     except FileNotFoundError:
-        from ..errors import ZnippyError
+        from ..errors import PathNotFoundError
 
-        raise ZnippyError("no such archive", path=path) from None
-    with fh:
+        raise PathNotFoundError("archive not found", path=path) from None
+    with fh, Staging(path) as staged:
         lock(fh.fileno(), path)
         recover_locked(path, fh.fileno())
         old = _load(path, signatures=True)
@@ -109,30 +110,21 @@ def compact_archive(path: str | os.PathLike[str], *, options: WriteOptions | Non
         if blob_end == old.blob_end and np.array_equal(new_offsets, offsets):
             return CompactReport(path, files, rows, blob_end, 0, old.size, old.size, False,
                                  time.perf_counter() - started)
-        staging = f"{staging_prefix(path)}{os.getpid()}-compact"
-        out = open(staging, "w+b")
-        try:
-            with out:
-                _copy_blobs(fh.fileno(), out.fileno(), order, offsets, sizes, new_offsets)
-                groups: dict[GroupKey, pa.Table] = {}
-                start = 0
-                for key in keys:
-                    table = old.groups[key]
-                    n = table.num_rows
-                    col = pa.array(new_offsets[start:start + n], pa.uint64())
-                    i = table.schema.get_field_index("blob_offset")
-                    groups[key] = table.set_column(i, table.schema.field(i), col)
-                    start += n
-                info = write_tail(out, blob_end, groups, sections=old.sections,
-                                  schema_metadata=old.metadata or None, fsync=fsync,
-                                  index_compression=INDEX_KEY in (old.metadata or {}))
-            os.replace(staging, path)
-            if fsync:
-                fsync_dir(path)
-        except BaseException:
-            if os.path.exists(staging):
-                os.unlink(staging)
-            raise
+        with open(staged.name, "w+b") as out:
+            _copy_blobs(fh.fileno(), out.fileno(), order, offsets, sizes, new_offsets)
+            groups: dict[GroupKey, pa.Table] = {}
+            start = 0
+            for key in keys:
+                table = old.groups[key]
+                n = table.num_rows
+                col = pa.array(new_offsets[start:start + n], pa.uint64())
+                i = table.schema.get_field_index("blob_offset")
+                groups[key] = table.set_column(i, table.schema.field(i), col)
+                start += n
+            info = write_tail(out, blob_end, groups, sections=old.sections,
+                              schema_metadata=old.metadata or None, fsync=fsync,
+                              index_compression=INDEX_KEY in (old.metadata or {}))
+        staged.commit(fsync=fsync)
     return CompactReport(path, files, rows, blob_end, old.blob_end - blob_end, old.size,
                          info.file_size, True, time.perf_counter() - started)
 

@@ -1,7 +1,9 @@
 """What every writer does with an entry before its :class:`~znippy_sql.write.ingest.Ingest`.
 
 :class:`Feed` walks a directory source (leaving out the writer's own files), skips unsafe
-paths when asked (``skip_unsafe``), skips files an appender finds unchanged, and collects
+paths when asked (``skip_unsafe``), skips files and directories it cannot read when asked
+(``skip_unreadable``; else the write stops with :class:`UnreadableSourceError`), skips files
+an appender finds unchanged, and collects
 the POSIX facts of what it passes on (``posix``). The one-shot writer, the appender and the
 store share it, so the three treat a source the same way.
 """
@@ -15,7 +17,7 @@ from ..errors import UnsafePathError
 from ..format.paths import check_relative_path
 from .posix import PosixFacts
 from .readahead import ReadAhead
-from .source import Entry, Walk
+from .source import Entry, Walk, can_open
 
 #: the hint every "unsafe path" error of a write carries
 SKIP_HINT = "give --skip-unsafe (skip_unsafe=True) to leave such files out"
@@ -25,7 +27,8 @@ class Feed:
     """Entries in, :meth:`add`'s ``take`` called for each one to write."""
 
     def __init__(self, take: Callable[[Entry], None], *, posix: bool = False,
-                 skip_unsafe: bool = False, exclude: Sequence[str] = (),
+                 skip_unsafe: bool = False, skip_unreadable: bool = False,
+                 exclude: Sequence[str] = (),
                  exclude_prefixes: Sequence[str] = (),
                  unchanged: Callable[[Entry], bool] | None = None,
                  ahead: Callable[[Walk], ReadAhead | None] | None = None) -> None:
@@ -35,12 +38,15 @@ class Feed:
         self.ahead = ahead
         self.posix = posix
         self.skip_unsafe = skip_unsafe
+        self.skip_unreadable = skip_unreadable
         self.exclude = list(exclude)
         self.exclude_prefixes = list(exclude_prefixes)
         self.unchanged = unchanged
         self.facts = PosixFacts()
         #: (path as found, why) of each file left out by ``skip_unsafe``
         self.skipped: list[tuple[str, str]] = []
+        #: (path as found, why) of each file and directory ``skip_unreadable`` left out
+        self.unreadable: list[tuple[str, str]] = []
         self.directories = 0
         #: files an appender found unchanged and did not write again
         self.files_unchanged = 0
@@ -49,8 +55,17 @@ class Feed:
         self.special_left_out: list[str] = []
 
     def add(self, entry: Entry) -> bool:
-        """Pass ``entry`` on (True), or skip it (False: unsafe with ``skip_unsafe``, or
-        unchanged)."""
+        """Pass ``entry`` on (True), or skip it (False: unsafe with ``skip_unsafe``, a file
+        that does not open with ``skip_unreadable``, or unchanged)."""
+        if self.skip_unreadable and entry.file is not None:
+            why = can_open(os.fspath(entry.file))
+            if why is not None:
+                self.unreadable.append((entry.origin, why))
+                return False
+        return self._add(entry)
+
+    def _add(self, entry: Entry) -> bool:
+        """:meth:`add` of an entry a walk found (its file opened already, when it had to)."""
         if self.unchanged is not None and self.unchanged(entry):
             self.files_unchanged += 1
             self._fact(entry)
@@ -72,7 +87,8 @@ class Feed:
 
     def walk(self, source: str | os.PathLike[str]) -> Walk:
         return Walk(source, posix=self.posix, exclude=self.exclude,
-                    exclude_prefixes=self.exclude_prefixes)
+                    exclude_prefixes=self.exclude_prefixes,
+                    skip_unreadable=self.skip_unreadable)
 
     def add_all(self, source: str | os.PathLike[str] | Iterable[Entry],
                 after: Callable[[], None] | None = None) -> None:
@@ -87,13 +103,14 @@ class Feed:
         ahead = self.ahead(walk) if self.ahead is not None else None
         try:
             for entry in walk if ahead is None else ahead:
-                if self.add(entry) and after is not None:
+                if self._add(entry) and after is not None:
                     after()
         finally:
             if ahead is not None:
                 ahead.close()
         self.links_left_out += walk.links_left_out
         self.special_left_out += walk.special_left_out
+        self.unreadable += walk.unreadable
         for rel, mode, mtime in walk.directories:
             try:
                 check_relative_path(rel)

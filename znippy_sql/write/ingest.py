@@ -29,11 +29,11 @@ from .limits import check
 from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
 from .readahead import ReadAhead
 from .dedup import DedupIndex
-from ..errors import DuplicatePathError, ZnippyError
+from ..errors import DuplicatePathError, UnreadableSourceError, ZnippyError
 from ..format.paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, DIR_PACK, PACK, BatchResult, Compressor, Job
 from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
-from .source import Entry, Walk, data_origin
+from .source import Entry, Walk, data_origin, unreadable_problem
 
 
 #: recorded on the sub-indexes of an archive written with packing on (append follows it)
@@ -69,6 +69,9 @@ class WriteOptions:
     posix: bool = False
     #: leave out (and report) files whose paths the format refuses, instead of failing
     skip_unsafe: bool = False
+    #: leave out (and report) files and directories of a source that cannot be read,
+    #: instead of failing with ``UnreadableSourceError``
+    skip_unreadable: bool = False
     #: fsync the file and its directory before the rename (False: scratch output only)
     fsync: bool = True
     level: int = codec.DEFAULT_LEVEL
@@ -256,8 +259,7 @@ class Ingest:
             finally:
                 os.close(fd)
         except OSError as exc:
-            raise ZnippyError(f"cannot read source file: {exc.strerror or exc}",
-                              path=file) from None
+            raise UnreadableSourceError(unreadable_problem(exc), path=file) from None
         view = memoryview(whole)
         return view, zipcut.cut(view, block_size=block)
 
@@ -280,8 +282,7 @@ class Ingest:
                 finally:
                     os.close(fd)
             except OSError as exc:
-                raise ZnippyError(f"cannot read source file: {exc.strerror or exc}",
-                                  path=file) from None
+                raise UnreadableSourceError(unreadable_problem(exc), path=file) from None
         assert self.packer is not None
         for pack in self.packer.add(tag, data, digest, directory=directory):
             self._send_pack(pack)
@@ -336,7 +337,7 @@ class Ingest:
     def _place(self, done: list[tuple[object, BatchResult]]) -> None:
         for tag, result in done:
             if result.error is not None:
-                raise ZnippyError(result.error[1], path=result.error[0])
+                raise UnreadableSourceError(result.error[1], path=result.error[0])
             if isinstance(tag, Pack):
                 self.sink.put_pack(tag.members, result)
             else:

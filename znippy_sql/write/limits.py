@@ -35,7 +35,8 @@ def check(options: WriteOptions) -> None:
     if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
                                 or workers < 1):
         refuse("workers", "must be a positive whole number, or None for the CPU count")
-    for name in ("dedup", "pack", "index_compression", "posix", "skip_unsafe", "fsync"):
+    for name in ("dedup", "pack", "index_compression", "posix", "skip_unsafe",
+                 "skip_unreadable", "fsync"):
         if not isinstance(getattr(options, name), bool):
             refuse(name, "must be True or False")
     if options.compat is not None:

@@ -52,6 +52,7 @@ class OptionKwargs(TypedDict, total=False):
     compat: Compat | None
     posix: bool | None
     skip_unsafe: bool | None
+    skip_unreadable: bool | None
     fsync: bool | None
     meta: Any
     signer: Any

@@ -37,6 +37,7 @@ from typing import NamedTuple
 from ..format import b3 as blake3
 
 from ..format import codec
+from .source import unreadable_problem
 
 #: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
 #: skipped as known (its members were looked up one by one when they joined it)
@@ -126,7 +127,7 @@ def read_small(jobs: list[Job]) -> tuple[list[bytes | memoryview], bytes] | Batc
             chunk = job.data if job.data is not None else read_chunk(job)
         except OSError as exc:
             return BatchResult(bytes(digests), [], [], b"", 0,
-                               (str(job.file), f"cannot read source file: {exc.strerror or exc}"))
+                               (str(job.file), unreadable_problem(exc)))
         chunks.append(chunk)
         digests += blake3.blake3(chunk).digest()
     return chunks, bytes(digests)
@@ -197,7 +198,7 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
         try:
             chunk = read_chunk(job)
         except OSError as exc:
-            problem = f"cannot read source file: {exc.strerror or exc}"
+            problem = unreadable_problem(exc)
             return BatchResult(bytes(digests), compressed, stored, b"", encoded,
                                (str(job.file), problem))
         # a pack's members were hashed when they joined it: its own digest is never used

@@ -48,7 +48,8 @@ from .source import Entry, Walk
 #: DATA (from the reader): a 32-byte BLAKE3; the bytes are in the ring at ``mode``, and
 #: ``mtime`` is the reader's ring position after them (what the caller has taken, once it
 #: has copied them); LINK: the target's ``size``
-#: bytes; END: a pickle of the walk's counters (``size`` bytes); FAIL: the path is the problem.
+#: bytes; END: a pickle of the walk's counters (``size`` bytes); FAIL: the path is the problem,
+#: and for a ``ZnippyError`` a pickle of its class, problem and path follows (``size`` bytes).
 #: READ (from the walker): a file the reader reads; the reader answers DATA, or FILE when it
 #: could not read it whole.
 _HEAD = struct.Struct("<BBxxIqqq")
@@ -185,7 +186,7 @@ class ReadAhead:
         if len(stream.view) - stream.pos < hsize and not self._fill(stream, hsize):
             return None
         kind, flags, plen, size, mode, mtime = _HEAD.unpack_from(stream.view, stream.pos)
-        need = hsize + plen + (32 if kind == DATA else size if kind in (LINK, END) else 0)
+        need = hsize + plen + (32 if kind == DATA else size if kind in (LINK, END, FAIL) else 0)
         if len(stream.view) - stream.pos < need and not self._fill(stream, need):
             return None
         at = stream.pos + hsize
@@ -223,9 +224,13 @@ class ReadAhead:
             kind, flags, size, mode, mtime, rel, at = got
             if kind == END:
                 counts = pickle.loads(walker.view[at : at + size])
-                walk.directories, walk.links_left_out, walk.special_left_out = counts
+                (walk.directories, walk.links_left_out, walk.special_left_out,
+                 walk.unreadable) = counts
                 return
             if kind == FAIL:
+                if size:  # the walk's own error (an unreadable directory ...), as it was
+                    cls, problem, path = pickle.loads(walker.view[at : at + size])
+                    raise cls(problem, path=path)
                 raise ZnippyError(f"the directory walk failed: {rel}", path=walk.root)
             mode_v = mode if flags & _MODE else None
             mtime_v = mtime if flags & _MTIME else None
@@ -271,10 +276,14 @@ def _pipe() -> tuple[int, int]:
 
 # -- the children's side --------------------------------------------------------------------
 def _reporter(out: int) -> Callable[[BaseException], None]:
-    """How a child tells the caller it failed: a FAIL record on its pipe (the caller raises)."""
+    """How a child tells the caller it failed: a FAIL record on its pipe (the caller raises;
+    a :class:`ZnippyError` as the same class with the same problem and path)."""
     def report(exc: BaseException) -> None:
         text = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")
-        _write(out, [_HEAD.pack(FAIL, 0, len(text), 0, 0, 0), text])
+        same = b""
+        if isinstance(exc, ZnippyError):
+            same = pickle.dumps((type(exc), exc.problem, exc.path))
+        _write(out, [_HEAD.pack(FAIL, 0, len(text), len(same), 0, 0), text, same])
     return report
 
 
@@ -312,7 +321,8 @@ def _walk(walk: Walk, wants: Callable[[str, int], bool], out: int, names: int) -
     if sends:
         _write(names, sends)
     os.close(names)  # the reader ends after the last name
-    counts = pickle.dumps((walk.directories, walk.links_left_out, walk.special_left_out))
+    counts = pickle.dumps((walk.directories, walk.links_left_out, walk.special_left_out,
+                           walk.unreadable))
     _write(out, [head(END, 0, 0, len(counts), 0, 0), counts])
 
 

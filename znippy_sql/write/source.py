@@ -6,17 +6,24 @@ keeps every directory's mode and mtime (``Walk.directories``), and every entry c
 mode and mtime: the facts the writer records as ``posix.*`` rows of ``__meta__``
 (docs/posix.md). ``exclude``/``exclude_prefixes`` name absolute paths the
 walk never takes (a writer's own output and staging file, when they lie inside the source).
+A directory the walk cannot list raises :class:`UnreadableSourceError` naming it, as a file
+the writer cannot read does; with ``skip_unreadable=True`` the walk leaves out (and lists in
+``Walk.unreadable``) every directory it cannot list and every file it cannot open.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ZnippyError
+from ..errors import UnreadableSourceError, ZnippyError, missing_or
+
+#: the hint every "cannot read" error of a write for want of permission carries
+UNREADABLE_HINT = "give --skip-unreadable (skip_unreadable=True) to leave such paths out"
 
 
 @dataclass(frozen=True)
@@ -55,12 +62,28 @@ class Entry:
         try:
             return os.stat(self.file).st_size  # type: ignore[arg-type]
         except OSError as exc:
-            raise ZnippyError(f"cannot read source file: {exc.strerror}", path=self.origin) from None
+            raise UnreadableSourceError(unreadable_problem(exc), path=self.origin) from None
 
 
 def data_origin(path: str) -> str:
     """How errors name an entry whose bytes came as ``data=``."""
     return f"<data {path}>"
+
+
+def unreadable_problem(exc: OSError, what: str = "file") -> str:
+    """What an :class:`UnreadableSourceError` says of a source ``what`` that ``exc`` stopped
+    (with the hint to skip such paths when it was for want of permission)."""
+    hint = f" ({UNREADABLE_HINT})" if exc.errno in (errno.EACCES, errno.EPERM) else ""
+    return f"cannot read source {what}: {exc.strerror or exc}{hint}"
+
+
+def can_open(path: str, dir_fd: int | None = None) -> str | None:
+    """None when the file ``path`` opens for reading, else why not (``skip_unreadable``)."""
+    try:
+        os.close(os.open(path, _READ_FLAGS, dir_fd=dir_fd))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def walk_directory(root: str | os.PathLike[str]) -> Iterator[Entry]:
@@ -81,13 +104,21 @@ class Walk:
     One ``scandir`` per directory, on an open descriptor of it: ``d_type`` answers
     is_dir/is_file, and the size comes from an ``lstat`` relative to that descriptor (one path
     component to resolve, not the whole path), carried in the :class:`Entry`.
+
+    A directory that cannot be listed raises :class:`UnreadableSourceError`; with
+    ``skip_unreadable`` it is left out, and so is every file that cannot be opened (each
+    one opened and closed as it is listed), both named in :attr:`unreadable`.
     """
 
     def __init__(self, root: str | os.PathLike[str], *, posix: bool = False,
                  exclude: Sequence[str | os.PathLike[str]] = (),
-                 exclude_prefixes: Sequence[str | os.PathLike[str]] = ()) -> None:
+                 exclude_prefixes: Sequence[str | os.PathLike[str]] = (),
+                 skip_unreadable: bool = False) -> None:
         self.root = os.fspath(root)
         self.posix = posix
+        self.skip_unreadable = skip_unreadable
+        #: (path as found, why) of each directory and file ``skip_unreadable`` left out
+        self.unreadable: list[tuple[str, str]] = []
         #: ``(relative path, st_mode, st_mtime_ns)`` of every directory walked (``posix``)
         self.directories: list[tuple[str, int, int]] = []
         #: what the walk left out: symbolic links (without ``posix``), and special files
@@ -103,6 +134,7 @@ class Walk:
         self.directories = []
         self.links_left_out = 0
         self.special_left_out = []
+        self.unreadable = []
         for rel, size, st in self._walk():
             if size is _DIR:
                 if st is not None:
@@ -119,7 +151,8 @@ class Walk:
 
     def count(self) -> tuple[int, int]:
         """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
-        total): the directory tree listed once more, no file opened."""
+        total): the directory tree listed once more, no file opened (but with
+        ``skip_unreadable``, each opened and closed)."""
         files = nbytes = 0
         for _rel, size, st in self._walk():
             if size is _DIR:
@@ -130,27 +163,36 @@ class Walk:
 
     def _walk(self) -> Iterator[tuple[str, Any, Any]]:
         """``(relative path, size or _DIR/_LINK, stat result / (target, lstat) / None)`` in
-        path order, directories before what they hold."""
+        path order, directories before what they hold (a directory listed before it is
+        yielded: one ``skip_unreadable`` leaves out is not yielded at all)."""
         root = self.root
         if not os.path.isdir(root):
-            raise ZnippyError("source is not a directory", path=root)
+            raise missing_or(root, "source is not a directory", "source")
         base = root if root.endswith("/") else root + "/"
-        stack = self._listing("", root)
+        stack = self._listing("", root) or []
         while stack:
             _key, rel, size, st = stack.pop()
-            yield rel, size, st
             if size is _DIR:
-                stack += self._listing(rel + "/", base + rel)
+                listing = self._listing(rel + "/", base + rel)
+                if listing is None:
+                    continue
+                yield rel, size, st
+                stack += listing
+            else:
+                yield rel, size, st
 
-    def _listing(self, prefix: str, directory: str) -> list[tuple[bytes, str, Any, Any]]:
+    def _listing(self, prefix: str, directory: str) -> list[tuple[bytes, str, Any, Any]] | None:
         """One directory's entries as ``(sort key, relative path, size or _DIR/_LINK, stat)``,
-        in reverse order (the walk pops from the end)."""
+        in reverse order (the walk pops from the end); None: it cannot be listed and
+        ``skip_unreadable`` leaves it out."""
         found: list[tuple[bytes, str, Any, Any]] = []
         exclude, prefixes, posix = self._exclude, self._prefixes, self.posix
+        opens = self.skip_unreadable  # each file opened once: the ones that do not are left out
         try:
             fd = os.open(directory, _DIR_FLAGS)
-        except OSError:
-            return found  # unreadable directory: skipped, as os.walk does
+        except OSError as exc:
+            self._unreadable(directory, exc)
+            return None
         try:
             with os.scandir(fd) as it:
                 for item in it:
@@ -162,6 +204,10 @@ class Walk:
                     if item.is_dir(follow_symlinks=False):
                         found.append((key + b"/", rel, _DIR, _lstat(item) if posix else None))
                     elif item.is_file(follow_symlinks=False):
+                        why = can_open(name, fd) if opens else None
+                        if why is not None:
+                            self.unreadable.append((os.path.join(directory, name), why))
+                            continue
                         st = _lstat(item)
                         size = None if st is None else st.st_size  # None: Entry.size() says
                         found.append((key, rel, size, st if posix else None))
@@ -176,12 +222,21 @@ class Walk:
                         found.append((key, rel, _LINK, link))
                     else:
                         self.special_left_out.append(rel)
-        except OSError:
-            pass
+        except OSError as exc:
+            self._unreadable(directory, exc)
+            return None
         finally:
             os.close(fd)
         found.sort(key=_first, reverse=True)
         return found
+
+    def _unreadable(self, directory: str, exc: OSError) -> None:
+        """A directory that cannot be listed: left out and named (``skip_unreadable``), or
+        the error."""
+        if not self.skip_unreadable:
+            raise UnreadableSourceError(unreadable_problem(exc, "directory"),
+                                        path=directory) from None
+        self.unreadable.append((directory, exc.strerror or str(exc)))
 
 
 _DIR = -1  # the size slot of a subdirectory in a listing
@@ -207,6 +262,7 @@ def _inside(root_real: str, path: str | os.PathLike[str]) -> str | None:
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _first(item: tuple[bytes, str, Any, Any]) -> bytes:

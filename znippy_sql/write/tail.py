@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..format import b3 as blake3
-import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format.build import numpy_of
+from ..format.files import file_starts
 from ..format.fsio import write_all
 from ..format.footer import align_up, encode_footer
 from ..format.ipc import LOOKUP_BATCH_ROWS, stream_bytes
@@ -47,7 +46,7 @@ def build_trie(lookup: pa.Table) -> bytes:
     lookup's UTF-8 buffer as the builder takes them (no list of a million keys first)."""
     offsets, view = utf8_parts(one_array(lookup.column("relative_path")))
     starts, data = offsets.tolist(), view.tobytes()  # bytes slices: the keys the fst takes
-    rows = np.flatnonzero(numpy_of(one_array(lookup.column("chunk_seq"))) == 0).tolist()
+    rows = file_starts(lookup.column("chunk_seq")).tolist()
     return trie.build((data[starts[r]:starts[r + 1]], r) for r in rows)
 
 

@@ -1,14 +1,16 @@
 """The one-shot writer: ``write_archive`` and the ``ArchiveWriter`` context manager.
 
-Bytes go to a staging sibling (``.<name>.znippy-staging-<pid>-<id>``); only a clean exit writes the
-tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
+Bytes go to a staging sibling (:mod:`~znippy_sql.write.staging`); only a clean exit writes
+the tail, fsyncs, renames into place and fsyncs the directory. Any exception removes the staging
 file, so no half-written archive ever stands under the final name. A directory source never
 yields the output itself or a staging sibling of it, when they lie inside it.
 
 ``posix=True`` records each walked file's mode and mtime, symbolic links (stored as files
 holding their target) and every directory as ``posix.*`` rows of ``__meta__``
 (:mod:`~znippy_sql.write.posix`). ``skip_unsafe=True`` skips a file whose path the format
-refuses (a newline in a name ...) and lists it in ``WriteReport.skipped`` instead of failing.
+refuses (a newline in a name ...) and lists it in ``WriteReport.skipped`` instead of failing;
+``skip_unreadable=True`` leaves out a file or directory of the source that cannot be read
+(``WriteReport.unreadable``) instead of failing with ``UnreadableSourceError``.
 """
 
 from __future__ import annotations
@@ -29,10 +31,9 @@ from .ingest import Ingest, WriteOptions
 from .options import OptionKwargs, Provenance, resolve
 from .posix import with_rows
 from .source import Entry, as_entry
-from ..format.fsio import fsync_dir
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import check_compat
-from .staging import remove_stale
+from .staging import Staging, staging_prefix
 from .tail import TailInfo, write_tail
 from ..format.schema import resolve_pkg_type
 
@@ -51,6 +52,8 @@ class WriteReport:
     seconds: float
     #: (path as found, why) of each file ``skip_unsafe`` left out
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    #: (path as found, why) of each file and directory ``skip_unreadable`` left out
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     #: symbolic links and directories recorded (``posix=True``)
     symlinks: int = 0
     directories: int = 0
@@ -143,12 +146,13 @@ class ArchiveWriter:
         #: every staging sibling of this output starts so (the walk of a source holding the
         #: output skips them all, those of crashed runs too)
         self.staging_prefix = staging_prefix(self.path)
-        self.staging = f"{self.staging_prefix}{os.getpid()}-{id(self):x}"
+        self._staged = Staging(self.path)
+        self.staging = self._staged.name
 
     def __enter__(self) -> "ArchiveWriter":
         self._started = time.perf_counter()
         check_output(self.path)
-        remove_stale(self.path)  # what a killed writer of the same name left behind
+        self._staged.start()  # what a killed writer of the same name left behind
         try:
             self._fh = open(self.staging, "w+b")
         except OSError as exc:
@@ -158,6 +162,7 @@ class ArchiveWriter:
                               pkg_type=self._pkg_type)
         self._feed = Feed(self._ingest.add, posix=self.options.posix,
                           skip_unsafe=self.options.skip_unsafe,
+                          skip_unreadable=self.options.skip_unreadable,
                           exclude=[self.path], exclude_prefixes=[self.staging_prefix],
                           ahead=self._ingest.read_ahead)
         return self
@@ -209,9 +214,7 @@ class ArchiveWriter:
                 compat=self.options.compat, index_compression=self.options.index_compression,
             )
             self._fh.close()
-            os.replace(self.staging, self.path)
-            if self.options.fsync:
-                fsync_dir(self.path)
+            self._staged.commit(fsync=self.options.fsync)
             self.report = WriteReport(
                 path=self.path, files=self._ingest.files,
                 chunks=sink.compressed_chunks + sink.raw_chunks,
@@ -219,6 +222,7 @@ class ArchiveWriter:
                 bytes_in=self._ingest.bytes_in, blob_bytes=sink.cursor,
                 archive_bytes=self.tail.file_size, groups=len(sink.groups),
                 seconds=time.perf_counter() - self._started, skipped=list(self.skipped),
+                unreadable=list(self._feed.unreadable),
                 symlinks=self._feed.facts.symlinks, directories=self._feed.directories,
                 links_left_out=self._feed.links_left_out,
                 special_left_out=list(self._feed.special_left_out),
@@ -230,15 +234,7 @@ class ArchiveWriter:
             self._ingest = None  # its rows and path set are the tail's now: not kept with us
             if not self._fh.closed:
                 self._fh.close()
-            if os.path.exists(self.staging):
-                os.unlink(self.staging)
-
-
-def staging_prefix(path: str | os.PathLike[str]) -> str:
-    """How every staging sibling of the archive ``path`` begins (the writer adds
-    ``<pid>-<id>``): a directory walk for a write to ``path`` leaves them all out."""
-    full = os.path.abspath(path)
-    return os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.znippy-staging-")
+            self._staged.discard()
 
 
 def check_output(path: str) -> None:
@@ -280,13 +276,17 @@ def write_archive(
     ``options``: a :class:`~znippy_sql.WriteOptions` (how to write; its fields are the
     defaults); ``provenance``: a :class:`~znippy_sql.Provenance` (``meta``, ``signer``). The
     keyword arguments ``level``, ``block_size``, ``workers``, ``dedup``, ``pack``,
-    ``index_compression``, ``compat``, ``posix``, ``skip_unsafe``, ``fsync``, ``meta`` and
-    ``signer`` are still taken and override the same fields (``write/options.py``).
+    ``index_compression``, ``compat``, ``posix``, ``skip_unsafe``, ``skip_unreadable``,
+    ``fsync``, ``meta`` and ``signer`` are still taken and override the same fields
+    (``write/options.py``).
 
     ``posix=True``: record modes, mtimes, symbolic links and directories of a walked source
     in ``__meta__``. ``skip_unsafe=True``: leave out files whose paths the format refuses
-    (listed in the report) instead of failing. ``compat="rust-0.8"``: an archive the Rust tool
-    0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved sections).
+    (listed in the report) instead of failing; ``skip_unreadable=True``: leave out files and
+    directories that cannot be read (``report.unreadable``) instead of raising
+    :class:`~znippy_sql.errors.UnreadableSourceError`. ``compat="rust-0.8"``: an archive the
+    Rust tool 0.8 reads (:mod:`.compat`; no ``meta``, ``posix``, ``signer`` or reserved
+    sections).
     ``out`` may be a URL (``s3://``, ...): the archive is staged locally and uploaded on a
     clean finish only (``znippy_sql.remote.upload``), with ``storage_options``.
     ``dedup=False``: every file in ``block_size`` chunks, skip-listed files stored raw, every
