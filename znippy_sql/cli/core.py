@@ -24,6 +24,7 @@ from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID
 from ..modules.pkgtypes import pkg_type_name
+from ..interop.vsource import laid_anew
 from ..read.foreign import own_writer, writer, writer_text
 from .common import (ARCHIVE_HELP, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
@@ -258,6 +259,8 @@ def archive_info(archive: Any) -> dict[str, Any]:
         # another writer's reserved sections this reader skips (docs/format.md §10)
         "not_understood": archive.not_understood(),
         "writer": None if own_writer(archive) else writer(archive),
+        # a Rust hot archive or one with delta chunks: read laid out anew (docs/interop.md)
+        "read_as": laid_anew(archive.source),
         "manifest": manifest,
         **_git_info(archive),
     }
@@ -331,6 +334,8 @@ def cmd_info(args: argparse.Namespace) -> int:
               f" block_size={codec.get('znippy.block_size', '?')}")
     if info["writer"] is not None:
         print(f"writer    {writer_text(info['writer'])}")
+    if info["read_as"] is not None:  # (sizes and offsets are those of the layout read)
+        print(f"read as   {info['read_as']}")
     print(f"sections  {', '.join(info['sections']) or '(none)'}"
           + ("; lookup built in memory (the Rust tool's layout)"
              if info["lookup"] == "in memory" else ""))

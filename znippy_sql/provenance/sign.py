@@ -30,6 +30,9 @@ from ..format.kernels import numpy_of, one_array, take
 from ..format.ipc import read_table
 from ..format.schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
 from ..format.sections import ReservedSection
+from ..interop.sign import archive_root as rust_root
+from ..interop.sign import file_digests as rust_digests
+from ..interop.sign import rust_signed
 
 if TYPE_CHECKING:
     from cryptography import x509
@@ -357,7 +360,8 @@ def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
     table, root_der = found
     anchors_der = None if anchors is None else [a.public_bytes(Encoding.DER) for a in anchors]
     verify = anchors is not None
-    paths, digests = file_digests(archive.lookup)
+    rust = rust_signed(archive)  # the Rust tool's digests (interop/sign.py)
+    paths, digests = (rust_digests if rust else file_digests)(archive.lookup)
     digest_of = dict(zip(paths, digests))
     signed: dict[str, bytes] = {}
     rows: list[dict[str, Any]] = []
@@ -401,7 +405,8 @@ def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
         rows.append(row)
     if deep:
         _deep(archive, rows)
-    rows.append(_root_row(anchors_der, root_der, archive_root(paths, digests), verify))
+    root = (rust_root if rust else archive_root)(paths, digests)
+    rows.append(_root_row(anchors_der, root_der, root, verify))
     return rows
 
 

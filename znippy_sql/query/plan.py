@@ -98,9 +98,10 @@ def _stamp(archive: Archive) -> Stamp | None:
     what was opened (a remote archive has none: it is read as the object it was)."""
     if archive.source.fetches:
         return None
-    stamp = Stamp.of(archive.source.path)
-    footer = archive.source.read(archive.source.size - len(stamp.footer), len(stamp.footer))
-    if stamp.size != archive.source.size or stamp.footer != footer.to_pybytes():
+    src = getattr(archive.source, "base", archive.source)  # laid anew (interop/): its file
+    stamp = Stamp.of(src.path)
+    footer = src.read(src.size - len(stamp.footer), len(stamp.footer))
+    if stamp.size != src.size or stamp.footer != footer.to_pybytes():
         raise ZnippyError(CHANGED.replace("since it was registered", "while it was opened"),
                           path=archive.path)
     return stamp

@@ -37,6 +37,7 @@ from .firstfind import NOT_HANDLED, first_find
 from .foreign import (lookup_usable, not_understood, rust_writer, section_status,
                       with_writer)
 from .search import Batches, lookup_batches, trie_of
+from ..interop import delta_source
 from .tail import Tail, byte_source, label_groups
 
 if TYPE_CHECKING:
@@ -60,6 +61,10 @@ class ArchiveCore:
         try:
             self.tail = Tail(source, self.path, verify_sections=verify_sections)
             self._open()
+            relaid = delta_source(self)  # Rust delta chunks, or append's repeated groups
+            if relaid is not None:
+                self.tail = Tail(relaid, self.path, verify_sections=verify_sections)
+                self._open()
         except BaseException:
             source.close()
             raise

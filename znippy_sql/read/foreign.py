@@ -36,6 +36,8 @@ from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOK
                              META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.validate import lookup_schema_problem
+from ..interop.layouts import DELTA, FSMETA
+from ..interop.meta import is_typed
 
 
 class Manifested(Protocol):
@@ -64,7 +66,7 @@ KNOWN_RUST_FORMAT_VERSION = 3
 RUST_VERSION_KEY = "znippy_format_version"
 #: Reserved names this reader knows (any other reserved name is not understood).
 KNOWN_SECTIONS = frozenset({LOOKUP, TRIE, META, GIT_OID, GIT_GRAPH, GIT_REACH, SIGN_ARTIFACTS,
-                            SIGN_ARCHIVE})
+                            SIGN_ARCHIVE, DELTA, FSMETA})  # the last two: interop/
 #: fst format versions the Rust ``fst`` crate 0.4 (and ``ducer``) reads: the header's first u64
 _FST_VERSIONS = range(1, 4)
 _ARROW_MARK = b"\xff\xff\xff\xff"
@@ -121,7 +123,8 @@ def _expected(name: str, schema: pa.Schema) -> bool:
     if name == LOOKUP:  # the base columns, and inner_offset with packed blobs (FORMAT §3)
         return lookup_schema_problem(schema) is None
     if name == META:  # names and types; nullability as meta_problem takes it
-        return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA]
+        return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA] \
+            or is_typed(schema)  # the Rust 0.9.13+ typed layout (interop/meta.py)
     return True  # the git sections: their readers check them (git-sections.md)
 
 

@@ -10,6 +10,7 @@ import pyarrow as pa
 from ..errors import FormatError
 from ..format.schema import META
 from ..format.validate import meta_problem
+from ..interop.meta import as_text, is_typed
 
 
 def read_meta(archive: Any) -> pa.Table | None:
@@ -18,6 +19,8 @@ def read_meta(archive: Any) -> pa.Table | None:
     if not archive.understands(META):
         return None
     table = archive.section(META)
+    if isinstance(table, pa.Table) and is_typed(table.schema):  # the Rust tool's typed
+        table = as_text(table, archive.path)                     # __znippy_meta__ (0.9.13+)
     problem = meta_problem(table)
     if problem is not None:
         raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)

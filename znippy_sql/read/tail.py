@@ -28,6 +28,7 @@ from ..format.schema import (ARROW_SECTIONS, BASE_FIELDS, LOOKUP, RAW_SECTIONS,
                              RESERVED_PKG_TYPE, TRIE, GroupKey)
 from ..format.validate import (lookup_problem, lookup_schema_problem, portable, rows_problem,
                                subindex_schema_problem)
+from ..interop import hot_source, rust_rows
 from .nofooter import no_footer
 
 
@@ -59,9 +60,14 @@ class Tail:
         manifest_offset = None if source.size < FOOTER_LEN else decode_footer(
             source.read(source.size - FOOTER_LEN, FOOTER_LEN, "footer").to_pybytes())
         if manifest_offset is None:  # unsealed, truncated, or not an archive: .nofooter
-            raise no_footer(source, path)
+            hot = hot_source(source, path)  # a Rust hot archive: its journal's rows
+            if hot is None:
+                raise no_footer(source, path)
+            self.source = source = hot
+            manifest_offset = hot.manifest_offset
         self.manifest_offset: int = manifest_offset
-        self.manifest, self.manifest_rows = decode_manifest(source, manifest_offset)
+        self.manifest, self.manifest_rows = decode_manifest(source, manifest_offset,
+                                                            adapt=rust_rows)
         self.by_key: dict[GroupKey, ManifestRow] = {r.key: r for r in self.manifest_rows}
         #: where the index tail starts: no blob may run into it
         self.tail_offset: int = min((r.index_offset for r in self.manifest_rows),

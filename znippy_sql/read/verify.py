@@ -28,6 +28,7 @@ from ..format.paths import check_relative_path
 from .foreign import newer_writer_note
 from .columns import Chunk
 from .tail import group_what
+from ..interop.vsource import laid_anew
 from ..format.schema import (BASE_NAMES, INNER, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              TRIE, GroupKey)
 from ..format.lookup import build_lookup
@@ -76,6 +77,9 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
     newer = newer_writer_note(archive)
     if newer is not None:
         report.notes.append(newer)
+    laid = laid_anew(archive.source)  # a Rust hot archive, or one with delta chunks
+    if laid is not None:
+        report.notes.append(f"this is {laid}")
     rows = _structure(archive, say, meta)
     if rows is not None and content:
         _content(archive, rows, report, progress)
@@ -217,6 +221,11 @@ def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None
     chunks in order), the trie (its checksum) and every path in one group only (``groups``:
     the sub-indexes, read already); and no reserved section of another writer that this
     reader does not understand (a rewritten tail would drop or replace it without a word)."""
+    laid = laid_anew(archive.source)
+    if laid is not None:
+        raise FormatError(f"this is {laid}: an append would write a tail of this reader's "
+                          "layout over it; append with the tool that wrote the archive",
+                          path=archive.path)
     foreign = archive.not_understood()
     if foreign:
         listed = "; ".join(f"{name}: {status}" for name, status in foreign.items())

@@ -23,11 +23,12 @@ from ..format.ipc import LOOKUP_BATCH_ROWS, stream_bytes
 from ..format.kernels import one_array, utf8_parts
 from ..format.lookup import build_lookup, has_packs, unify_inner
 from ..format.manifest import ManifestRow, encode_manifest
-from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
-                             section_rank)
+from ..format.schema import (LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey,
+                             is_reserved, section_rank)
 from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, one_schema
+from .rust10 import FORMAT_METADATA, RUST10, rust_index_sections, rust_meta_section
 
 
 
@@ -75,7 +76,8 @@ def write_tail(
         raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
     if compat is not None:  # its sections were refused by the writer (``check_compat``)
         groups = one_schema(groups)
-        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat}
+        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat,
+                           **(FORMAT_METADATA if compat == RUST10 else {})}
     fd = fh.fileno()
     out = _TailOut(fd, blob_end)
     for key in sorted(groups):
@@ -90,6 +92,13 @@ def write_tail(
                              batch_rows=LOOKUP_BATCH_ROWS if index_compression else None),
                 lookup.num_rows)
         out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
+    elif compat == RUST10:  # the Rust-named lookup, trie and meta (write/rust10.py)
+        for key, data, count in rust_index_sections(lookup, build_trie(lookup)):
+            out.put(key, data, count)
+        for s in sections:
+            if s.name == META and isinstance(s.payload, pa.Table):
+                out.put(*rust_meta_section(s.payload))
+        sections = [s for s in sections if s.name != META]
 
     extra = list(sections)
     for builder in section_builders:
