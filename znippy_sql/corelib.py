@@ -67,6 +67,35 @@ def verify_clean(archive: str) -> tuple[int, int, int] | None:
     return counts
 
 
+def check_targets(dest: str, root: str, names: bytes, offsets: bytes
+                  ) -> tuple[tuple[int, str] | None, bytes, list[str]]:
+    """Extract's targets under ``root`` checked (``native/src/extract.rs``): the first
+    symlink on the way or at a target ``(name, why)``, whether each exists (a byte each),
+    and the existing directories they go into."""
+    with guard(FormatError, "checking the extract targets", path=dest):
+        got: tuple[tuple[int, str] | None, bytes, list[str]] = _native.check_targets(
+            dest, root, names, offsets)
+    return got
+
+
+def extract_files(cols: list[bytes], tail: int, packed: bool, local: str | None,
+                  fetch: "Callable[[bytes, bytes], list[Any]] | None",
+                  decode: "Callable[[bytes, int], Any]", root: str, rows: bytes, names: bytes,
+                  offsets: bytes, modes: bytes | None, mtimes: bytes | None, replace: bool,
+                  workers: int, unit_bytes: int, unit_files: int,
+                  progress: "Callable[[int, int], Any] | None", *, archive: str
+                  ) -> tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool]:
+    """Files written by the core (``native/src/extract.rs``, ``read/extract.py``): each
+    file's outcome (i64: bytes written, -1 failed, -2 not attempted), the problems, the
+    first fatal one, the bytes read and whether Ctrl-C stopped it."""
+    with guard(FormatError, "extracting natively", path=archive):
+        got: tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool] = \
+            _native.extract_files(cols, tail, packed, local, fetch, decode, root, rows, names,
+                                  offsets, modes, mtimes, replace, workers, unit_bytes,
+                                  unit_files, progress)
+    return got
+
+
 # -- git packs (native/src/git) ------------------------------------------------------------------
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

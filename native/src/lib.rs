@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod cat;
 mod errors;
+mod extract;
 mod frame;
 mod git;
 mod ipc;
@@ -39,5 +40,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cat::register(m)?;
     ls::register(m)?;
     verify::register(m)?;
+    extract::register(m)?;
     Ok(())
 }

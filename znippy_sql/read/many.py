@@ -107,6 +107,27 @@ def unit_views(archive: "Archive", items: Sequence[tuple[str, int, int]],
             src.release(*span)
 
 
+def fetch_blobs(archive: "Archive", offsets: bytes, sizes: bytes) -> list[bytes]:
+    """The bytes of these blobs (little-endian u64 offsets and sizes) of a source that is not
+    a local file: fetched together (a remote source coalesces neighbouring ranges into few
+    GETs), released once copied. The native extract's unit of blobs (``read/extract.py``)."""
+    import numpy as np
+
+    src = archive.source
+    offs = np.frombuffer(offsets, dtype="<u8").tolist()
+    lens = np.frombuffer(sizes, dtype="<u8").tolist()
+    if src.fetches and offs:
+        src.prefetch(offs, lens)
+    try:
+        got = list(map(bytes, map(src.view, offs, lens)))
+        src.bytes_read += sum(lens)
+        return got
+    finally:
+        if src.fetches and offs:
+            start = min(offs)
+            src.release(start, max(map(sum, zip(offs, lens))) - start)
+
+
 def _decode(archive: "Archive", infos: Sequence["FileInfo"], verify: bool | None
             ) -> list[bytes]:
     """The contents of one unit's files, checked."""

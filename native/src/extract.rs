@@ -1,0 +1,1156 @@
+//! `Archive.extract`'s per-file work (issue 33, item 3; docs/design.md, "The native core"):
+//! Python plans which files go where and hands their first lookup rows over; the core checks
+//! each file's rows, reads its blobs (`pread` of a local archive, or a Python callable for a
+//! remote or relaid source), decodes the frames (a pack once per unit, members sliced at
+//! `inner_offset`; a big chunk streamed in pieces), checks every chunk's BLAKE3 and writes
+//! the file through directory-relative opens into `.NAME.znippy-part-PID`, renamed over NAME
+//! only when complete (`read/partfile.py` describes the temporaries).
+//!
+//! Per-file failures come back as their problem, worded as the Python reader words them; a
+//! write the destination refuses for good (disk full, read-only) stops the extract.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use crate::frame::{self, Shape};
+use crate::lookup::{py_repr, MAX_CHUNK_BYTES};
+
+/// A compressed chunk that decodes to more than this is streamed (`codec.STREAM_BYTES`).
+const STREAM_BYTES: u64 = 64 << 20;
+/// Pieces of a streamed chunk, or of a raw one (`codec.PIECE_BYTES`).
+const PIECE_BYTES: usize = 8 << 20;
+/// `partfile.SUFFIX`
+const SUFFIX: &str = ".znippy-part-";
+const NAME_MAX: usize = 255;
+/// `posix.PRESERVED_BITS`: never setuid/setgid
+const PRESERVED_BITS: u32 = 0o1777;
+const FATAL: [i32; 4] = [libc::ENOSPC, libc::EROFS, libc::EDQUOT, libc::EFBIG];
+/// outcome of a file not attempted (the extract stopped first)
+const NOT_DONE: i64 = -2;
+const FAILED: i64 = -1;
+
+/// Why a file was not written.
+enum Fail {
+    /// its problem (a damaged row, blob or frame, a write refused): reported, the rest goes on
+    File(String),
+    /// a write the destination refuses for good: the extract stops
+    Fatal(String),
+    /// Ctrl-C
+    Stopped,
+}
+
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+fn write_fail(e: std::io::Error) -> Fail {
+    let why = format!("cannot write: {}", strerror(&e));
+    match e.raw_os_error() {
+        Some(code) if FATAL.contains(&code) => Fail::Fatal(why),
+        _ => Fail::File(why),
+    }
+}
+
+fn last_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+fn cstr(b: &[u8]) -> Result<CString, Fail> {
+    CString::new(b).map_err(|_| Fail::File("cannot write: a NUL byte in its name".into()))
+}
+
+fn le64(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+fn le64i(b: &[u8]) -> Vec<i64> {
+    b.chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+
+/// The lookup's columns, copied once per extract.
+struct Cols {
+    n: usize,
+    seq: Vec<u64>,
+    fdata: Vec<u64>,
+    compressed: Vec<u8>,
+    size: Vec<u64>,
+    blob_offset: Vec<u64>,
+    blob_size: Vec<u64>,
+    inner: Vec<u64>,
+    checksum: Vec<u8>,
+    path_offsets: Vec<u64>,
+    path_data: Vec<u8>,
+}
+
+impl Cols {
+    fn path(&self, row: usize) -> &[u8] {
+        let (a, b) = (
+            self.path_offsets[row] as usize,
+            self.path_offsets[row + 1] as usize,
+        );
+        self.path_data.get(a..b).unwrap_or(b"")
+    }
+
+    fn next_first(&self, row: usize) -> usize {
+        let mut r = row + 1;
+        while r < self.n && self.seq[r] != 0 {
+            r += 1;
+        }
+        r
+    }
+
+    /// `Columns.file_at`: the rows of the file whose first row is `row`, each checked
+    /// against the one before.
+    fn file_rows(&self, path: &str, row: usize) -> Result<std::ops::Range<usize>, Fail> {
+        let bad = |m: String| Err(Fail::File(m));
+        let p = py_repr(path);
+        if row >= self.n {
+            return bad(format!("__trie__ points {p} at row {row}, past the lookup"));
+        }
+        if self.seq[row] != 0 {
+            return bad(format!(
+                "__trie__ points {p} at row {row}, not a first chunk"
+            ));
+        }
+        let key = self.path(row);
+        if row > 0 && self.path(row - 1) == key {
+            return bad(format!(
+                "{p}: lookup row {} before its first chunk belongs to it too (chunks out of order)",
+                row - 1
+            ));
+        }
+        let mut end = self.next_first(row);
+        while end < self.n && self.path(end) == key {
+            end = self.next_first(end);
+        }
+        if (row..end).any(|r| self.path(r) != key) {
+            return bad(format!("__trie__ points {p} at rows of another file"));
+        }
+        let mut offset = 0u64;
+        for r in row..end {
+            let (seq, at) = (self.seq[r], self.fdata[r]);
+            if seq != (r - row) as u64 || at != offset {
+                return bad(format!(
+                    "{p}: chunk {seq} at {at}, expected chunk {} at {offset}",
+                    r - row
+                ));
+            }
+            if self.size[r] == 0 && end - row > 1 {
+                return bad(format!("{p}: chunk {seq} of {} is empty", end - row));
+            }
+            offset = offset.saturating_add(self.size[r]);
+        }
+        Ok(row..end)
+    }
+}
+
+/// Where the blobs come from.
+enum Source {
+    /// a local archive, read with `pread`
+    Local(File),
+    /// `fetch(offsets, sizes) -> list of buffers`: a unit's blobs at once (a remote source
+    /// prefetches them coalesced)
+    Python(Py<PyAny>),
+}
+
+/// A unit's blobs fetched by Python: blob offset → bytes.
+type Fetched = HashMap<(u64, u64), Vec<u8>>;
+
+fn py_problem(py: Python<'_>, e: PyErr) -> String {
+    let v = e.value(py);
+    match v.getattr("problem").and_then(|p| p.extract::<String>()) {
+        Ok(p) => p,
+        Err(_) => v.to_string(),
+    }
+}
+
+fn buffer_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    PyBuffer::<u8>::get(obj)?.to_vec(obj.py())
+}
+
+/// One extract's shared state.
+struct Job {
+    cols: Cols,
+    tail: u64,
+    packed: bool,
+    source: Source,
+    /// `decode(frame, n) -> buffer`: a frame of another shape (n = -1: as it declares)
+    decode: Py<PyAny>,
+    root: OwnedFd,
+    replace: bool,
+    pid: u32,
+    interrupt: AtomicBool,
+    halt: AtomicBool,
+    bytes_read: AtomicU64,
+    done_files: AtomicU64,
+    done_bytes: AtomicU64,
+}
+
+/// One file to write.
+struct Item<'a> {
+    path: String,
+    name: &'a [u8],
+    row: usize,
+    mode: i64,
+    mtime: i64,
+}
+
+/// A worker's state: its open directory and its last decoded pack.
+struct Worker {
+    dir: Option<(Vec<u8>, OwnedFd)>,
+    pack: Option<((u64, u64), Vec<u8>)>,
+    fetched: Fetched,
+}
+
+fn open_dir_at(parent: RawFd, comp: &[u8]) -> std::io::Result<OwnedFd> {
+    let c = CString::new(comp).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    for _ in 0..2 {
+        // SAFETY: `c` is a NUL-terminated name, `parent` an open directory descriptor.
+        let fd = unsafe { libc::openat(parent, c.as_ptr(), flags) };
+        if fd >= 0 {
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let e = last_error();
+        if e.raw_os_error() != Some(libc::ENOENT) {
+            return Err(e);
+        }
+        // SAFETY: as above; a missing directory is made (0o777 under umask, as makedirs)
+        if unsafe { libc::mkdirat(parent, c.as_ptr(), 0o777) } != 0 {
+            let e = last_error();
+            if e.raw_os_error() != Some(libc::EEXIST) {
+                return Err(e);
+            }
+        }
+    }
+    Err(std::io::Error::from_raw_os_error(libc::ENOENT))
+}
+
+impl Job {
+    fn read(&self, w: &Worker, offset: u64, size: u64) -> Result<Vec<u8>, String> {
+        match &self.source {
+            Source::Local(f) => {
+                let mut buf = vec![0u8; size as usize];
+                f.read_exact_at(&mut buf, offset)
+                    .map_err(|e| format!("cannot read the archive: {}", strerror(&e)))?;
+                self.bytes_read.fetch_add(size, Ordering::Relaxed);
+                Ok(buf)
+            }
+            Source::Python(_) => w
+                .fetched
+                .get(&(offset, size))
+                .cloned()
+                .ok_or_else(|| format!("blob [{offset}, {}) was not fetched", offset + size)),
+        }
+    }
+
+    /// Decode `frame` (a chunk of `n` bytes, or, `n` None, what the frame declares).
+    fn decode(&self, frame: Vec<u8>, n: Option<u64>) -> Result<Vec<u8>, String> {
+        let want = n.or_else(|| frame::declared(&frame));
+        if let Some(want) = want {
+            let head = &frame[..frame.len().min(64)];
+            if let Some(shape) = frame::parse(head, frame.len(), want) {
+                return frame::decode(&frame, shape, want, u64::MAX);
+            }
+        }
+        Python::attach(|py| {
+            let got = self
+                .decode
+                .call1(
+                    py,
+                    (PyBytes::new(py, &frame), n.map_or(-1i64, |v| v as i64)),
+                )
+                .map_err(|e| py_problem(py, e))?;
+            buffer_vec(got.bind(py)).map_err(|e| py_problem(py, e))
+        })
+    }
+
+    fn dir(&self, w: &mut Worker, rel: &[u8]) -> std::io::Result<RawFd> {
+        if let Some((r, fd)) = &w.dir {
+            if r == rel {
+                return Ok(fd.as_raw_fd());
+            }
+        }
+        w.dir = None;
+        let mut cur: Option<OwnedFd> = None;
+        if !rel.is_empty() {
+            for comp in rel.split(|b| *b == b'/') {
+                let parent = cur
+                    .as_ref()
+                    .map_or(self.root.as_raw_fd(), |f| f.as_raw_fd());
+                cur = Some(open_dir_at(parent, comp)?);
+            }
+        }
+        let fd = match cur {
+            Some(fd) => fd,
+            None => self.root.try_clone()?,
+        };
+        let raw = fd.as_raw_fd();
+        w.dir = Some((rel.to_vec(), fd));
+        Ok(raw)
+    }
+
+    fn tmp_name(&self, name: &[u8]) -> Vec<u8> {
+        let suffix = format!("{SUFFIX}{}", self.pid);
+        let mut out = vec![b'.'];
+        if name.len() + suffix.len() + 1 > NAME_MAX {
+            // a name too long for the file system gets a short hashed one, still recognisable
+            out.extend(blake3::hash(name).to_hex().as_bytes()[..32].iter());
+        } else {
+            out.extend(name);
+        }
+        out.extend(suffix.as_bytes());
+        out
+    }
+
+    /// Write one file; its size.
+    fn write_file(&self, w: &mut Worker, item: &Item<'_>) -> Result<u64, Fail> {
+        let rows = self.cols.file_rows(&item.path, item.row)?;
+        let (rel, name) = match item.name.iter().rposition(|b| *b == b'/') {
+            Some(at) => (&item.name[..at], &item.name[at + 1..]),
+            None => (&b""[..], item.name),
+        };
+        let dir = self.dir(w, rel).map_err(write_fail)?;
+        let tmp = cstr(&self.tmp_name(name))?;
+        let final_name = cstr(name)?;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: NUL-terminated names relative to an open directory descriptor.
+        let mut fd = unsafe { libc::openat(dir, tmp.as_ptr(), flags, 0o644 as libc::c_uint) };
+        if fd < 0 && last_error().raw_os_error() == Some(libc::EEXIST) {
+            // a temporary of this process left by an earlier failure: replaced
+            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+            fd = unsafe { libc::openat(dir, tmp.as_ptr(), flags, 0o644 as libc::c_uint) };
+        }
+        if fd < 0 {
+            return Err(write_fail(last_error()));
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        let mut file = unsafe { File::from_raw_fd(fd) };
+        let result = self
+            .fill(w, item, rows, &mut file)
+            .and_then(|n| self.finish(&file, item).map(|_| n));
+        drop(file);
+        let result = result.and_then(|n| self.place(dir, &tmp, &final_name).map(|_| n));
+        if result.is_err() {
+            // SAFETY: as above; nothing is left under either name
+            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+        }
+        result
+    }
+
+    /// Mode and mtime (`--preserve`) on the descriptor, before the rename.
+    fn finish(&self, file: &File, item: &Item<'_>) -> Result<(), Fail> {
+        if item.mode >= 0 {
+            // SAFETY: an open descriptor
+            if unsafe { libc::fchmod(file.as_raw_fd(), item.mode as u32 & PRESERVED_BITS) } != 0 {
+                return Err(write_fail(last_error()));
+            }
+        }
+        if item.mtime != i64::MIN {
+            let t = libc::timespec {
+                tv_sec: item.mtime.div_euclid(1_000_000_000) as libc::time_t,
+                tv_nsec: item.mtime.rem_euclid(1_000_000_000) as libc::c_long,
+            };
+            let times = [t, t];
+            // SAFETY: an open descriptor and two timespecs
+            if unsafe { libc::futimens(file.as_raw_fd(), times.as_ptr()) } != 0 {
+                return Err(write_fail(last_error()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The temporary under its final name: replacing what is there, or (`replace` false)
+    /// never (a hard link, atomic; a file system without them: a check and a rename).
+    fn place(&self, dir: RawFd, tmp: &CString, name: &CString) -> Result<(), Fail> {
+        // SAFETY (every call here): NUL-terminated names relative to an open directory.
+        if self.replace {
+            if unsafe { libc::renameat(dir, tmp.as_ptr(), dir, name.as_ptr()) } != 0 {
+                return Err(write_fail(last_error()));
+            }
+            return Ok(());
+        }
+        if unsafe { libc::linkat(dir, tmp.as_ptr(), dir, name.as_ptr(), 0) } == 0 {
+            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+            return Ok(());
+        }
+        let e = last_error();
+        if e.raw_os_error() == Some(libc::EEXIST) {
+            return Err(write_fail(e));
+        }
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        if unsafe {
+            libc::fstatat(
+                dir,
+                name.as_ptr(),
+                st.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        } == 0
+        {
+            return Err(write_fail(std::io::Error::from_raw_os_error(libc::EEXIST)));
+        }
+        if unsafe { libc::renameat(dir, tmp.as_ptr(), dir, name.as_ptr()) } != 0 {
+            return Err(write_fail(last_error()));
+        }
+        Ok(())
+    }
+
+    fn stopped(&self) -> bool {
+        self.interrupt.load(Ordering::Relaxed)
+    }
+
+    /// Every chunk of the file, decoded, checked and written in order; the bytes written.
+    fn fill(
+        &self,
+        w: &mut Worker,
+        item: &Item<'_>,
+        rows: std::ops::Range<usize>,
+        out: &mut File,
+    ) -> Result<u64, Fail> {
+        let c = &self.cols;
+        let p = py_repr(&item.path);
+        let mut total = 0u64;
+        for r in rows {
+            if self.stopped() {
+                return Err(Fail::Stopped);
+            }
+            let here = format!("{p} chunk {}: ", c.seq[r]);
+            let bad = |m: String| Fail::File(format!("{here}{m}"));
+            let (b, s, u) = (c.blob_offset[r], c.blob_size[r], c.size[r]);
+            let end = b.checked_add(s);
+            if end.is_none_or(|e| e > self.tail) {
+                return Err(bad(format!(
+                    "blob [{b}, {}) runs into the index tail at {}",
+                    b as u128 + s as u128,
+                    self.tail
+                )));
+            }
+            let sum = &c.checksum[r * 32..r * 32 + 32];
+            let compressed = c.compressed[r] != 0;
+            let mut hasher = blake3::Hasher::new();
+            if compressed && self.packed {
+                let key = (b, s);
+                if w.pack.as_ref().is_none_or(|(k, _)| *k != key) {
+                    w.pack = None;
+                    let frame = self.read(w, b, s).map_err(&bad)?;
+                    let declared = match frame::declared(&frame) {
+                        Some(n)
+                            if frame::parse(&frame[..frame.len().min(64)], frame.len(), n)
+                                .is_some() =>
+                        {
+                            Some(n)
+                        }
+                        _ => None,
+                    };
+                    if let Some(n) = declared.filter(|n| *n > MAX_CHUNK_BYTES) {
+                        return Err(bad(format!(
+                            "blob declares {n} bytes, more than the {MAX_CHUNK_BYTES}-byte limit"
+                        )));
+                    }
+                    let data = self.decode(frame, declared).map_err(&bad)?;
+                    w.pack = Some((key, data));
+                }
+                let data = &w
+                    .pack
+                    .as_ref()
+                    .map(|(_, d)| d)
+                    .ok_or_else(|| bad("no pack".into()))?;
+                let inner = c.inner[r];
+                let stop = inner.saturating_add(u);
+                if stop > data.len() as u64 {
+                    return Err(bad(format!(
+                        "slice [{inner}, {stop}) lies outside its decoded blob of {} bytes",
+                        data.len()
+                    )));
+                }
+                let piece = &data[inner as usize..stop as usize];
+                hasher.update(piece);
+                if hasher.finalize().as_bytes() != sum {
+                    return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                }
+                out.write_all(piece).map_err(write_fail)?;
+            } else if compressed {
+                if u > MAX_CHUNK_BYTES {
+                    return Err(bad(format!(
+                        "size {u} exceeds the {MAX_CHUNK_BYTES}-byte chunk limit"
+                    )));
+                }
+                if u > STREAM_BYTES && matches!(self.source, Source::Local(_)) {
+                    self.stream(b, s, u, &mut hasher, out, &bad)?;
+                    if hasher.finalize().as_bytes() != sum {
+                        return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                    }
+                } else {
+                    let frame = self.read(w, b, s).map_err(&bad)?;
+                    let data = self.decode(frame, Some(u)).map_err(&bad)?;
+                    if data.len() as u64 != u {
+                        return Err(bad(format!("decoded {} bytes, index says {u}", data.len())));
+                    }
+                    hasher.update(&data);
+                    if hasher.finalize().as_bytes() != sum {
+                        return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                    }
+                    out.write_all(&data).map_err(write_fail)?;
+                }
+            } else {
+                if s != u {
+                    return Err(bad(format!("raw blob is {s} bytes, index says {u}")));
+                }
+                let mut at = 0u64;
+                while at < s {
+                    if self.stopped() {
+                        return Err(Fail::Stopped);
+                    }
+                    let n = (s - at).min(PIECE_BYTES as u64);
+                    let piece = self.read(w, b + at, n).map_err(&bad)?;
+                    hasher.update(&piece);
+                    out.write_all(&piece).map_err(write_fail)?;
+                    at += n;
+                }
+                if hasher.finalize().as_bytes() != sum {
+                    return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                }
+            }
+            total += u;
+        }
+        Ok(total)
+    }
+
+    /// A big compressed chunk of a local archive decoded in pieces (memory bounded by a
+    /// piece and the zstd window), its BLAKE3 checked after the last: the file is a
+    /// temporary until then.
+    fn stream(
+        &self,
+        b: u64,
+        s: u64,
+        u: u64,
+        hasher: &mut blake3::Hasher,
+        out: &mut File,
+        bad: &dyn Fn(String) -> Fail,
+    ) -> Result<(), Fail> {
+        let Source::Local(f) = &self.source else {
+            return Err(bad("not a local archive".into()));
+        };
+        let mut head = vec![0u8; s.min(64) as usize];
+        f.read_exact_at(&mut head, b)
+            .map_err(|e| bad(format!("cannot read the archive: {}", strerror(&e))))?;
+        let shape = frame::parse(&head, s as usize, u);
+        let start = match shape {
+            Some(Shape::Zstd(pos)) => pos as u64,
+            Some(Shape::Stored(pos)) => pos as u64,
+            None => {
+                // another shape: decoded whole by the binding (as big as the chunk)
+                let frame = self.read_plain(b, s).map_err(bad)?;
+                let data = self.decode(frame, Some(u)).map_err(bad)?;
+                hasher.update(&data);
+                out.write_all(&data).map_err(write_fail)?;
+                return Ok(());
+            }
+        };
+        let reader = Ranged {
+            file: f,
+            at: b + start,
+            end: b + s,
+        };
+        let mut input: Box<dyn Read> = match shape {
+            Some(Shape::Zstd(_)) => Box::new(
+                zstd::stream::read::Decoder::new(reader)
+                    .map_err(|e| bad(format!("not a valid zstd frame ({e})")))?,
+            ),
+            _ => Box::new(reader),
+        };
+        let mut buf = vec![0u8; PIECE_BYTES];
+        let mut got = 0u64;
+        loop {
+            if self.stopped() {
+                return Err(Fail::Stopped);
+            }
+            let mut filled = 0;
+            while filled < buf.len() {
+                let n = input
+                    .read(&mut buf[filled..])
+                    .map_err(|e| bad(format!("not a valid zstd frame ({e})")))?;
+                if n == 0 {
+                    break;
+                }
+                filled += n;
+            }
+            if filled == 0 {
+                break;
+            }
+            got += filled as u64;
+            if got > u {
+                return Err(bad(format!(
+                    "decoded more than the {u} bytes the index says"
+                )));
+            }
+            hasher.update(&buf[..filled]);
+            out.write_all(&buf[..filled]).map_err(write_fail)?;
+        }
+        self.bytes_read.fetch_add(s, Ordering::Relaxed);
+        if got != u {
+            return Err(bad(format!("decoded {got} bytes, index says {u}")));
+        }
+        Ok(())
+    }
+
+    fn read_plain(&self, offset: u64, size: u64) -> Result<Vec<u8>, String> {
+        let Source::Local(f) = &self.source else {
+            return Err("not a local archive".into());
+        };
+        let mut buf = vec![0u8; size as usize];
+        f.read_exact_at(&mut buf, offset)
+            .map_err(|e| format!("cannot read the archive: {}", strerror(&e)))?;
+        self.bytes_read.fetch_add(size, Ordering::Relaxed);
+        Ok(buf)
+    }
+}
+
+/// `[at, end)` of a local file as a reader.
+struct Ranged<'f> {
+    file: &'f File,
+    at: u64,
+    end: u64,
+}
+
+impl Read for Ranged<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (self.end - self.at).min(buf.len() as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        let got = self.file.read_at(&mut buf[..n], self.at)?;
+        self.at += got as u64;
+        Ok(got)
+    }
+}
+
+/// What one worker reports: each file's outcome and the problems.
+#[derive(Default)]
+struct Reported {
+    outcomes: Vec<(usize, i64)>,
+    problems: Vec<(usize, String)>,
+    fatal: Option<(usize, String)>,
+}
+
+/// Units of consecutive files: about `unit_bytes` (each file counted 4 KiB more) or
+/// `unit_files` files, never cut between two files of one packed blob (decoded once).
+fn units(job: &Job, items: &[Item<'_>], unit_bytes: u64, unit_files: usize) -> Vec<(usize, usize)> {
+    let c = &job.cols;
+    let pack_of = |row: usize| (row < c.n && c.compressed[row] != 0).then(|| c.blob_offset[row]);
+    let mut out = Vec::new();
+    let (mut start, mut size) = (0usize, 0u64);
+    for (k, item) in items.iter().enumerate() {
+        if k > start {
+            let full = size >= unit_bytes || k - start >= unit_files;
+            let same = job.packed
+                && pack_of(item.row).is_some()
+                && pack_of(item.row) == pack_of(items[k - 1].row);
+            if full && !same {
+                out.push((start, k));
+                start = k;
+                size = 0;
+            }
+        }
+        if item.row < c.n {
+            let end = c.next_first(item.row);
+            size += c.size[item.row..end].iter().sum::<u64>();
+        }
+        size += 4096;
+    }
+    if start < items.len() {
+        out.push((start, items.len()));
+    }
+    out
+}
+
+impl Job {
+    /// The blobs of a unit's files, fetched by Python at once (a remote source).
+    fn fetch(&self, w: &mut Worker, items: &[Item<'_>]) -> Result<(), String> {
+        let Source::Python(fetch) = &self.source else {
+            return Ok(());
+        };
+        w.fetched.clear();
+        let c = &self.cols;
+        let mut keys: Vec<(u64, u64)> = Vec::new();
+        for item in items.iter().filter(|i| i.row < c.n) {
+            for r in item.row..c.next_first(item.row) {
+                let key = (c.blob_offset[r], c.blob_size[r]);
+                if key.0.checked_add(key.1).is_some_and(|e| e <= self.tail)
+                    && keys.last() != Some(&key)
+                    && w.pack.as_ref().is_none_or(|(k, _)| *k != key)
+                {
+                    keys.push(key);
+                }
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let offs: Vec<u8> = keys.iter().flat_map(|k| k.0.to_le_bytes()).collect();
+        let sizes: Vec<u8> = keys.iter().flat_map(|k| k.1.to_le_bytes()).collect();
+        Python::attach(|py| -> Result<(), String> {
+            let got = fetch
+                .call1(py, (PyBytes::new(py, &offs), PyBytes::new(py, &sizes)))
+                .map_err(|e| py_problem(py, e))?;
+            let list = got
+                .bind(py)
+                .cast::<PyList>()
+                .map_err(|e| e.to_string())?
+                .clone();
+            for (key, obj) in keys.iter().zip(list.iter()) {
+                let data = buffer_vec(&obj).map_err(|e| py_problem(py, e))?;
+                self.bytes_read
+                    .fetch_add(data.len() as u64, Ordering::Relaxed);
+                w.fetched.insert(*key, data);
+            }
+            Ok(())
+        })
+    }
+
+    fn work(&self, items: &[Item<'_>], units: &[(usize, usize)], next: &AtomicUsize) -> Reported {
+        let mut w = Worker {
+            dir: None,
+            pack: None,
+            fetched: HashMap::new(),
+        };
+        let mut rep = Reported::default();
+        loop {
+            if self.halt.load(Ordering::Relaxed) || self.stopped() {
+                return rep;
+            }
+            let u = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(a, b)) = units.get(u) else {
+                return rep;
+            };
+            if let Err(why) = self.fetch(&mut w, &items[a..b]) {
+                for k in a..b {
+                    rep.outcomes.push((k, FAILED));
+                    rep.problems.push((k, why.clone()));
+                }
+                continue;
+            }
+            for (k, item) in items.iter().enumerate().take(b).skip(a) {
+                match self.write_file(&mut w, item) {
+                    Ok(n) => {
+                        rep.outcomes.push((k, n as i64));
+                        self.done_files.fetch_add(1, Ordering::Relaxed);
+                        self.done_bytes.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Err(Fail::File(why)) => {
+                        rep.outcomes.push((k, FAILED));
+                        rep.problems.push((k, why));
+                        self.done_files.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(Fail::Fatal(why)) => {
+                        rep.outcomes.push((k, FAILED));
+                        rep.problems.push((k, why.clone()));
+                        rep.fatal = Some((k, why));
+                        self.halt.store(true, Ordering::Relaxed);
+                        return rep;
+                    }
+                    Err(Fail::Stopped) => return rep,
+                }
+            }
+            w.fetched.clear();
+        }
+    }
+}
+
+/// What [`extract_files`] returns: each file's outcome (little-endian i64: bytes written,
+/// -1 failed, -2 not attempted), the problems `(file, why)`, the first fatal one, the bytes
+/// read from the archive and whether Ctrl-C stopped it.
+type Outcome = (
+    Py<PyBytes>,
+    Vec<(usize, String)>,
+    Option<(usize, String)>,
+    u64,
+    bool,
+);
+
+/// Extract the files `rows` (each file's first lookup row) under `root` as `names`
+/// (joined UTF-8, `name_offsets` little-endian u64), with `modes`/`mtimes` (i64; -1 and
+/// i64::MIN: none) when given. `cols`: the lookup's columns as little-endian buffers
+/// (`chunk_seq`, `fdata_offset`, `uncompressed_size`, `blob_offset`, `blob_size`,
+/// `inner_offset` as u64; `compressed` as u8; `checksum` 32 bytes a row; the path offsets as
+/// u64 and the path bytes). `local`: the archive file to read; else `fetch(offsets, sizes)`
+/// gives a unit's blobs. `decode(frame, n)`: a frame of another shape. `progress(files,
+/// bytes)` is called about every 100 ms and at the end.
+#[pyfunction]
+#[pyo3(signature = (cols, tail, packed, local, fetch, decode, root, rows, names, name_offsets,
+                    modes, mtimes, replace, workers, unit_bytes, unit_files, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn extract_files(
+    py: Python<'_>,
+    cols: Vec<Bound<'_, PyAny>>,
+    tail: u64,
+    packed: bool,
+    local: Option<&str>,
+    fetch: Option<Py<PyAny>>,
+    decode: Py<PyAny>,
+    root: &str,
+    rows: &Bound<'_, PyAny>,
+    names: &Bound<'_, PyAny>,
+    name_offsets: &Bound<'_, PyAny>,
+    modes: Option<&Bound<'_, PyAny>>,
+    mtimes: Option<&Bound<'_, PyAny>>,
+    replace: bool,
+    workers: usize,
+    unit_bytes: u64,
+    unit_files: usize,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Outcome> {
+    let mut bufs = Vec::with_capacity(cols.len());
+    for c in &cols {
+        bufs.push(buffer_vec(c)?);
+    }
+    if bufs.len() != 10 {
+        return Err(crate::errors::Error::new(
+            crate::errors::Kind::Format,
+            "extract_files: ten columns expected",
+        )
+        .into());
+    }
+    let [seq, fdata, size, blob_offset, blob_size, inner, compressed, checksum, path_offsets, path_data]: [Vec<u8>; 10] =
+        bufs.try_into().map_err(|_| crate::errors::Error::new(crate::errors::Kind::Format, "columns"))?;
+    let n = compressed.len();
+    let cols = Cols {
+        n,
+        seq: le64(&seq),
+        fdata: le64(&fdata),
+        compressed,
+        size: le64(&size),
+        blob_offset: le64(&blob_offset),
+        blob_size: le64(&blob_size),
+        inner: le64(&inner),
+        checksum,
+        path_offsets: le64(&path_offsets),
+        path_data,
+    };
+    let sound = [
+        &cols.seq,
+        &cols.fdata,
+        &cols.size,
+        &cols.blob_offset,
+        &cols.blob_size,
+        &cols.inner,
+    ]
+    .iter()
+    .all(|v| v.len() == n)
+        && cols.checksum.len() == 32 * n
+        && cols.path_offsets.len() == n + 1
+        && cols.path_offsets.windows(2).all(|w| w[0] <= w[1])
+        && cols
+            .path_offsets
+            .last()
+            .is_some_and(|e| *e as usize <= cols.path_data.len());
+    if !sound {
+        return Err(crate::errors::Error::new(
+            crate::errors::Kind::Format,
+            "extract_files: the lookup's columns disagree in length",
+        )
+        .into());
+    }
+    let rows = le64(&buffer_vec(rows)?);
+    let names = buffer_vec(names)?;
+    let name_offsets = le64(&buffer_vec(name_offsets)?);
+    let modes = modes
+        .map(|m| buffer_vec(m).map(|b| le64i(&b)))
+        .transpose()?;
+    let mtimes = mtimes
+        .map(|m| buffer_vec(m).map(|b| le64i(&b)))
+        .transpose()?;
+    if name_offsets.len() != rows.len() + 1
+        || name_offsets.windows(2).any(|w| w[0] > w[1])
+        || name_offsets
+            .last()
+            .is_some_and(|e| *e as usize > names.len())
+    {
+        return Err(
+            crate::errors::Error::new(crate::errors::Kind::Format, "extract_files: names").into(),
+        );
+    }
+    let source = match local {
+        Some(path) => Source::Local(File::open(path).map_err(|e| {
+            crate::errors::Error::new(
+                crate::errors::Kind::Io,
+                format!("cannot open: {}", strerror(&e)),
+            )
+            .at(path)
+        })?),
+        None => Source::Python(fetch.ok_or_else(|| {
+            crate::errors::Error::new(crate::errors::Kind::Format, "extract_files: no source")
+        })?),
+    };
+    let root_fd = {
+        let c = CString::new(root)?;
+        // SAFETY: a NUL-terminated path
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            let e = last_error();
+            return Err(crate::errors::Error::new(
+                crate::errors::Kind::Io,
+                format!("cannot open the destination: {}", strerror(&e)),
+            )
+            .at(root)
+            .into());
+        }
+        // SAFETY: just opened, owned by nothing else
+        unsafe { OwnedFd::from_raw_fd(fd) }
+    };
+    let job = Job {
+        cols,
+        tail,
+        packed,
+        source,
+        decode,
+        root: root_fd,
+        replace,
+        pid: std::process::id(),
+        interrupt: AtomicBool::new(false),
+        halt: AtomicBool::new(false),
+        bytes_read: AtomicU64::new(0),
+        done_files: AtomicU64::new(0),
+        done_bytes: AtomicU64::new(0),
+    };
+    let items: Vec<Item<'_>> = (0..rows.len())
+        .map(|k| {
+            let row = rows[k] as usize;
+            let path = if row < job.cols.n {
+                String::from_utf8_lossy(job.cols.path(row)).into_owned()
+            } else {
+                String::new()
+            };
+            Item {
+                path,
+                name: &names[name_offsets[k] as usize..name_offsets[k + 1] as usize],
+                row,
+                mode: modes.as_ref().and_then(|m| m.get(k).copied()).unwrap_or(-1),
+                mtime: mtimes
+                    .as_ref()
+                    .and_then(|m| m.get(k).copied())
+                    .unwrap_or(i64::MIN),
+            }
+        })
+        .collect();
+    let (outcomes, problems, fatal, interrupted) = py.detach(|| {
+        let plan = units(&job, &items, unit_bytes.max(1), unit_files.max(1));
+        let next = AtomicUsize::new(0);
+        let threads = workers.clamp(1, plan.len().max(1));
+        let mut out = vec![NOT_DONE; items.len()];
+        let mut problems = Vec::new();
+        let mut fatal: Option<(usize, String)> = None;
+        let interrupted = Mutex::new(false);
+        let tell = |files: u64, bytes: u64| {
+            if let Some(p) = &progress {
+                Python::attach(|py| {
+                    if let Err(e) = p.call1(py, (files, bytes)) {
+                        if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                            job.interrupt.store(true, Ordering::Relaxed);
+                            *interrupted.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                        }
+                    }
+                });
+            }
+        };
+        let reports: Vec<Reported> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| scope.spawn(|| job.work(&items, &plan, &next)))
+                .collect();
+            let mut told = Instant::now();
+            let mut last = (u64::MAX, u64::MAX);
+            while !handles.iter().all(|h| h.is_finished()) {
+                std::thread::sleep(Duration::from_millis(5));
+                if !job.stopped() && Python::attach(|py| py.check_signals()).is_err() {
+                    job.interrupt.store(true, Ordering::Relaxed);
+                    *interrupted.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                }
+                if told.elapsed() >= Duration::from_millis(100) && !job.stopped() {
+                    told = Instant::now();
+                    let now = (
+                        job.done_files.load(Ordering::Relaxed),
+                        job.done_bytes.load(Ordering::Relaxed),
+                    );
+                    if now != last {
+                        last = now;
+                        tell(now.0, now.1);
+                    }
+                }
+            }
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        for rep in reports {
+            for (k, v) in rep.outcomes {
+                out[k] = v;
+            }
+            problems.extend(rep.problems);
+            if let Some((k, why)) = rep.fatal {
+                if fatal.as_ref().is_none_or(|(f, _)| k < *f) {
+                    fatal = Some((k, why));
+                }
+            }
+        }
+        problems.sort_by_key(|(k, _)| *k);
+        let stopped = *interrupted.lock().unwrap_or_else(|p| p.into_inner());
+        if !stopped {
+            tell(
+                job.done_files.load(Ordering::Relaxed),
+                job.done_bytes.load(Ordering::Relaxed),
+            );
+        }
+        (out, problems, fatal, stopped)
+    });
+    let bytes: Vec<u8> = outcomes.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Ok((
+        PyBytes::new(py, &bytes).unbind(),
+        problems,
+        fatal,
+        job.bytes_read.load(Ordering::Relaxed),
+        interrupted,
+    ))
+}
+
+/// What [`check_targets`] returns.
+type Checked = (Option<(usize, String)>, Py<PyBytes>, Vec<String>);
+
+/// `paths.Targets.target` of every name under `root` (`dest` as the caller gave it, for
+/// messages): each directory on the way and the target itself `lstat`-ed once, a symlink
+/// there refused. Returns the first problem `(name, why)`, whether each target exists
+/// (u8 each), and the parent directories that exist (absolute, with a trailing `/`).
+#[pyfunction]
+fn check_targets(
+    py: Python<'_>,
+    dest: &str,
+    root: &str,
+    names: &Bound<'_, PyAny>,
+    name_offsets: &Bound<'_, PyAny>,
+) -> PyResult<Checked> {
+    let names = buffer_vec(names)?;
+    let offs = le64(&buffer_vec(name_offsets)?);
+    let (problem, exists, dirs) = py.detach(|| {
+        let base = std::path::Path::new(root);
+        let lstat = |rel: &[u8]| std::fs::symlink_metadata(base.join(std::ffi::OsStr::from_bytes(rel)));
+        let mut known: HashMap<Vec<u8>, bool> = HashMap::new();
+        let mut parents: HashMap<Vec<u8>, bool> = HashMap::new();
+        let mut order: Vec<Vec<u8>> = Vec::new();
+        let mut exists = vec![0u8; offs.len().saturating_sub(1)];
+        for k in 0..exists.len() {
+            let (a, b) = (offs[k] as usize, offs[k + 1] as usize);
+            let Some(name) = names.get(a..b) else { break };
+            let shown = || py_repr(&String::from_utf8_lossy(name));
+            let rel = match name.iter().rposition(|c| *c == b'/') {
+                Some(at) => &name[..at],
+                None => &b""[..],
+            };
+            let there = match parents.get(rel) {
+                Some(t) => *t,
+                None => {
+                    let mut there = true;
+                    if !rel.is_empty() {
+                        let mut at = 0;
+                        loop {
+                            let end = rel[at..].iter().position(|c| *c == b'/').map_or(rel.len(), |p| at + p);
+                            let prefix = &rel[..end];
+                            let t = match known.get(prefix) {
+                                Some(t) => *t,
+                                None => {
+                                    let t = match lstat(prefix) {
+                                        Err(_) => false,
+                                        Ok(m) if m.file_type().is_symlink() => {
+                                            return (
+                                                Some((k, format!(
+                                                    "entry path {} resolves outside {dest} (through the symlink {})",
+                                                    shown(),
+                                                    py_repr(&String::from_utf8_lossy(prefix))
+                                                ))),
+                                                exists,
+                                                Vec::new(),
+                                            );
+                                        }
+                                        Ok(m) => m.is_dir(),
+                                    };
+                                    known.insert(prefix.to_vec(), t);
+                                    t
+                                }
+                            };
+                            there = t;
+                            if end == rel.len() {
+                                break;
+                            }
+                            at = end + 1;
+                        }
+                    }
+                    parents.insert(rel.to_vec(), there);
+                    order.push(rel.to_vec());
+                    there
+                }
+            };
+            if !there {
+                continue;
+            }
+            if let Ok(m) = lstat(name) {
+                if m.file_type().is_symlink() {
+                    return (
+                        Some((k, format!("entry path {} points at an existing symlink", shown()))),
+                        exists,
+                        Vec::new(),
+                    );
+                }
+                let _ = m.mode();
+                exists[k] = 1;
+            }
+        }
+        let dirs = order
+            .into_iter()
+            .filter(|r| parents.get(r).copied().unwrap_or(false))
+            .map(|r| {
+                let mut p = base.join(std::ffi::OsStr::from_bytes(&r)).to_string_lossy().into_owned();
+                if !p.ends_with('/') {
+                    p.push('/');
+                }
+                p
+            })
+            .collect();
+        (None, exists, dirs)
+    });
+    Ok((problem, PyBytes::new(py, &exists).unbind(), dirs))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(extract_files, m)?)?;
+    m.add_function(wrap_pyfunction!(check_targets, m)?)?;
+    Ok(())
+}

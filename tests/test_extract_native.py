@@ -1,0 +1,112 @@
+"""Extract's per-file work runs in the compiled core (issue 33, item 3; native/src/extract.rs).
+
+Counted, not timed: the Python function calls ``Archive.extract`` makes over 10,000 files
+(``sys.setprofile`` and ``threading.setprofile``); a damaged blob is a per-file failure worded
+as the Python reader words it (no panic, nothing under the file's name); a target behind a
+symlink refuses the whole extract before a byte is written.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from znippy_sql import Entry, open_archive, write_archive
+from znippy_sql.errors import UnsafePathError
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """10,000 small files in 100 directories, packed as the writer packs a source tree."""
+    root = tmp_path_factory.mktemp("many")
+    entries = [Entry(f"d{i % 100:02d}/f{i:05d}.txt", data=(f"line {i}\n" * (1 + i % 50)).encode())
+               for i in range(10_000)]
+    arc = root / "many.znippy"
+    write_archive(arc, entries, fsync=False)
+    return arc, len(entries)
+
+
+def test_extract_makes_at_most_05_python_calls_a_file(many: tuple[Path, int], tmp_path: Path
+                                                      ) -> None:
+    arc, n = many
+    with open_archive(arc) as a:  # one extract first: no module is imported inside the count
+        assert a.extract(tmp_path / "warm").ok
+    calls: collections.Counter[str] = collections.Counter()
+
+    def count(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
+
+    with open_archive(arc) as a:
+        sys.setprofile(count)
+        threading.setprofile(count)
+        try:
+            report = a.extract(tmp_path / "out", workers=2)
+        finally:
+            sys.setprofile(None)
+            threading.setprofile(None)
+    assert report.ok and report.files == n
+    per_file = sum(calls.values()) / n
+    assert per_file <= 0.5, (per_file, calls.most_common(10))
+    assert (tmp_path / "out" / "d07" / "f00107.txt").read_bytes() == b"line 107\n" * 8
+
+
+def _damaged(tmp_path: Path, pack: bool) -> tuple[Path, dict[str, bytes]]:
+    files = {f"d/{i:02d}.txt": (f"{i} " * (2000 + 50 * i)).encode() for i in range(20)}
+    arc = tmp_path / "a.znippy"
+    write_archive(arc, [Entry(p, data=d) for p, d in files.items()], workers=1, fsync=False,
+                  pack=pack)
+    with open_archive(arc) as a:
+        row = next(r for r in a.lookup.to_pylist() if r["relative_path"] == "d/07.txt")
+    data = bytearray(arc.read_bytes())
+    data[row["blob_offset"] + row["blob_size"] - 30] ^= 0x40  # inside the zstd blocks
+    arc.write_bytes(bytes(data))
+    return arc, files
+
+
+def test_a_damaged_blob_fails_its_file_only(tmp_path: Path) -> None:
+    """One frame damaged: its file is reported (the problem names it and its chunk) and not
+    created; every other file is written whole."""
+    arc, files = _damaged(tmp_path, pack=False)
+    with open_archive(arc) as a:
+        report = a.extract(tmp_path / "x", workers=2)
+    assert list(report.failed) == ["d/07.txt"]
+    assert report.failed["d/07.txt"].startswith("'d/07.txt' chunk 0: ")
+    assert not (tmp_path / "x" / "d" / "07.txt").exists()
+    assert sorted(os.listdir(tmp_path / "x" / "d")) == sorted(
+        p.split("/")[1] for p in files if p != "d/07.txt")
+
+
+def test_a_damaged_pack_fails_its_files_with_a_checksum_or_codec_problem(tmp_path: Path
+                                                                         ) -> None:
+    """A damaged packed blob: each of its members is reported (a codec or BLAKE3 problem
+    naming the file), none is created, nothing is left behind."""
+    arc, files = _damaged(tmp_path, pack=True)
+    with open_archive(arc) as a:
+        report = a.extract(tmp_path / "x")
+    assert report.failed and "d/07.txt" in report.failed
+    for path, why in report.failed.items():
+        assert why.startswith(f"{path!r} chunk 0: "), why
+        assert not (tmp_path / "x" / path).exists()
+    left = [p for p in (tmp_path / "x").rglob("*") if "znippy-part" in p.name]
+    assert left == []
+    assert report.files == len(files) - len(report.failed)
+
+
+def test_a_symlinked_directory_refuses_the_extract_before_any_write(many: tuple[Path, int],
+                                                                    tmp_path: Path) -> None:
+    arc, _ = many
+    dest, outside = tmp_path / "dest", tmp_path / "outside"
+    dest.mkdir()
+    outside.mkdir()
+    (dest / "d50").symlink_to(outside)
+    with open_archive(arc) as a, pytest.raises(UnsafePathError, match="through the symlink"):
+        a.extract(dest)
+    assert os.listdir(dest) == ["d50"] and os.listdir(outside) == []
