@@ -154,18 +154,6 @@ def tree_listing() -> Callable[[Path], list[str]]:
     return listing
 
 
-@pytest.fixture
-def split_files(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The files extract pre-creates to fill in runs of chunks (big files split between
-    workers), recorded as it makes them."""
-    import znippy_sql.read.extract as ex
-
-    made: list[str] = []
-    precreate = ex._precreate
-    monkeypatch.setattr(ex, "_precreate", lambda target: made.append(target) or precreate(target))
-    return made
-
-
 def self_signed_signer(common_name: str = "znippy test") -> Any:
     """A `znippy_sql.provenance.sign.Signer` with a fresh EC P-256 key and a self-signed certificate."""
     import datetime

@@ -109,19 +109,33 @@ def test_python_option_and_macro(arc: Path, tmp_path: Path) -> None:
     assert (d2 / "pom" / "a.pom").read_text() == "<project>edited locally</project>\n"
 
 
-def test_a_file_appearing_meanwhile_is_not_replaced(tmp_path: Path) -> None:
+def test_a_file_appearing_meanwhile_is_not_replaced(arc: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The final rename of a no-replace extract is a hard link: a name taken between the
-    check and the rename stays as it is."""
-    from znippy_sql.read.partfile import Sink, create
+    check and the rename stays as it is. (The archive is read as a source that is not a
+    plain local file, so the core asks Python for the blobs after every check: the name is
+    taken then.)"""
+    import znippy_sql.read.many as many
+    import znippy_sql.read.tail as tail
 
-    target = str(tmp_path / "f")
-    fd, tmp = create(target)
-    os.write(fd, b"new")
-    os.close(fd)
-    Path(target).write_bytes(b"theirs")
-    with pytest.raises(FileExistsError):
-        Sink("", replace=False).publish(tmp, target, "f")
-    assert Path(target).read_bytes() == b"theirs" and os.listdir(tmp_path) == ["f"]
+    class Source(tail.MappedSource):
+        pass
+
+    dest = tmp_path / "d"
+    fetch = many.fetch_blobs
+
+    def meanwhile(*args: object) -> list[bytes]:
+        (dest / "pom").mkdir(parents=True, exist_ok=True)
+        (dest / "pom" / "a.pom").write_text("theirs")
+        return fetch(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tail, "MappedSource", Source)
+    monkeypatch.setattr(many, "fetch_blobs", meanwhile)
+    with open_archive(arc) as a:
+        report = a.extract(dest, paths=["pom/a.pom"], existing="skip")
+    assert report.failed == {"pom/a.pom": "cannot write: File exists"}
+    assert (dest / "pom" / "a.pom").read_text() == "theirs"
+    assert os.listdir(dest / "pom") == ["a.pom"]
 
 
 def test_nothing_matched_is_not_found_in_archive(arc: Path, tmp_path: Path, capsys) -> None:

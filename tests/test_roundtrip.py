@@ -259,8 +259,8 @@ def test_read_touches_only_own_blobs(built) -> None:
     assert archive.source.bytes_read - before == info.stored_size
 
 
-def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              split_files: list[str]) -> None:
+def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                              ) -> None:
     """Worker threads, large files cut into runs of chunks, existing files replaced."""
     import znippy_sql.read.extract as ex
 
@@ -278,7 +278,7 @@ def test_extract_with_workers_and_split_files(tmp_path: Path, monkeypatch: pytes
     seen: list[tuple[int, int]] = []
     with open_archive(out) as a:  # two big files, three workers: both are cut into runs
         report = a.extract(dest, workers=3, progress=lambda f, b: seen.append((f, b)))
-    assert len(split_files) == 2
+    assert report.split == 2
     assert report.ok and report.files == len(files)
     assert report.written == sorted(files, key=lambda p: p.encode())
     assert report.bytes_written == sum(map(len, files.values()))
@@ -441,15 +441,12 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
             assert (dest / p).read_bytes() == d
         lookup = ex._files(a)
         where = {p: i for i, p in enumerate(lookup.paths)}
-        top = where["top.bin"]
-        end = lookup.firsts[top + 1] if top + 1 < len(lookup.firsts) else lookup.n
-        part = ex._Part("top.bin", "", None, lookup.firsts[top], end)
-        assert [c.chunk_seq for c in ex._file_chunks(a, part)] == [0, 1, 2]
-        wrong = part._replace(row=part.row - 1, end=part.row)  # another file's row
+        row = lookup.firsts[where["top.bin"]]
+        assert [c.chunk_seq for c in a.file_at("top.bin", row).chunks] == [0, 1, 2]
         with pytest.raises(ZnippyError):
-            ex._file_chunks(a, wrong)
+            a.file_at("top.bin", row - 1)  # another file's row
         items = [(p, lookup.firsts[where[p]]) for p in sorted(files)]
-        views = a.one_chunk_views([*items, ("top.bin", wrong.row), ("nope", -1), ("x", 10**6)])
+        views = a.one_chunk_views([*items, ("top.bin", row - 1), ("nope", -1), ("x", 10**6)])
         assert views[len(items):] == [None, None, None]  # left to file_at, which raises
         for (p, _), view in zip(items, views):
             # a one-chunk file comes checked; longer ones are left to file_at
@@ -460,8 +457,7 @@ def test_parallel_extract_of_many_small_units(tmp_path: Path,
 
 @pytest.mark.parametrize("big_files, split", [(1, True), (2, False), (4, False)])
 def test_big_files_are_split_only_when_too_few_for_the_workers(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, split_files: list[str], big_files: int,
-        split: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, big_files: int, split: bool) -> None:
     """Two threads writing runs of one file wait for its inode lock: with at least as many big
     files as workers, each file is one unit; a lone big file is still cut for both workers."""
     import znippy_sql.read.extract as ex
@@ -477,7 +473,7 @@ def test_big_files_are_split_only_when_too_few_for_the_workers(
     assert report.ok and sorted(report.written) == sorted(files)
     for p, d in files.items():
         assert (tmp_path / "d" / p).read_bytes() == d
-    assert len(split_files) == (big_files if split else 0)
+    assert report.split == (big_files if split else 0)
 
 
 def test_directory_walk_is_lazy_and_in_whole_path_byte_order(tmp_path: Path) -> None:

@@ -84,12 +84,13 @@ def extract_files(cols: list[bytes], tail: int, packed: bool, local: str | None,
                   offsets: bytes, modes: bytes | None, mtimes: bytes | None, replace: bool,
                   workers: int, unit_bytes: int, unit_files: int,
                   progress: "Callable[[int, int], Any] | None", *, archive: str
-                  ) -> tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool]:
+                  ) -> tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool, int]:
     """Files written by the core (``native/src/extract.rs``, ``read/extract.py``): each
     file's outcome (i64: bytes written, -1 failed, -2 not attempted), the problems, the
-    first fatal one, the bytes read and whether Ctrl-C stopped it."""
+    first fatal one, the bytes read, whether Ctrl-C stopped it and how many big files were
+    written in runs by several workers."""
     with guard(FormatError, "extracting natively", path=archive):
-        got: tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool] = \
+        got: tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool, int] = \
             _native.extract_files(cols, tail, packed, local, fetch, decode, root, rows, names,
                                   offsets, modes, mtimes, replace, workers, unit_bytes,
                                   unit_files, progress)

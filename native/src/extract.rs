@@ -12,12 +12,12 @@
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pyo3::buffer::PyBuffer;
@@ -324,6 +324,24 @@ impl Job {
         out
     }
 
+    /// A new temporary `tmp` in `dir` (`O_EXCL`, never through a symlink); one of this
+    /// process left by an earlier failure is replaced.
+    fn create(&self, dir: RawFd, tmp: &CString) -> Result<File, Fail> {
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: NUL-terminated names relative to an open directory descriptor.
+        let mut fd = unsafe { libc::openat(dir, tmp.as_ptr(), flags, 0o644 as libc::c_uint) };
+        if fd < 0 && last_error().raw_os_error() == Some(libc::EEXIST) {
+            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+            fd = unsafe { libc::openat(dir, tmp.as_ptr(), flags, 0o644 as libc::c_uint) };
+        }
+        if fd < 0 {
+            return Err(write_fail(last_error()));
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
     /// Write one file; its size.
     fn write_file(&self, w: &mut Worker, item: &Item<'_>) -> Result<u64, Fail> {
         let rows = self.cols.file_rows(&item.path, item.row)?;
@@ -334,22 +352,9 @@ impl Job {
         let dir = self.dir(w, rel).map_err(write_fail)?;
         let tmp = cstr(&self.tmp_name(name))?;
         let final_name = cstr(name)?;
-        let flags =
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        // SAFETY: NUL-terminated names relative to an open directory descriptor.
-        let mut fd = unsafe { libc::openat(dir, tmp.as_ptr(), flags, 0o644 as libc::c_uint) };
-        if fd < 0 && last_error().raw_os_error() == Some(libc::EEXIST) {
-            // a temporary of this process left by an earlier failure: replaced
-            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
-            fd = unsafe { libc::openat(dir, tmp.as_ptr(), flags, 0o644 as libc::c_uint) };
-        }
-        if fd < 0 {
-            return Err(write_fail(last_error()));
-        }
-        // SAFETY: `fd` was just opened and is owned by nothing else.
-        let mut file = unsafe { File::from_raw_fd(fd) };
+        let file = self.create(dir, &tmp)?;
         let result = self
-            .fill(w, item, rows, &mut file)
+            .fill(w, item, rows, &file)
             .and_then(|n| self.finish(&file, item).map(|_| n));
         drop(file);
         let result = result.and_then(|n| self.place(dir, &tmp, &final_name).map(|_| n));
@@ -428,7 +433,7 @@ impl Job {
         w: &mut Worker,
         item: &Item<'_>,
         rows: std::ops::Range<usize>,
-        out: &mut File,
+        out: &File,
     ) -> Result<u64, Fail> {
         let c = &self.cols;
         let p = py_repr(&item.path);
@@ -438,6 +443,7 @@ impl Job {
                 return Err(Fail::Stopped);
             }
             let here = format!("{p} chunk {}: ", c.seq[r]);
+            let mut pos = c.fdata[r];
             let bad = |m: String| Fail::File(format!("{here}{m}"));
             let (b, s, u) = (c.blob_offset[r], c.blob_size[r], c.size[r]);
             let end = b.checked_add(s);
@@ -491,7 +497,7 @@ impl Job {
                 if hasher.finalize().as_bytes() != sum {
                     return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
                 }
-                out.write_all(piece).map_err(write_fail)?;
+                put(out, piece, &mut pos)?;
             } else if compressed {
                 if u > MAX_CHUNK_BYTES {
                     return Err(bad(format!(
@@ -499,7 +505,7 @@ impl Job {
                     )));
                 }
                 if u > STREAM_BYTES && matches!(self.source, Source::Local(_)) {
-                    self.stream(b, s, u, &mut hasher, out, &bad)?;
+                    self.stream(r, &mut hasher, out, &mut pos, &bad)?;
                     if hasher.finalize().as_bytes() != sum {
                         return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
                     }
@@ -513,7 +519,7 @@ impl Job {
                     if hasher.finalize().as_bytes() != sum {
                         return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
                     }
-                    out.write_all(&data).map_err(write_fail)?;
+                    put(out, &data, &mut pos)?;
                 }
             } else {
                 if s != u {
@@ -527,7 +533,7 @@ impl Job {
                     let n = (s - at).min(PIECE_BYTES as u64);
                     let piece = self.read(w, b + at, n).map_err(&bad)?;
                     hasher.update(&piece);
-                    out.write_all(&piece).map_err(write_fail)?;
+                    put(out, &piece, &mut pos)?;
                     at += n;
                 }
                 if hasher.finalize().as_bytes() != sum {
@@ -544,13 +550,14 @@ impl Job {
     /// temporary until then.
     fn stream(
         &self,
-        b: u64,
-        s: u64,
-        u: u64,
+        r: usize,
         hasher: &mut blake3::Hasher,
-        out: &mut File,
+        out: &File,
+        pos: &mut u64,
         bad: &dyn Fn(String) -> Fail,
     ) -> Result<(), Fail> {
+        let c = &self.cols;
+        let (b, s, u) = (c.blob_offset[r], c.blob_size[r], c.size[r]);
         let Source::Local(f) = &self.source else {
             return Err(bad("not a local archive".into()));
         };
@@ -566,7 +573,7 @@ impl Job {
                 let frame = self.read_plain(b, s).map_err(bad)?;
                 let data = self.decode(frame, Some(u)).map_err(bad)?;
                 hasher.update(&data);
-                out.write_all(&data).map_err(write_fail)?;
+                put(out, &data, pos)?;
                 return Ok(());
             }
         };
@@ -608,7 +615,7 @@ impl Job {
                 )));
             }
             hasher.update(&buf[..filled]);
-            out.write_all(&buf[..filled]).map_err(write_fail)?;
+            put(out, &buf[..filled], pos)?;
         }
         self.bytes_read.fetch_add(s, Ordering::Relaxed);
         if got != u {
@@ -627,6 +634,14 @@ impl Job {
         self.bytes_read.fetch_add(size, Ordering::Relaxed);
         Ok(buf)
     }
+}
+
+/// `data` written at `*pos` (positioned: runs of one file are written by several workers),
+/// `*pos` moved past it.
+fn put(out: &File, data: &[u8], pos: &mut u64) -> Result<(), Fail> {
+    out.write_all_at(data, *pos).map_err(write_fail)?;
+    *pos += data.len() as u64;
+    Ok(())
 }
 
 /// `[at, end)` of a local file as a reader.
@@ -656,40 +671,114 @@ struct Reported {
     fatal: Option<(usize, String)>,
 }
 
+/// A unit of work: consecutive files `[a, b)`, or a run of chunks (lookup rows) of one big
+/// file `k`, which several workers fill with positioned writes.
+#[derive(Clone, Copy)]
+enum Unit {
+    Files(usize, usize),
+    Run(usize, usize, usize),
+}
+
+/// A file written in runs: its temporary (made by the first run to start), the runs still
+/// to finish, the first problem, the bytes written.
+#[derive(Default)]
+struct Split {
+    file: Option<(Arc<File>, OwnedFd, CString, CString)>,
+    tried: bool,
+    closed: bool,
+    left: usize,
+    problem: Option<Fail>,
+    bytes: u64,
+}
+
 /// Units of consecutive files: about `unit_bytes` (each file counted 4 KiB more) or
-/// `unit_files` files, never cut between two files of one packed blob (decoded once).
-fn units(job: &Job, items: &[Item<'_>], unit_bytes: u64, unit_files: usize) -> Vec<(usize, usize)> {
+/// `unit_files` files, never cut between two files of one packed blob (decoded once). With
+/// `split`, a file above `unit_bytes` of several chunks is cut into runs of chunks instead.
+fn units(
+    job: &Job,
+    items: &[Item<'_>],
+    unit_bytes: u64,
+    unit_files: usize,
+    workers: usize,
+) -> (Vec<Unit>, HashMap<usize, Mutex<Split>>) {
     let c = &job.cols;
     let pack_of = |row: usize| (row < c.n && c.compressed[row] != 0).then(|| c.blob_offset[row]);
+    let sizes: Vec<u64> = items
+        .iter()
+        .map(|item| match item.row < c.n {
+            true => c.size[item.row..c.next_first(item.row)].iter().sum(),
+            false => 0,
+        })
+        .collect();
+    // Two threads writing runs of one file wait for its inode lock: big files are cut only
+    // when there are too few of them to keep every worker busy.
+    let big = sizes.iter().filter(|s| **s > unit_bytes).count();
+    let split = workers > 1 && big < workers;
     let mut out = Vec::new();
+    let mut splits = HashMap::new();
     let (mut start, mut size) = (0usize, 0u64);
     for (k, item) in items.iter().enumerate() {
+        let rows = match split && sizes[k] > unit_bytes {
+            true => c
+                .file_rows(&item.path, item.row)
+                .ok()
+                .filter(|r| r.len() > 1),
+            false => None,
+        };
+        if let Some(rows) = rows {
+            if k > start {
+                out.push(Unit::Files(start, k));
+            }
+            let (mut from, mut held, mut runs) = (rows.start, 0u64, 0usize);
+            for r in rows.clone() {
+                held += c.size[r];
+                if held >= unit_bytes || r + 1 == rows.end {
+                    out.push(Unit::Run(k, from, r + 1));
+                    runs += 1;
+                    from = r + 1;
+                    held = 0;
+                }
+            }
+            let state = Split {
+                left: runs,
+                ..Split::default()
+            };
+            splits.insert(k, Mutex::new(state));
+            start = k + 1;
+            size = 0;
+            continue;
+        }
         if k > start {
             let full = size >= unit_bytes || k - start >= unit_files;
             let same = job.packed
                 && pack_of(item.row).is_some()
                 && pack_of(item.row) == pack_of(items[k - 1].row);
             if full && !same {
-                out.push((start, k));
+                out.push(Unit::Files(start, k));
                 start = k;
                 size = 0;
             }
         }
-        if item.row < c.n {
-            let end = c.next_first(item.row);
-            size += c.size[item.row..end].iter().sum::<u64>();
-        }
-        size += 4096;
+        size += sizes[k] + 4096;
     }
     if start < items.len() {
-        out.push((start, items.len()));
+        out.push(Unit::Files(start, items.len()));
     }
-    out
+    (out, splits)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Job {
     /// The blobs of a unit's files, fetched by Python at once (a remote source).
-    fn fetch(&self, w: &mut Worker, items: &[Item<'_>]) -> Result<(), String> {
+    fn fetch(
+        &self,
+        w: &mut Worker,
+        items: &[Item<'_>],
+        run: Option<std::ops::Range<usize>>,
+    ) -> Result<(), String> {
         let Source::Python(fetch) = &self.source else {
             return Ok(());
         };
@@ -697,7 +786,8 @@ impl Job {
         let c = &self.cols;
         let mut keys: Vec<(u64, u64)> = Vec::new();
         for item in items.iter().filter(|i| i.row < c.n) {
-            for r in item.row..c.next_first(item.row) {
+            let rows = run.clone().unwrap_or(item.row..c.next_first(item.row));
+            for r in rows {
                 let key = (c.blob_offset[r], c.blob_size[r]);
                 if key.0.checked_add(key.1).is_some_and(|e| e <= self.tail)
                     && keys.last() != Some(&key)
@@ -733,7 +823,122 @@ impl Job {
         })
     }
 
-    fn work(&self, items: &[Item<'_>], units: &[(usize, usize)], next: &AtomicUsize) -> Reported {
+    /// Count a file's outcome; false when the extract must stop.
+    fn tally(&self, rep: &mut Reported, k: usize, got: Result<u64, Fail>) -> bool {
+        match got {
+            Ok(n) => {
+                rep.outcomes.push((k, n as i64));
+                self.done_files.fetch_add(1, Ordering::Relaxed);
+                self.done_bytes.fetch_add(n, Ordering::Relaxed);
+            }
+            Err(Fail::File(why)) => {
+                rep.outcomes.push((k, FAILED));
+                rep.problems.push((k, why));
+                self.done_files.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(Fail::Fatal(why)) => {
+                rep.outcomes.push((k, FAILED));
+                rep.problems.push((k, why.clone()));
+                rep.fatal = Some((k, why));
+                self.halt.store(true, Ordering::Relaxed);
+                return false;
+            }
+            Err(Fail::Stopped) => return false,
+        }
+        true
+    }
+
+    /// The temporary a big file's runs fill: its rows checked, created empty.
+    fn create_split(
+        &self,
+        w: &mut Worker,
+        item: &Item<'_>,
+    ) -> Result<(Arc<File>, OwnedFd, CString, CString), Fail> {
+        self.cols.file_rows(&item.path, item.row)?;
+        let (rel, name) = match item.name.iter().rposition(|b| *b == b'/') {
+            Some(at) => (&item.name[..at], &item.name[at + 1..]),
+            None => (&b""[..], item.name),
+        };
+        let raw = self.dir(w, rel).map_err(write_fail)?;
+        let dir = w
+            .dir
+            .as_ref()
+            .filter(|(_, fd)| fd.as_raw_fd() == raw)
+            .map(|(_, fd)| fd.try_clone())
+            .ok_or_else(|| Fail::File("cannot write: its directory went".into()))?
+            .map_err(write_fail)?;
+        let tmp = cstr(&self.tmp_name(name))?;
+        let file = self.create(dir.as_raw_fd(), &tmp)?;
+        Ok((Arc::new(file), dir, tmp, cstr(name)?))
+    }
+
+    /// One run of a big file; its outcome when it was the file's last run.
+    fn run(
+        &self,
+        w: &mut Worker,
+        item: &Item<'_>,
+        rows: std::ops::Range<usize>,
+        split: &Mutex<Split>,
+    ) -> Option<Result<u64, Fail>> {
+        let file = {
+            let mut st = lock(split);
+            if !st.tried {
+                st.tried = true;
+                match self.create_split(w, item) {
+                    Ok(f) => st.file = Some(f),
+                    Err(e) => st.problem = Some(e),
+                }
+            }
+            match &st.problem {
+                None => st.file.as_ref().map(|f| f.0.clone()),
+                Some(_) => None,
+            }
+        };
+        let got = file.map(|f| self.fill(w, item, rows, &f));
+        let mut st = lock(split);
+        if st.closed {
+            return None; // its outcome was given already (a run stopped or failed for good)
+        }
+        st.left = st.left.saturating_sub(1);
+        match got {
+            Some(Ok(n)) => st.bytes += n,
+            Some(Err(e)) if st.problem.is_none() => st.problem = Some(e),
+            _ => {}
+        }
+        if st.left > 0 && !matches!(st.problem, Some(Fail::Fatal(_) | Fail::Stopped)) {
+            return None;
+        }
+        st.closed = true;
+        let problem = st.problem.take().map(Err);
+        let done = st.file.take();
+        let bytes = st.bytes;
+        drop(st);
+        let (file, dir, tmp, name) = match done {
+            Some(d) => d,
+            None => return Some(problem.unwrap_or(Err(Fail::Stopped))),
+        };
+        let result = match problem {
+            Some(e) => e,
+            None => self
+                .finish(&file, item)
+                .and_then(|_| self.place(dir.as_raw_fd(), &tmp, &name))
+                .map(|_| bytes),
+        };
+        drop(file);
+        if result.is_err() {
+            // SAFETY: NUL-terminated name relative to an open directory
+            unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+        }
+        Some(result)
+    }
+
+    fn work(
+        &self,
+        items: &[Item<'_>],
+        units: &[Unit],
+        splits: &HashMap<usize, Mutex<Split>>,
+        next: &AtomicUsize,
+    ) -> Reported {
         let mut w = Worker {
             dir: None,
             pack: None,
@@ -745,36 +950,30 @@ impl Job {
                 return rep;
             }
             let u = next.fetch_add(1, Ordering::Relaxed);
-            let Some(&(a, b)) = units.get(u) else {
-                return rep;
+            let (a, b, run) = match units.get(u) {
+                None => return rep,
+                Some(Unit::Files(a, b)) => (*a, *b, None),
+                Some(Unit::Run(k, from, to)) => (*k, *k + 1, Some(*from..*to)),
             };
-            if let Err(why) = self.fetch(&mut w, &items[a..b]) {
+            if let Err(why) = self.fetch(&mut w, &items[a..b], run.clone()) {
                 for k in a..b {
                     rep.outcomes.push((k, FAILED));
                     rep.problems.push((k, why.clone()));
                 }
                 continue;
             }
-            for (k, item) in items.iter().enumerate().take(b).skip(a) {
-                match self.write_file(&mut w, item) {
-                    Ok(n) => {
-                        rep.outcomes.push((k, n as i64));
-                        self.done_files.fetch_add(1, Ordering::Relaxed);
-                        self.done_bytes.fetch_add(n, Ordering::Relaxed);
-                    }
-                    Err(Fail::File(why)) => {
-                        rep.outcomes.push((k, FAILED));
-                        rep.problems.push((k, why));
-                        self.done_files.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(Fail::Fatal(why)) => {
-                        rep.outcomes.push((k, FAILED));
-                        rep.problems.push((k, why.clone()));
-                        rep.fatal = Some((k, why));
-                        self.halt.store(true, Ordering::Relaxed);
+            if let (Some(rows), Some(split)) = (run, splits.get(&a)) {
+                if let Some(got) = self.run(&mut w, &items[a], rows, split) {
+                    if !self.tally(&mut rep, a, got) {
                         return rep;
                     }
-                    Err(Fail::Stopped) => return rep,
+                }
+            } else {
+                for (k, item) in items.iter().enumerate().take(b).skip(a) {
+                    let got = self.write_file(&mut w, item);
+                    if !self.tally(&mut rep, k, got) {
+                        return rep;
+                    }
                 }
             }
             w.fetched.clear();
@@ -784,13 +983,15 @@ impl Job {
 
 /// What [`extract_files`] returns: each file's outcome (little-endian i64: bytes written,
 /// -1 failed, -2 not attempted), the problems `(file, why)`, the first fatal one, the bytes
-/// read from the archive and whether Ctrl-C stopped it.
+/// read from the archive, whether Ctrl-C stopped it and how many files were written in runs
+/// by several workers.
 type Outcome = (
     Py<PyBytes>,
     Vec<(usize, String)>,
     Option<(usize, String)>,
     u64,
     bool,
+    usize,
 );
 
 /// Extract the files `rows` (each file's first lookup row) under `root` as `names`
@@ -963,8 +1164,8 @@ fn extract_files(
             }
         })
         .collect();
-    let (outcomes, problems, fatal, interrupted) = py.detach(|| {
-        let plan = units(&job, &items, unit_bytes.max(1), unit_files.max(1));
+    let (outcomes, problems, fatal, interrupted, split) = py.detach(|| {
+        let (plan, splits) = units(&job, &items, unit_bytes.max(1), unit_files.max(1), workers);
         let next = AtomicUsize::new(0);
         let threads = workers.clamp(1, plan.len().max(1));
         let mut out = vec![NOT_DONE; items.len()];
@@ -985,7 +1186,7 @@ fn extract_files(
         };
         let reports: Vec<Reported> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..threads)
-                .map(|_| scope.spawn(|| job.work(&items, &plan, &next)))
+                .map(|_| scope.spawn(|| job.work(&items, &plan, &splits, &next)))
                 .collect();
             let mut told = Instant::now();
             let mut last = (u64::MAX, u64::MAX);
@@ -1012,6 +1213,14 @@ fn extract_files(
                 .map(|h| h.join().unwrap_or_default())
                 .collect()
         });
+        for split in splits.values() {
+            // runs never started (Ctrl-C, a fatal write): their file goes
+            if let Some((_, dir, tmp, _)) = lock(split).file.take() {
+                // SAFETY: NUL-terminated name relative to an open directory
+                unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
+            }
+        }
+        let split = splits.len();
         for rep in reports {
             for (k, v) in rep.outcomes {
                 out[k] = v;
@@ -1031,7 +1240,7 @@ fn extract_files(
                 job.done_bytes.load(Ordering::Relaxed),
             );
         }
-        (out, problems, fatal, stopped)
+        (out, problems, fatal, stopped, split)
     });
     let bytes: Vec<u8> = outcomes.iter().flat_map(|v| v.to_le_bytes()).collect();
     Ok((
@@ -1040,6 +1249,7 @@ fn extract_files(
         fatal,
         job.bytes_read.load(Ordering::Relaxed),
         interrupted,
+        split,
     ))
 }
 

@@ -81,6 +81,9 @@ class ExtractReport:
     directories: int = 0
     #: the links made (archive paths), with ``symlinks=True``
     linked: list[str] = field(default_factory=list)
+    #: big files written in runs of chunks by several workers (when there are fewer big
+    #: files than workers)
+    split: int = 0
 
     @property
     def ok(self) -> bool:
@@ -403,7 +406,7 @@ def _extract(archive: "Archive", targets: Targets, selected: list[str], found: l
     source = archive.source
     local = source.path if type(source) is MappedSource else None
     fetch = None if local is not None else functools.partial(fetch_blobs, archive)
-    got, problems, fatal, read, stopped = corelib.extract_files(
+    got, problems, fatal, read, stopped, report.split = corelib.extract_files(
         cols, archive.tail_offset, bool(c.packed), local, fetch, _decode_frame,
         targets.root, firsts.tobytes(), data, offsets, modes, mtimes, replace, workers,
         UNIT_BYTES, UNIT_FILES, progress, archive=archive.path)
