@@ -40,6 +40,21 @@ if n:
             return real(fd, *args, **kw)
         return call
     os.write, os.pwrite = wrap(os.write), wrap(os.pwrite)
+if n and sys.argv[1] == "extract":  # the core writes the files (native/src/extract.rs): the
+    # archive is read as a source that is not a plain local file, so each unit of 2 files asks
+    # Python for its blobs (5 ms each); Ctrl-C comes at the n-th unit
+    import time
+    import znippy_sql.read.extract as _x, znippy_sql.read.many as _m, znippy_sql.read.tail as _t
+    class _Source(_t.MappedSource):
+        pass
+    _t.MappedSource, _x.UNIT_FILES, _fetch, units = _Source, 2, _m.fetch_blobs, [0]
+    def _counted(*args):
+        units[0] += 1
+        if units[0] == n:
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.005)
+        return _fetch(*args)
+    _m.fetch_blobs = _counted
 from znippy_sql.cli import main
 sys.exit(main(sys.argv[1:]))
 """

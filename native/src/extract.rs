@@ -204,6 +204,8 @@ struct Job {
     bytes_read: AtomicU64,
     done_files: AtomicU64,
     done_bytes: AtomicU64,
+    /// what the Python source raised: the extract ends with it
+    raised: Mutex<Option<PyErr>>,
 }
 
 /// One file to write.
@@ -805,9 +807,17 @@ impl Job {
         let offs: Vec<u8> = keys.iter().flat_map(|k| k.0.to_le_bytes()).collect();
         let sizes: Vec<u8> = keys.iter().flat_map(|k| k.1.to_le_bytes()).collect();
         Python::attach(|py| -> Result<(), String> {
-            let got = fetch
-                .call1(py, (PyBytes::new(py, &offs), PyBytes::new(py, &sizes)))
-                .map_err(|e| py_problem(py, e))?;
+            let got = match fetch.call1(py, (PyBytes::new(py, &offs), PyBytes::new(py, &sizes))) {
+                Ok(got) => got,
+                Err(e) => {
+                    // the source failed (a remote object changed, the network): the whole
+                    // extract stops with that error, as when Python read the blobs
+                    let why = py_problem(py, e.clone_ref(py));
+                    lock(&self.raised).get_or_insert(e);
+                    self.halt.store(true, Ordering::Relaxed);
+                    return Err(why);
+                }
+            };
             let list = got
                 .bind(py)
                 .cast::<PyList>()
@@ -956,6 +966,9 @@ impl Job {
                 Some(Unit::Run(k, from, to)) => (*k, *k + 1, Some(*from..*to)),
             };
             if let Err(why) = self.fetch(&mut w, &items[a..b], run.clone()) {
+                if lock(&self.raised).is_some() {
+                    return rep;
+                }
                 for k in a..b {
                     rep.outcomes.push((k, FAILED));
                     rep.problems.push((k, why.clone()));
@@ -1143,6 +1156,7 @@ fn extract_files(
         bytes_read: AtomicU64::new(0),
         done_files: AtomicU64::new(0),
         done_bytes: AtomicU64::new(0),
+        raised: Mutex::new(None),
     };
     let items: Vec<Item<'_>> = (0..rows.len())
         .map(|k| {
@@ -1242,6 +1256,9 @@ fn extract_files(
         }
         (out, problems, fatal, stopped, split)
     });
+    if let Some(e) = lock(&job.raised).take() {
+        return Err(e);
+    }
     let bytes: Vec<u8> = outcomes.iter().flat_map(|v| v.to_le_bytes()).collect();
     Ok((
         PyBytes::new(py, &bytes).unbind(),
