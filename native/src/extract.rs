@@ -435,11 +435,16 @@ impl Job {
         w: &mut Worker,
         item: &Item<'_>,
         rows: std::ops::Range<usize>,
-        out: &File,
+        file: &File,
     ) -> Result<u64, Fail> {
         let c = &self.cols;
         let p = py_repr(&item.path);
         let mut total = 0u64;
+        let out = &mut Out {
+            file,
+            buf: Vec::new(),
+            at: 0,
+        };
         for r in rows {
             if self.stopped() {
                 return Err(Fail::Stopped);
@@ -499,7 +504,7 @@ impl Job {
                 if hasher.finalize().as_bytes() != sum {
                     return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
                 }
-                put(out, piece, &mut pos)?;
+                out.put(piece, &mut pos)?;
             } else if compressed {
                 if u > MAX_CHUNK_BYTES {
                     return Err(bad(format!(
@@ -521,7 +526,7 @@ impl Job {
                     if hasher.finalize().as_bytes() != sum {
                         return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
                     }
-                    put(out, &data, &mut pos)?;
+                    out.put(&data, &mut pos)?;
                 }
             } else {
                 if s != u {
@@ -535,7 +540,7 @@ impl Job {
                     let n = (s - at).min(PIECE_BYTES as u64);
                     let piece = self.read(w, b + at, n).map_err(&bad)?;
                     hasher.update(&piece);
-                    put(out, &piece, &mut pos)?;
+                    out.put(&piece, &mut pos)?;
                     at += n;
                 }
                 if hasher.finalize().as_bytes() != sum {
@@ -544,6 +549,7 @@ impl Job {
             }
             total += u;
         }
+        out.flush()?;
         Ok(total)
     }
 
@@ -554,7 +560,7 @@ impl Job {
         &self,
         r: usize,
         hasher: &mut blake3::Hasher,
-        out: &File,
+        out: &mut Out<'_>,
         pos: &mut u64,
         bad: &dyn Fn(String) -> Fail,
     ) -> Result<(), Fail> {
@@ -575,7 +581,7 @@ impl Job {
                 let frame = self.read_plain(b, s).map_err(bad)?;
                 let data = self.decode(frame, Some(u)).map_err(bad)?;
                 hasher.update(&data);
-                put(out, &data, pos)?;
+                out.put(&data, pos)?;
                 return Ok(());
             }
         };
@@ -617,7 +623,7 @@ impl Job {
                 )));
             }
             hasher.update(&buf[..filled]);
-            put(out, &buf[..filled], pos)?;
+            out.put(&buf[..filled], pos)?;
         }
         self.bytes_read.fetch_add(s, Ordering::Relaxed);
         if got != u {
@@ -638,12 +644,46 @@ impl Job {
     }
 }
 
-/// `data` written at `*pos` (positioned: runs of one file are written by several workers),
-/// `*pos` moved past it.
-fn put(out: &File, data: &[u8], pos: &mut u64) -> Result<(), Fail> {
-    out.write_all_at(data, *pos).map_err(write_fail)?;
-    *pos += data.len() as u64;
-    Ok(())
+/// Many small chunks (a jar cut into its entries) are written in one `pwrite` of up to
+/// this many bytes.
+const WRITE_BYTES: usize = 1 << 20;
+
+/// A file's bytes written at their positions (runs of one file are written by several
+/// workers), neighbouring small pieces gathered into one write.
+struct Out<'f> {
+    file: &'f File,
+    buf: Vec<u8>,
+    at: u64,
+}
+
+impl Out<'_> {
+    /// `data` written at `*pos`, `*pos` moved past it.
+    fn put(&mut self, data: &[u8], pos: &mut u64) -> Result<(), Fail> {
+        let next = self.at + self.buf.len() as u64;
+        if !self.buf.is_empty() && (next != *pos || self.buf.len() + data.len() > WRITE_BYTES) {
+            self.flush()?;
+        }
+        if data.len() >= WRITE_BYTES {
+            self.file.write_all_at(data, *pos).map_err(write_fail)?;
+        } else {
+            if self.buf.is_empty() {
+                self.at = *pos;
+            }
+            self.buf.extend_from_slice(data);
+        }
+        *pos += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Fail> {
+        if !self.buf.is_empty() {
+            self.file
+                .write_all_at(&self.buf, self.at)
+                .map_err(write_fail)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
 }
 
 /// `[at, end)` of a local file as a reader.
