@@ -31,6 +31,8 @@ use crate::lookup::{py_repr, MAX_CHUNK_BYTES};
 const STREAM_BYTES: u64 = 64 << 20;
 /// Pieces of a streamed chunk, or of a raw one (`codec.PIECE_BYTES`).
 const PIECE_BYTES: usize = 8 << 20;
+/// A worker keeps its last decoded packs up to this many bytes (and the one in use).
+const PACK_CACHE_BYTES: usize = 64 << 20;
 /// `partfile.SUFFIX`
 const SUFFIX: &str = ".znippy-part-";
 const NAME_MAX: usize = 255;
@@ -218,9 +220,15 @@ struct Item<'a> {
 }
 
 /// A worker's state: its open directory and its last decoded pack.
+/// A worker's zstd context, made at its first frame.
+type Dctx = Option<zstd::bulk::Decompressor<'static>>;
+
 struct Worker {
+    dctx: Dctx,
     dir: Option<(Vec<u8>, OwnedFd)>,
-    pack: Option<((u64, u64), Vec<u8>)>,
+    /// the last decoded packs, newest last (the members of a pack need not be neighbours in
+    /// path order: a directory pack's jars between another pack's POMs)
+    packs: Vec<((u64, u64), Vec<u8>)>,
     fetched: Fetched,
 }
 
@@ -268,12 +276,38 @@ impl Job {
     }
 
     /// Decode `frame` (a chunk of `n` bytes, or, `n` None, what the frame declares).
-    fn decode(&self, frame: Vec<u8>, n: Option<u64>) -> Result<Vec<u8>, String> {
+    /// Decode `frame` (a chunk of `n` bytes, or, `n` None, what the frame declares); a zstd
+    /// frame of our shape with the worker's context `dctx` (made once: a context per frame
+    /// would allocate and clear its window each time).
+    fn decode(
+        &self,
+        dctx: Option<&mut Dctx>,
+        frame: Vec<u8>,
+        n: Option<u64>,
+    ) -> Result<Vec<u8>, String> {
         let want = n.or_else(|| frame::declared(&frame));
         if let Some(want) = want {
             let head = &frame[..frame.len().min(64)];
-            if let Some(shape) = frame::parse(head, frame.len(), want) {
-                return frame::decode(&frame, shape, want, u64::MAX);
+            match (frame::parse(head, frame.len(), want), dctx) {
+                (Some(Shape::Zstd(pos)), Some(dctx)) => {
+                    if dctx.is_none() {
+                        *dctx = Some(
+                            zstd::bulk::Decompressor::new()
+                                .map_err(|e| format!("no zstd context ({e})"))?,
+                        );
+                    }
+                    let out = dctx
+                        .as_mut()
+                        .ok_or("no zstd context")?
+                        .decompress(&frame[pos..], want as usize)
+                        .map_err(|e| format!("not a valid zstd frame ({e})"))?;
+                    if out.len() as u64 != want {
+                        return Err(format!("decoded {} bytes, index says {want}", out.len()));
+                    }
+                    return Ok(out);
+                }
+                (Some(shape), _) => return frame::decode(&frame, shape, want, u64::MAX),
+                (None, _) => {}
             }
         }
         Python::attach(|py| {
@@ -466,8 +500,10 @@ impl Job {
             let mut hasher = blake3::Hasher::new();
             if compressed && self.packed {
                 let key = (b, s);
-                if w.pack.as_ref().is_none_or(|(k, _)| *k != key) {
-                    w.pack = None;
+                if let Some(at) = w.packs.iter().position(|(k, _)| *k == key) {
+                    let hit = w.packs.remove(at);
+                    w.packs.push(hit);
+                } else {
                     let frame = self.read(w, b, s).map_err(&bad)?;
                     let declared = match frame::declared(&frame) {
                         Some(n)
@@ -483,12 +519,23 @@ impl Job {
                             "blob declares {n} bytes, more than the {MAX_CHUNK_BYTES}-byte limit"
                         )));
                     }
-                    let data = self.decode(frame, declared).map_err(&bad)?;
-                    w.pack = Some((key, data));
+                    let data = self
+                        .decode(Some(&mut w.dctx), frame, declared)
+                        .map_err(&bad)?;
+                    // bounded: at most PACK_CACHE_BYTES of decoded packs besides this one
+                    let mut held = 0;
+                    for i in (0..w.packs.len()).rev() {
+                        held += w.packs[i].1.len();
+                        if held > PACK_CACHE_BYTES {
+                            w.packs.drain(..=i);
+                            break;
+                        }
+                    }
+                    w.packs.push((key, data));
                 }
                 let data = &w
-                    .pack
-                    .as_ref()
+                    .packs
+                    .last()
                     .map(|(_, d)| d)
                     .ok_or_else(|| bad("no pack".into()))?;
                 let inner = c.inner[r];
@@ -518,7 +565,9 @@ impl Job {
                     }
                 } else {
                     let frame = self.read(w, b, s).map_err(&bad)?;
-                    let data = self.decode(frame, Some(u)).map_err(&bad)?;
+                    let data = self
+                        .decode(Some(&mut w.dctx), frame, Some(u))
+                        .map_err(&bad)?;
                     if data.len() as u64 != u {
                         return Err(bad(format!("decoded {} bytes, index says {u}", data.len())));
                     }
@@ -579,7 +628,7 @@ impl Job {
             None => {
                 // another shape: decoded whole by the binding (as big as the chunk)
                 let frame = self.read_plain(b, s).map_err(bad)?;
-                let data = self.decode(frame, Some(u)).map_err(bad)?;
+                let data = self.decode(None, frame, Some(u)).map_err(bad)?;
                 hasher.update(&data);
                 out.put(&data, pos)?;
                 return Ok(());
@@ -833,7 +882,7 @@ impl Job {
                 let key = (c.blob_offset[r], c.blob_size[r]);
                 if key.0.checked_add(key.1).is_some_and(|e| e <= self.tail)
                     && keys.last() != Some(&key)
-                    && w.pack.as_ref().is_none_or(|(k, _)| *k != key)
+                    && !w.packs.iter().any(|(k, _)| *k == key)
                 {
                     keys.push(key);
                 }
@@ -990,8 +1039,9 @@ impl Job {
         next: &AtomicUsize,
     ) -> Reported {
         let mut w = Worker {
+            dctx: None,
             dir: None,
-            pack: None,
+            packs: Vec::new(),
             fetched: HashMap::new(),
         };
         let mut rep = Reported::default();
