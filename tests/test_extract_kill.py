@@ -39,6 +39,8 @@ def _slow(*args):
     time.sleep(0.001)
     return _fetch(*args)
 _m.fetch_blobs = _slow
+import znippy_sql.cli.fast as _f  # the Python extract, not the CLI's native fast path
+_f._extract = lambda *args: None
 from znippy_sql.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -195,6 +197,8 @@ def _slow(*args):
     time.sleep(0.002)
     return _fetch(*args)
 _m.fetch_blobs = _slow
+import znippy_sql.cli.fast as _f  # the Python extract, not the CLI's native fast path
+_f._extract = lambda *args: None
 from znippy_sql.cli import main
 sys.exit(main(sys.argv[1:]))
 """

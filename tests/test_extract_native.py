@@ -159,3 +159,43 @@ def test_ctrl_c_stops_within_100_ms_with_nothing_partial(many: tuple[Path, int],
     for path in written[:: max(1, len(written) // 50)]:
         i = int(path.split("/f")[1][:5])
         assert (dest / path).read_bytes() == f"line {i}\n".encode() * (1 + i % 50)
+
+
+CLI = ("import sys\n"
+       "import znippy_sql.cli.fast as fast\n"
+       "if sys.argv[1] == 'python':\n"
+       "    fast._extract = lambda *args: None\n"
+       "from znippy_sql.cli import main\n"
+       "code = main(sys.argv[2:])\n"
+       "print('pyarrow' in sys.modules, file=sys.stderr)\n"
+       "sys.exit(code)\n")
+
+
+def _cli(how: str, *argv: str | Path) -> tuple[int, str, str]:
+    import re
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", CLI, how, *map(str, argv)],
+                          capture_output=True, text=True, timeout=300)
+    out = re.sub(r" in \d+\.\d\d s", " in T s", done.stdout)
+    return done.returncode, out, done.stderr
+
+
+def test_cli_extract_of_a_plain_archive_skips_pyarrow_and_says_the_same(
+        many: tuple[Path, int], tmp_path: Path) -> None:
+    """``extract ARCHIVE -o DIR`` is planned by the core (``cli/fast.py``): no pyarrow, the
+    same files, output and exit code as the Python extract; a damaged blob too."""
+    arc, n = many
+    fast = _cli("fast", "extract", arc, "-o", tmp_path / "a")
+    slow = _cli("python", "extract", arc, "-o", tmp_path / "a")  # (files replaced)
+    assert fast[0] == slow[0] == 0 and fast[1] == slow[1].replace(str(tmp_path / "a"),
+                                                                  str(tmp_path / "a"))
+    assert fast[2].split()[-1] == "False" and slow[2].split()[-1] == "True"
+    assert len([p for p in (tmp_path / "a").rglob("*") if p.is_file()]) == n
+    bad, _ = _damaged(tmp_path, pack=False)
+    fast = _cli("fast", "extract", bad, "-o", tmp_path / "b")
+    slow = _cli("python", "extract", bad, "-o", tmp_path / "c")
+    assert fast[0] == slow[0] == 1
+    assert fast[1].replace(str(tmp_path / "b"), "D") == slow[1].replace(str(tmp_path / "c"), "D")
+    assert fast[2].splitlines()[:-1] == slow[2].splitlines()[:-1]
+    assert "'d/07.txt' chunk 0: " in fast[2]

@@ -67,6 +67,12 @@ def verify_clean(archive: str) -> tuple[int, int, int] | None:
     return counts
 
 
+#: extract's units of work: about this many bytes, at most this many files
+#: (``read/extract.py``, ``native/src/extract.rs``)
+UNIT_BYTES = 8 << 20
+UNIT_FILES = 256
+
+
 def check_targets(dest: str, root: str, names: bytes, offsets: bytes
                   ) -> tuple[tuple[int, str] | None, bytes, list[str]]:
     """Extract's targets under ``root`` checked (``native/src/extract.rs``): the first
@@ -95,6 +101,25 @@ def extract_files(cols: list[bytes], tail: int, packed: bool, local: str | None,
                                   offsets, modes, mtimes, replace, workers, unit_bytes,
                                   unit_files, progress)
     return got
+
+
+def extract_plan(archive: str) -> tuple[list[bytes], int, bool, bytes, bytes, bytes,
+                                         list[str]] | None:
+    """``extract ARCHIVE -o DIR`` planned by the core without pyarrow (``cli/fast.py``): the
+    lookup's columns as :func:`extract_files` takes them, the tail offset, packed or not, each
+    file's first row, the names and their offsets, the recorded directories; None for what
+    the Python extract must answer (a link, a section or a path it words, a damaged tail)."""
+    with guard(FormatError, "planning the extract natively", path=archive):
+        plan: tuple[list[bytes], int, bool, bytes, bytes, bytes, list[str]] | None = \
+            _native.extract_plan(archive)
+    return plan
+
+
+def remove_leftovers(directories: list[str]) -> int:
+    """The temporaries (``.NAME.znippy-part-PID``) of extracts no longer running removed from
+    these existing directories; how many."""
+    with guard(ZnippyError, "removing the temporaries of killed extracts"):
+        return int(_native.remove_leftovers(directories))
 
 
 # -- git packs (native/src/git) ------------------------------------------------------------------

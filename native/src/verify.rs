@@ -29,7 +29,7 @@ fn finding<T>(what: impl Into<String>) -> Out<T> {
 /// `paths.check_relative_path` of a valid UTF-8 path (FORMAT §3, docs/format.md §8): not
 /// empty, no NUL or control character, no backslash, not absolute, no drive letter, at most
 /// 4096 bytes, no empty, `.` or `..` component, none over 255 bytes.
-fn safe(p: &[u8]) -> bool {
+pub(crate) fn safe(p: &[u8]) -> bool {
     let drive = p.first().is_some_and(u8::is_ascii_alphabetic) && p.get(1) == Some(&b':');
     !p.is_empty()
         && !drive

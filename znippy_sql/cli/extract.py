@@ -113,24 +113,32 @@ def cmd_extract(args: argparse.Namespace) -> int:
         except KeyboardInterrupt as exc:
             done(progress)
             partial = getattr(exc, "report", None)
-            n = partial.files if partial is not None else 0
-            raise Interrupted(
-                f"extract: interrupted; {n:,} files were extracted under {args.out} before "
-                "it, each complete and checked; a file being written was finished or "
-                "removed: no partly written file is left") from None
+            raise Interrupted(interrupted_text(partial.files if partial is not None else 0,
+                                               args.out)) from None
         except OutputError:
             done(progress)
             raise
         done(progress)
+    return print_report(report, verbose=args.verbose)
+
+
+def interrupted_text(files: int, out: str) -> str:
+    """What Ctrl-C during an extract says (after ``znippy-sql: ``)."""
+    return (f"extract: interrupted; {files:,} files were extracted under {out} before it, "
+            "each complete and checked; a file being written was finished or removed: no "
+            "partly written file is left")
+
+
+def print_report(report: Any, *, verbose: bool = False) -> int:
+    """An extract's failures, its summary line and what it skipped; the exit code."""
     failures = [why if why.startswith(repr(path)) else f"{path!r}: {why}"
                 for path, why in sorted(report.failed.items())]
-    print_findings(failures, sys.stderr, prefix="znippy-sql: extract: ",
-                   verbose=args.verbose)
+    print_findings(failures, sys.stderr, prefix="znippy-sql: extract: ", verbose=verbose)
     print(f"{report.dest}: {counted(report.files, 'file')}, {human(report.bytes_written)} extracted"
           + (f", {len(report.failed)} failed" if report.failed else "")
           + (f", {counted(report.links, 'symbolic link')}" if report.links else "")
           + f" in {report.seconds:.2f} s")
-    for line in skipped_lines(report.skipped, verbose=args.verbose):
+    for line in skipped_lines(report.skipped, verbose=verbose):
         print(line)
     return 0 if report.ok else 1
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 #: the commands :func:`run` may answer
-COMMANDS = ("cat", "ls", "verify")
+COMMANDS = ("cat", "ls", "verify", "extract")
 #: ``format.rollback.JOURNAL_SUFFIX`` (not imported: it would bring the blake3 package; a test
 #: keeps the two equal)
 JOURNAL_SUFFIX = ".znippy-journal"
@@ -34,6 +34,8 @@ JOURNAL_SUFFIX = ".znippy-journal"
 
 def run(argv: Sequence[str]) -> int | None:
     """The exit code of a command answered here, or None when ``main`` must answer it."""
+    if argv[:1] == ["extract"]:
+        return _extract_argv(list(argv))
     if len(argv) < (3 if argv[:1] == ["cat"] else 2) or argv[0] not in COMMANDS:
         return None
     archive, paths = argv[1], list(argv[2:])
@@ -126,3 +128,110 @@ def _cat(archive: str, paths: list[str]) -> int | None:
                 written = True
     out.flush()
     return 0
+
+
+def _extract_argv(argv: list[str]) -> int | None:
+    """``extract ARCHIVE -o DIR`` (either order), nothing else."""
+    if len(argv) != 4:
+        return None
+    rest = argv[1:]
+    at = rest.index("-o") if "-o" in rest else rest.index("--out") if "--out" in rest else -1
+    if at < 0 or at == 2:
+        return None
+    dest = rest[at + 1]
+    archive = rest[2] if at == 0 else rest[0]
+    if archive.startswith("-") or dest == "-" or dest.startswith("-") \
+            or "://" in archive or os.path.exists(archive + JOURNAL_SUFFIX):
+        return None
+    try:
+        return _extract(archive, dest)
+    except KeyboardInterrupt:  # before the core wrote anything
+        print("znippy-sql: interrupted", file=sys.stderr)
+        return 130
+
+
+def _joined(names: list[str]) -> tuple[bytes, bytes]:
+    encoded = [n.encode() for n in names]
+    offsets = [0]
+    for e in encoded:
+        offsets.append(offsets[-1] + len(e))
+    return b"".join(encoded), b"".join(o.to_bytes(8, "little") for o in offsets)
+
+
+def _decode(frame: bytes, n: int) -> object:
+    """A frame the core does not decode (the Rust tool's OpenZL graphs): the binding."""
+    from ..read.extract import decode_frame
+
+    return decode_frame(frame, n)
+
+
+def _extract(archive: str, dest: str) -> int | None:
+    """Every file of a local archive under ``dest`` (``cmd_extract``'s output and exit code);
+    None before anything is written for what the Python extract must answer: a progress
+    bar (stderr a terminal), links, a section or path it words, a symlink in the way."""
+    if sys.stderr.isatty():
+        return None
+    import time
+
+    started = time.perf_counter()
+    try:
+        from .. import corelib
+
+        plan = corelib.extract_plan(archive)
+        if plan is None:
+            return None
+        cols, tail, packed, firsts, names, offsets, dirs = plan
+        root = os.path.realpath(dest)
+        problem, _, existing = corelib.check_targets(dest, root, names, offsets)
+        if problem is None and dirs:
+            problem = corelib.check_targets(dest, root, *_joined(dirs))[0]
+        if problem is not None:
+            return None
+        os.makedirs(dest, exist_ok=True)
+    except (ImportError, ZnippyError, OSError, ValueError):
+        return None
+    corelib.remove_leftovers(existing)
+    got, problems, fatal, _, stopped, _ = corelib.extract_files(
+        cols, tail, packed, archive, None, _decode, root, firsts, names, offsets, None, None,
+        True, os.cpu_count() or 1, corelib.UNIT_BYTES, corelib.UNIT_FILES, None,
+        archive=archive)
+    sizes = [n for n in memoryview(got).cast("q") if n >= 0]
+    failed: dict[str, str] = {}
+    for d in dirs if not (stopped or fatal) else ():  # recorded directories, after the files
+        try:
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        except OSError as exc:
+            failed[d] = f"cannot create directory: {exc.strerror or exc}"
+    if stopped or fatal or problems or failed:
+        return _extract_report(dest, names, offsets, got, problems, fatal, stopped, failed,
+                               time.perf_counter() - started)
+    from .common import counted, human
+
+    print(f"{dest}: {counted(len(sizes), 'file')}, {human(sum(sizes))} extracted in "
+          f"{time.perf_counter() - started:.2f} s")
+    return 0
+
+
+def _extract_report(dest: str, names: bytes, offsets: bytes, got: bytes,
+                    problems: list[tuple[int, str]], fatal: tuple[int, str] | None,
+                    stopped: bool, failed: dict[str, str], seconds: float) -> int:
+    """What ``cmd_extract`` says of an extract that did not go through whole."""
+    from ..read.extract import ExtractReport, fatal_error
+    from .extract import interrupted_text, print_report
+
+    ends = memoryview(offsets).cast("Q")
+    paths = [names[ends[k]:ends[k + 1]].decode() for k in range(len(ends) - 1)]
+    outcome = memoryview(got).cast("q")
+    report = ExtractReport(dest=dest, seconds=seconds)
+    report.written = [p for p, n in zip(paths, outcome) if n >= 0]
+    report.files = len(report.written)
+    report.bytes_written = sum(n for n in outcome if n >= 0)
+    report.failed = {paths[k]: why for k, why in problems} | failed
+    if stopped:
+        print(f"znippy-sql: {interrupted_text(report.files, dest)}", file=sys.stderr)
+        return 130
+    if fatal is not None:
+        print(f"znippy-sql: error: {fatal_error(report, dest, paths[fatal[0]], fatal[1])}",
+              file=sys.stderr)
+        return 2
+    return print_report(report)

@@ -10,13 +10,15 @@ never cutting a packed blob), checks each file's rows, reads, decodes and checks
 (BLAKE3) and writes through directory-relative opens (``O_NOFOLLOW``: nothing is written
 outside ``dest``).
 
-Memory is bounded by one chunk (the block size; a piece of a streamed chunk) per worker. Every file is written to a hidden
-temporary sibling (``.NAME.znippy-part-PID``, created with ``O_EXCL``, never through a symlink)
-and renamed to its name only once its bytes are complete and checked (:mod:`.partfile`): a
-failure, Ctrl-C or even SIGKILL never leaves a partly written file under its name, and an
-existing file stays as it was until replaced whole. The next extract into the same directories
-removes temporaries left by a killed one. Links and recorded directories are made after the
-files (``symlinks=True``: only links that resolve inside ``dest``); modes are plain files
+Memory is bounded by one chunk (the block size; a piece of a streamed chunk) per worker.
+Every file is written to a hidden temporary sibling (``.NAME.znippy-part-PID``, created with
+``O_EXCL``, never through a symlink) and renamed to its name only once its bytes are complete
+and checked (a name too long for the file system: the first 32 hex digits of its BLAKE3 for
+NAME): a failure, Ctrl-C or even SIGKILL (the OOM killer, a CI timeout) never leaves a partly
+written file under its name, and an existing file stays as it was until replaced whole. The
+next extract into the same directories removes temporaries left by a killed one (those of
+processes no longer running). Links and recorded directories are made after the files
+(``symlinks=True``: only links that resolve inside ``dest``); modes are plain files
 (0o644 under umask) unless ``preserve=True``.
 
 An existing file is replaced, as tar does by default; ``existing="error"`` (tar's
@@ -47,14 +49,13 @@ from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, check_relative_path, plain_paths
 from ..format.units import human
 from ..format.validate import MAX_CHUNK_BYTES
-from . import partfile
 
 if TYPE_CHECKING:
     from .posix import Facts
     from .core import ArchiveCore as Archive
 
-UNIT_BYTES = 8 << 20        # work handed to a worker at a time
-UNIT_FILES = 256            # and at most this many files (small units balance the workers)
+UNIT_BYTES = corelib.UNIT_BYTES  # work handed to a worker at a time
+UNIT_FILES = corelib.UNIT_FILES  # and at most this many files (small units balance the workers)
 #: Threads are used from this much work: the bytes written, each file counted as at least
 #: PER_FILE_BYTES (creating a file costs about as much as writing that many bytes).
 THREAD_BYTES = 4 << 20
@@ -381,7 +382,7 @@ def _extract(archive: "Archive", targets: Targets, selected: list[str], found: l
     except OSError as exc:
         raise OutputError(f"cannot create the destination: {exc.strerror or exc}",
                           path=targets.dest) from None
-    partfile.remove_leftovers(existing_dirs)  # a killed extract's temporaries
+    corelib.remove_leftovers(existing_dirs)  # a killed extract's temporaries
     if not bool(there.all()):
         keep = np.flatnonzero(there).tolist()
         selected, outs = list(map(selected.__getitem__, keep)), list(map(outs.__getitem__, keep))
@@ -407,7 +408,7 @@ def _extract(archive: "Archive", targets: Targets, selected: list[str], found: l
     local = source.path if type(source) is MappedSource else None
     fetch = None if local is not None else functools.partial(fetch_blobs, archive)
     got, problems, fatal, read, stopped, report.split = corelib.extract_files(
-        cols, archive.tail_offset, bool(c.packed), local, fetch, _decode_frame,
+        cols, archive.tail_offset, bool(c.packed), local, fetch, decode_frame,
         targets.root, firsts.tobytes(), data, offsets, modes, mtimes, replace, workers,
         UNIT_BYTES, UNIT_FILES, progress, archive=archive.path)
     if local is not None:
@@ -422,19 +423,24 @@ def _extract(archive: "Archive", targets: Targets, selected: list[str], found: l
     if stopped:
         raise ExtractInterrupted(report)
     if fatal is not None:
-        error = OutputError(
-            f"stopped at the first {fatal[1]!r} (writing {selected[fatal[0]]!r}): "
-            f"{report.files:,} files ({human(report.bytes_written)}) were extracted before it, "
-            "complete and checked; no partly written file is left", path=targets.dest)
-        error.report = report  # type: ignore[attr-defined]  # what was extracted, for callers
-        raise error
+        raise fatal_error(report, targets.dest, selected[fatal[0]], fatal[1])
+
+
+def fatal_error(report: ExtractReport, dest: str, path: str, why: str) -> OutputError:
+    """The error of an extract stopped by a write the destination refused for good."""
+    error = OutputError(
+        f"stopped at the first {why!r} (writing {path!r}): {report.files:,} files "
+        f"({human(report.bytes_written)}) were extracted before it, complete and checked; "
+        "no partly written file is left", path=dest)
+    error.report = report  # type: ignore[attr-defined]  # what was extracted, for callers
+    return error
 
 
 #: no recorded mtime (``--preserve``): the core leaves the file's own
 _NO_MTIME = -(1 << 63)
 
 
-def _decode_frame(frame: bytes, n: int) -> memoryview:
+def decode_frame(frame: bytes, n: int) -> memoryview:
     """A frame not of our two shapes (the Rust tool's OpenZL graphs) through the binding:
     ``n`` bytes, or (``n`` -1, a packed blob) what it declares, bounded first."""
     from ..format import codec
