@@ -4,7 +4,8 @@ Two corpora of ``bench/corpora.py``: ``src_tree`` at ``--scale-src`` (0.5: 10,00
 source files) and ``maven_repo`` at ``--scale-maven`` (a Maven-like repository). Each is
 archived once with ``znippy-sql create`` and once with ``tar -cf - | zstd -3 -T2``; then, for
 ``--rounds`` rounds, every variant extracts it into a fresh directory, interleaved (the
-machine is shared: medians of alternating runs). Variants: ``cur`` (this work tree),
+machine is shared: medians of alternating runs), under ``--extract-to`` (``/dev/shm``: without
+the disk). Variants: ``cur`` (this work tree),
 ``--base DIR`` (another checkout's ``znippy_sql``, e.g. main before the core wrote files) and
 the ``peer`` pipeline. Wall seconds, end to end (interpreter start-up included).
 
@@ -59,6 +60,8 @@ def main() -> None:
     ap.add_argument("--scale-maven", type=float, default=0.25)
     ap.add_argument("--base", help="a directory holding another znippy_sql package")
     ap.add_argument("--write", help="append the results (markdown) to this file")
+    ap.add_argument("--extract-to", default=WORK,
+                    help="where the extractions go (e.g. /dev/shm: without the disk)")
     args = ap.parse_args()
     out = os.path.join(HERE, "out", "corpora")
     corpora.generate(out, scale=args.scale_src, only=["src_tree"])
@@ -84,11 +87,11 @@ def main() -> None:
         made: list[str] = []
         for r in range(args.rounds):
             for v, pkg in variants.items():
-                dest = os.path.join(WORK, f"{name}.{v}.{r}")
+                dest = os.path.join(args.extract_to, f"{name}.{v}.{r}")
                 made.append(dest)
                 times[v].append(_timed([sys.executable, "-c", CLI, "extract", arc, "-o", dest],
                                        _env(pkg)))
-            dest = os.path.join(WORK, f"{name}.peer.{r}")
+            dest = os.path.join(args.extract_to, f"{name}.peer.{r}")
             os.makedirs(dest)
             made.append(dest)
             times["peer"].append(_timed(f"zstd -q -d -c {tzst} | tar -x -C {dest}"))
@@ -109,7 +112,8 @@ def main() -> None:
     text = "\n".join([f"\n## {stamp}: `{' '.join(sys.argv[1:])}`\n",
                       f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the end, "
                       f"{args.rounds} interleaved rounds, medians of wall seconds (CLI end to "
-                      "end, interpreter start-up included).\n", head, rule, *lines, ""])
+                      f"end, interpreter start-up included), extracting into {args.extract_to}."
+                      "\n", head, rule, *lines, ""])
     print(text)
     if args.write:
         with open(args.write, "a") as fh:

@@ -15,7 +15,7 @@ use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -1446,7 +1446,6 @@ fn check_targets(
                         Vec::new(),
                     );
                 }
-                let _ = m.mode();
                 exists[k] = 1;
             }
         }
@@ -1688,4 +1687,70 @@ fn remove_leftovers(py: Python<'_>, directories: Vec<String>) -> usize {
         }
         n
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows of files `a` (3 chunks), `b` (1 chunk); `mangle` edits them first.
+    fn cols(mangle: impl Fn(&mut Cols)) -> Cols {
+        let paths: [&[u8]; 4] = [b"a", b"a", b"a", b"b"];
+        let mut offsets = vec![0u64];
+        let mut data = Vec::new();
+        for p in paths {
+            data.extend(p);
+            offsets.push(data.len() as u64);
+        }
+        let mut c = Cols {
+            n: 4,
+            seq: vec![0, 1, 2, 0],
+            fdata: vec![0, 10, 20, 0],
+            compressed: vec![0; 4],
+            size: vec![10, 10, 5, 7],
+            blob_offset: vec![0, 10, 20, 25],
+            blob_size: vec![10, 10, 5, 7],
+            inner: vec![0; 4],
+            checksum: vec![0; 128],
+            path_offsets: offsets,
+            path_data: data,
+        };
+        mangle(&mut c);
+        c
+    }
+
+    fn problem(c: &Cols, path: &str, row: usize) -> String {
+        match c.file_rows(path, row) {
+            Err(Fail::File(why)) => why,
+            Ok(r) => format!("rows {r:?}"),
+            Err(_) => "another failure".into(),
+        }
+    }
+
+    #[test]
+    fn a_files_rows_are_checked_as_file_at_checks_them() {
+        let good = cols(|_| {});
+        assert_eq!(good.file_rows("a", 0).ok(), Some(0..3));
+        assert_eq!(good.file_rows("b", 3).ok(), Some(3..4));
+        assert_eq!(
+            problem(&good, "a", 1),
+            "__trie__ points 'a' at row 1, not a first chunk"
+        );
+        assert_eq!(
+            problem(&good, "b", 9),
+            "__trie__ points 'b' at row 9, past the lookup"
+        );
+        let gap = cols(|c| c.fdata[2] = 21);
+        assert_eq!(
+            problem(&gap, "a", 0),
+            "'a': chunk 2 at 21, expected chunk 2 at 20"
+        );
+        let restart = cols(|c| c.seq[1] = 0); // a chunk_seq wrongly 0 inside `a`
+        assert_eq!(
+            problem(&restart, "a", 0),
+            "'a': chunk 0 at 10, expected chunk 1 at 10"
+        );
+        let empty = cols(|c| c.size[1] = 0);
+        assert_eq!(problem(&empty, "a", 0), "'a': chunk 1 of 3 is empty");
+    }
 }
