@@ -24,7 +24,7 @@ def version() -> str:
 # (on the CLI's fast path, cli/fast.py: nothing here imports typing at run time)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     class CatPlan(Protocol):
         """What :func:`cat_plan` found (``native/src/cat.rs``)."""
@@ -65,6 +65,14 @@ def verify_clean(archive: str) -> tuple[int, int, int] | None:
     with guard(FormatError, "verifying the archive natively", path=archive):
         counts: tuple[int, int, int] | None = _native.verify_clean(archive)
     return counts
+
+
+def info_facts(archive: str) -> "dict[str, Any] | None":
+    """The facts ``info ARCHIVE`` prints (``native/src/info.rs``), or None when the Python
+    path must answer (git sections, another writer's layout, what the core does not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        facts: dict[str, Any] | None = _native.info_facts(archive)
+    return facts
 
 
 # -- git packs (native/src/git) ------------------------------------------------------------------

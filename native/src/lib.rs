@@ -11,6 +11,7 @@ mod cat;
 mod errors;
 mod frame;
 mod git;
+mod info;
 mod ipc;
 mod lookup;
 mod ls;
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     git::register(m)?;
     cat::register(m)?;
     ls::register(m)?;
+    info::register(m)?;
     verify::register(m)?;
     Ok(())
 }
