@@ -9,8 +9,8 @@ which the guard passes through unchanged.
 
 from __future__ import annotations
 
-from . import _native
-from .errors import CodecError, FormatError, PackError, ZnippyError
+import znippy_sql._native as _native
+from .errors import ChecksumError, CodecError, FormatError, PackError, ZnippyError
 from .native import guard
 
 
@@ -18,6 +18,21 @@ def version() -> str:
     """The compiled core's version (its crate's)."""
     with guard(ZnippyError, "the native core"):
         return str(_native.version())
+
+
+def file_digests(prefix: bytes, offsets: object, data: object, sums: object, starts: object,
+                 seqs: object | None) -> bytes:
+    """FORMAT §4's digest of each file, concatenated (``native/src/digests.rs``): paths as
+    int64 offsets and bytes, 32 bytes of checksum a row, each file's first row (int64), the
+    rows' ``chunk_seq`` (int64; None: their place in their file). Hashed without the GIL."""
+    with guard(ChecksumError, "file digests"):
+        return bytes(_native.file_digests_many(prefix, offsets, data, sums, starts, seqs))
+
+
+def root_digest(tag: bytes, offsets: object, data: object, digests: object) -> bytes:
+    """BLAKE3 over ``tag``, then every path (int64 offsets and bytes), NUL and digest."""
+    with guard(ChecksumError, "root digest"):
+        return bytes(_native.root_digest(tag, offsets, data, digests))
 
 
 # -- one archive's tail and files

@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod cat;
+mod digests;
 mod errors;
 mod frame;
 mod git;
@@ -40,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cat::register(m)?;
     ls::register(m)?;
     info::register(m)?;
+    digests::register(m)?;
     verify::register(m)?;
     Ok(())
 }
