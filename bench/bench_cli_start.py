@@ -5,9 +5,9 @@ The commands run interleaved, round after round (so a change of the machine's lo
 of them alike): the venv's ``python -c pass``; ``znippy-sql cat`` of one file and ``znippy-sql
 info``, answered by the compiled core (``cli/fast.py``); and the same two through the Python
 path (the fast path turned off in that process), for comparison. Medians and spread (min-max)
-in milliseconds, the ratio of the medians to ``python -c pass``; the same for the CPU time each process took (user +
-system, from ``getrusage``: on a shared machine the wall clock is mostly the load); appended to ``bench/results-native.md`` with the
-date, the machine and its load.
+in milliseconds, the ratio of the medians to ``python -c pass``; the same for the CPU time each
+process took (user + system, from ``getrusage``: on a shared machine the wall clock is mostly
+the load); appended to ``bench/results-native.md`` with the date, the machine and its load.
 
     PYTHONPATH=. .venv/bin/python bench/bench_cli_start.py [--rounds 30] [--files 10000]
 """
