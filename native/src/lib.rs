@@ -8,9 +8,11 @@
 use pyo3::prelude::*;
 
 mod cat;
+mod digests;
 mod errors;
 mod frame;
 mod git;
+mod info;
 mod ipc;
 mod lookup;
 mod ls;
@@ -38,6 +40,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     git::register(m)?;
     cat::register(m)?;
     ls::register(m)?;
+    info::register(m)?;
+    digests::register(m)?;
     verify::register(m)?;
     Ok(())
 }
