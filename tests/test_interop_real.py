@@ -141,3 +141,55 @@ def test_they_do_not_read_our_default_layout(binary: Path, tmp_path: Path) -> No
     out = tmp_path / "ours.znippy"
     assert main(["create", str(src), "-o", str(out)]) == 0
     assert real(binary, "decompress", "-i", out, "-o", tmp_path / "x").returncode != 0
+
+
+def modes(root: Path) -> dict[str, int]:
+    return {p.relative_to(root).as_posix(): p.stat().st_mode & 0o7777 for p in root.rglob("*")}
+
+
+def test_we_write_dirs_and_modes_they_restore(binary: Path, tmp_path: Path) -> None:
+    """``--compat rust-0.10`` records the tree's shape as ``__znippy_fsmeta__``: the real
+    ``decompress`` makes the empty directory and sets every directory and file mode."""
+    src = corpus.write(tmp_path / "in")
+    (src / "docs" / "readme.md").chmod(0o600)
+    (src / "empty-dir").chmod(0o700)
+    (src / "maven" / "org").chmod(0o750)
+    out = tmp_path / "ours.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10"]) == 0
+    assert real(binary, "verify", "-i", out).returncode == 0
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == corpus.files()
+    assert (tmp_path / "x" / "empty-dir").is_dir()
+    assert modes(tmp_path / "x") == modes(src)
+    # and this reader takes the same section: extract makes the directories, --preserve
+    with open_archive(out) as a:
+        a.extract(tmp_path / "y", preserve=True)
+    assert modes(tmp_path / "y") == modes(src)
+
+
+def test_we_write_plugin_columns_they_take(binary: Path, tmp_path: Path) -> None:
+    """``--pkg-type auto --compat rust-0.10``: the module groups are written as the Rust
+    plugins' (their pkg_types and columns); the real ``list`` prints the maven coordinates
+    from the plugin's ``group_id``/``artifact_id``/``version`` columns, and ``verify``,
+    ``decompress`` and ``get`` read the archive of four groups."""
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / "ours.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10",
+                 "--pkg-type", "auto"]) == 0
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = real(binary, "list", "-i", out)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[2:] for line in listed.stdout.splitlines()}
+    assert rows["maven/org/example/demo/1.2.3/demo-1.2.3.pom"] == ["org.example:demo:1.2.3"]
+    assert rows["crates/tiny-0.1.0.crate"] == [] and set(rows) == set(corpus.files())
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == corpus.files()
+    got = subprocess.run([str(binary), "get", "-i", str(out), "-p", "crates/tiny-0.1.0.crate"],
+                         capture_output=True, timeout=600)
+    assert got.returncode == 0 and got.stdout == corpus.files()["crates/tiny-0.1.0.crate"]
+    with open_archive(out) as a:  # and this reader, as it reads the Rust plugins' archives
+        assert dict(a.read_many(corpus.files())) == corpus.files()
+        assert a.verify().ok

@@ -30,6 +30,8 @@ from .feed import Feed
 from .ingest import Ingest
 from .options import OptionKwargs, Provenance, WriteOptions, resolve
 from .posix import with_rows
+from .rust10 import RUST10
+from ..interop.layouts import FSMETA
 from .source import Entry, as_entry
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import check_compat
@@ -161,6 +163,7 @@ class ArchiveWriter:
         self._ingest = Ingest(self._fh.fileno(), 0, self.options, repo=self._repo,
                               pkg_type=self._pkg_type)
         self._feed = Feed(self._ingest.add, posix=self.options.posix,
+                          links=self.options.compat != RUST10,
                           skip_unsafe=self.options.skip_unsafe,
                           skip_unreadable=self.options.skip_unreadable,
                           exclude=[self.path], exclude_prefixes=[self.staging_prefix],
@@ -195,6 +198,10 @@ class ArchiveWriter:
         """The sections, ``__meta__`` with the POSIX facts of the files written."""
         if not self._feed.facts:
             return self.sections
+        if self.options.compat == RUST10:  # the Rust __znippy_fsmeta__ (write/rust10.py)
+            shape = self._feed.facts.fsmeta()
+            return self.sections if shape is None else \
+                [*self.sections, ReservedSection(FSMETA, shape)]
         rows = self._feed.facts.rows()
         out = [s for s in self.sections if s.name != META]
         out.append(ReservedSection(META, with_rows(meta_of(self.sections), rows)))
