@@ -193,3 +193,38 @@ def test_we_write_plugin_columns_they_take(binary: Path, tmp_path: Path) -> None
     with open_archive(out) as a:  # and this reader, as it reads the Rust plugins' archives
         assert dict(a.read_many(corpus.files())) == corpus.files()
         assert a.verify().ok
+
+
+def test_we_sign_they_verify(binary: Path, tmp_path: Path) -> None:
+    """``--compat rust-0.10 --sign-key --sign-cert``: the Rust signature sections over the Rust
+    digests; the real ``verify --signed`` takes them with the test CA as its root, and refuses
+    them with another root or with one signature byte changed."""
+    from znippy_sql.provenance.sign import verify_signatures
+
+    src = corpus.write(tmp_path / "in")
+    key, cert = corpus.signer(tmp_path / "keys")
+    ca = cert.parent / "ca.cert.der"
+    out = tmp_path / "signed.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10", "--pkg-type",
+                 "auto", "--sign-key", str(key), "--sign-cert", str(cert)]) == 0
+    checked = real(binary, "verify", "-i", out, "--signed", "--root", ca)
+    if "not compiled" in checked.stderr or "feature" in checked.stderr and checked.returncode:
+        pytest.skip(f"{version(binary)} was built without the sign feature")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{len(corpus.files())}" in checked.stdout.split("artefakter:")[-1], checked.stdout
+    with open_archive(out) as a:
+        assert verify_signatures(a, ca) == []
+        row = [r for r in a.manifest.to_pylist()
+               if r["module_name"] == "__znippy_sign_archive__"][0]
+    # another root: the signer does not chain to it
+    other = corpus.signer(tmp_path / "other")[1].parent / "ca.cert.der"
+    other.write_bytes(cert.read_bytes())  # the signer's own certificate is never an anchor
+    refused = real(binary, "verify", "-i", out, "--signed", "--root", other)
+    assert refused.returncode != 0 and "chain" in refused.stderr, refused.stderr
+    # the archive signature's last byte (the end of its ECDSA value) changed
+    bad = tmp_path / "tampered.znippy"
+    data = bytearray(out.read_bytes())
+    data[row["index_offset"] + row["index_len"] - 1] ^= 0x01
+    bad.write_bytes(bytes(data))
+    refused = real(binary, "verify", "-i", bad, "--signed", "--root", ca)
+    assert refused.returncode != 0 and "archive signature" in refused.stderr, refused.stderr

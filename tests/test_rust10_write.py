@@ -33,16 +33,17 @@ STR_LIST = pa.list_(pa.field("item", pa.utf8(), nullable=True))
 
 
 def sections(path: Path) -> list[tuple[dict, pa.Table | None]]:
-    """Every manifest row and its stream (None for the raw trie), as the Rust reader reads
-    them: the manifest stream ends 16 bytes before the end (``ZNPYMIDX`` + offset)."""
+    """Every manifest row and its stream (None for the raw trie and archive CMS), as the Rust
+    reader reads them: the manifest stream ends 16 bytes before the end (``ZNPYMIDX`` + the
+    manifest's offset)."""
     data = path.read_bytes()
     assert data[-16:-8] == b"ZNPYMIDX"
     start = struct.unpack("<Q", data[-8:])[0]
     out = []
     for row in pa.ipc.open_stream(data[start:-16]).read_all().to_pylist():
         raw = data[row["index_offset"]:row["index_offset"] + row["index_len"]]
-        table = None if row["module_name"] == "__znippy_trie__" else \
-            pa.ipc.open_stream(raw).read_all()
+        raw_section = row["module_name"] in ("__znippy_trie__", "__znippy_sign_archive__")
+        table = None if raw_section else pa.ipc.open_stream(raw).read_all()
         out.append((row, table))
     return out
 
@@ -201,3 +202,75 @@ def test_plugin_groups_are_the_rust_plugins(tmp_path: Path) -> None:
         assert a.verify().ok
         assert a.read("c/big-2.0.0.crate") == (tmp_path / "in" / "c" / "big-2.0.0.crate"
                                                ).read_bytes()
+
+
+SIGNER = Path(__file__).parent / "data" / "rust-signer"
+#: DER of the object identifier ecdsa-with-SHA256 (1.2.840.10045.4.3.2)
+ECDSA_WITH_SHA256 = bytes.fromhex("06082a8648ce3d040302")
+
+
+def test_signatures_are_the_rust_sections_over_the_rust_digests(tmp_path: Path) -> None:
+    """``sign.rs``: ``__znippy_sign_artifacts__`` (a stream of ``relative_path: utf8, cms:
+    binary``, none nullable) and ``__znippy_sign_archive__`` (one DER CMS), both at pkg_type
+    -128 with row_count 0, after ``__znippy_meta__``; each CMS's ``messageDigest`` is SHA-256
+    of the Rust digest (``interop/sign.py``), signed ECDSA-with-SHA256, carrying the signer's
+    certificate alone."""
+    import hashlib
+
+    from znippy_sql.interop.sign import archive_root, file_digests
+    from znippy_sql.provenance import cms
+    from znippy_sql.provenance.sign import Signer, verify_signatures
+
+    src = packages(tmp_path / "in")
+    out = tmp_path / "a.znippy"
+    signer = Signer.from_files(SIGNER / "signer.key.der", SIGNER / "signer.cert.der")
+    write_archive(out, src, compat="rust-0.10", pkg_type="auto", block_size=4096,
+                  signer=signer, meta={"team": "interop"})
+    found = sections(out)
+    names = [(r["pkg_type"], r["module_name"], r["row_count"]) for r, _ in found
+             if r["pkg_type"] == -128]
+    assert names[-3:] == [(-128, "__znippy_meta__", names[-3][2]),
+                          (-128, "__znippy_sign_artifacts__", 0),
+                          (-128, "__znippy_sign_archive__", 0)]
+    lookup = [t for r, t in found if r["module_name"] == "__znippy_lookup__"][0]
+    artifacts = [t for r, t in found if r["module_name"] == "__znippy_sign_artifacts__"][0]
+    assert lookup is not None and artifacts is not None
+    assert artifacts.schema.remove_metadata().equals(pa.schema([
+        pa.field("relative_path", U, nullable=False), pa.field("cms", pa.binary(),
+                                                               nullable=False)]))
+    paths, digests = file_digests(lookup)
+    assert artifacts.column("relative_path").to_pylist() == paths
+    for der, digest in zip(artifacts.column("cms").to_pylist(), digests):
+        parsed = cms.parse(der)
+        assert parsed.message_digest == hashlib.sha256(digest).digest()
+        assert (parsed.key_kind, parsed.signature_hash) == ("ec", "sha256")
+        assert ECDSA_WITH_SHA256 in der  # the OID the Rust verifier dispatches on
+        assert len(cms.certificates(parsed)) == 1
+    row = [r for r, _ in found if r["module_name"] == "__znippy_sign_archive__"][0]
+    archive_cms = out.read_bytes()[row["index_offset"]:row["index_offset"] + row["index_len"]]
+    root = archive_root(paths, digests)
+    assert cms.parse(archive_cms).message_digest == hashlib.sha256(root).digest()
+    with open_archive(out) as a:  # this reader checks them the Rust way
+        assert verify_signatures(a, SIGNER / "ca.cert.der") == []
+
+
+def test_rsa_is_refused_for_the_rust_verifier(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    from znippy_sql import SignatureError
+    from znippy_sql.provenance.sign import Signer
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rsa")])
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1).not_valid_before(now)
+            .not_valid_after(now + dt.timedelta(days=1)).sign(key, hashes.SHA256()))
+    with pytest.raises(SignatureError, match="P-256 or P-384"):
+        write_archive(tmp_path / "a.znippy", packages(tmp_path / "in"), compat="rust-0.10",
+                      signer=Signer(key, cert))

@@ -30,11 +30,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     from . import provenance as prov
 
-    if args.compat == "rust-0.10":  # its facts as the Rust typed __znippy_meta__
-        given = [opt for opt in _SECTION_OPTIONS[2:] if getattr(args, opt[2:].replace("-", "_"))]
-        if given:
-            raise ZnippyError(f"--compat {args.compat} writes no signatures: "
-                              f"{', '.join(given)} cannot be used with it")
+    if args.compat == "rust-0.10":  # facts and signatures the Rust way (write/rust10.py)
         extra.update(prov.writer_kwargs(args))
     elif args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
         given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]

@@ -30,7 +30,12 @@ from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, one_schema
 from .rust10 import (FORMAT_METADATA, RUST10, rust_fsmeta_section, rust_index_sections,
                      rust_meta_section, rust_plugin_groups)
-from ..interop.layouts import FSMETA
+from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS
+from ..format.schema import SIGN_ARCHIVE as OUR_SIGN_ARCHIVE
+from ..format.schema import SIGN_ARTIFACTS as OUR_SIGN_ARTIFACTS
+
+#: the sections a rust-0.10 archive spells the Rust way (write/rust10.py)
+RUST_NAMES = {OUR_SIGN_ARTIFACTS: SIGN_ARTIFACTS, OUR_SIGN_ARCHIVE: SIGN_ARCHIVE}
 
 
 
@@ -113,6 +118,8 @@ def write_tail(
     check_sections(extra)
     for s in sorted(extra, key=lambda s: section_rank(s.name)):
         key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
+        if compat == RUST10:  # the signatures under the Rust names (made over its digests)
+            key = GroupKey(RUST_RESERVED_PKG_TYPE, "", RUST_NAMES.get(s.name, s.name))
         if isinstance(s.payload, pa.Table):  # a raw section may hold a stream (row_count 0)
             raw = s.name in RAW_SECTIONS
             out.put(key, stream_bytes(s.payload, compress=index_compression and not raw),

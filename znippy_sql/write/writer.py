@@ -84,8 +84,10 @@ def meta_of(sections: Iterable[ReservedSection]) -> pa.Table | None:
     return None
 
 
-def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], list[SectionBuilder]]:
-    """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5)."""
+def optional_sections(meta: Any, signer: Any, compat: str | None = None
+                      ) -> tuple[list[ReservedSection], list[SectionBuilder]]:
+    """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5); with
+    ``compat="rust-0.10"`` the signatures are over the Rust digests (``write/rust10.py``)."""
     sections: list[ReservedSection] = []
     builders: list[SectionBuilder] = []
     if meta is not None:
@@ -95,7 +97,7 @@ def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], li
     if signer is not None:
         from ..provenance.sign import signature_builder
 
-        builders.append(signature_builder(signer))
+        builders.append(signature_builder(signer, rust=compat == RUST10))
     return sections, builders
 
 
@@ -131,7 +133,7 @@ class ArchiveWriter:
         meta, signer = self.provenance.meta, self.provenance.signer
         check_compat(self.options.compat, sections=reserved_sections, builders=section_builders,
                      meta=meta, signer=signer)
-        extra_sections, extra_builders = optional_sections(meta, signer)
+        extra_sections, extra_builders = optional_sections(meta, signer, self.options.compat)
         self.sections = [*reserved_sections, *extra_sections]
         check_sections(self.sections)  # refuse bad names now, not after all the compression
         self.builders = [*section_builders, *extra_builders]
