@@ -14,6 +14,7 @@ The binaries are found as ``$ZNIPPY_RUST_BINS`` (paths separated by ``:``) or
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -228,3 +229,81 @@ def test_we_sign_they_verify(binary: Path, tmp_path: Path) -> None:
     bad.write_bytes(bytes(data))
     refused = real(binary, "verify", "-i", bad, "--signed", "--root", ca)
     assert refused.returncode != 0 and "archive signature" in refused.stderr, refused.stderr
+
+
+def data_metadata(path: Path) -> dict[bytes, bytes]:
+    """The schema metadata of the archive's first data sub-index (the Rust compress records
+    its configuration there: ``max_core_in_flight`` is its worker count)."""
+    import struct
+
+    import pyarrow as pa
+
+    data = path.read_bytes()
+    start = struct.unpack("<Q", data[-8:])[0]
+    for row in pa.ipc.open_stream(data[start:-16]).read_all().to_pylist():
+        if row["pkg_type"] >= 0:
+            at = row["index_offset"]
+            return pa.ipc.open_stream(data[at:at + row["index_len"]]).schema.metadata or {}
+    return {}
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while piece := f.read(1 << 20):
+            h.update(piece)
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def big_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A directory holding the big file (``interop_corpus.BIG_SIZE``) and a small one; the
+    big file's SHA-256."""
+    root = tmp_path_factory.mktemp("big") / "in"
+    root.mkdir()
+    (root / "small.txt").write_bytes(b"small\n")
+    return root, corpus.write_big(root / "big.bin")
+
+
+@pytest.mark.slow
+def test_they_cut_a_big_file_we_read(binary: Path, big_source: tuple[Path, str],
+                                     tmp_path: Path) -> None:
+    """The real ``compress`` cuts a file past its slice size (200 MiB / workers,
+    ``poolplan.rs``) into chunks; every read path here gives its bytes back."""
+    src, digest = big_source
+    out = tmp_path / "theirs.znippy"
+    done = real(binary, "compress", "-i", src, "-o", out, "--format", "generic")
+    assert done.returncode == 0, done.stderr
+    with open_archive(out) as a:
+        rows = [r for r in a.lookup.to_pylist() if r["relative_path"] == "big.bin"]
+        workers = int(data_metadata(out).get(b"max_core_in_flight", b"1"))
+        slice_size = (200 << 20) // max(workers, 1)
+        assert len(rows) == -(-corpus.BIG_SIZE // slice_size)
+        assert [r["fdata_offset"] for r in rows] == [i * slice_size for i in range(len(rows))]
+        if len(rows) < 2:
+            pytest.skip(f"{workers} worker(s): the Rust cut is past the big file")
+        assert hashlib.sha256(a.read("big.bin")).hexdigest() == digest
+        assert a.verify().ok
+        a.extract(tmp_path / "x")
+    assert sha256_of(tmp_path / "x" / "big.bin") == digest
+    assert (tmp_path / "x" / "small.txt").read_bytes() == b"small\n"
+
+
+@pytest.mark.slow
+def test_we_cut_a_big_file_they_read(binary: Path, big_source: tuple[Path, str],
+                                     tmp_path: Path) -> None:
+    """Ours (``--compat rust-0.10``, 10 MiB chunks) through the real ``verify``,
+    ``decompress`` and ``get``: the big file back byte for byte."""
+    src, digest = big_source
+    out = tmp_path / "ours.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10"]) == 0
+    with open_archive(out) as a:
+        assert sum(r["relative_path"] == "big.bin" for r in a.lookup.to_pylist()) == 11
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sha256_of(tmp_path / "x" / "big.bin") == digest
+    got = real(binary, "get", "-i", out, "-p", "big.bin", "-o", tmp_path / "got.bin")
+    assert got.returncode == 0, got.stderr
+    assert sha256_of(tmp_path / "got.bin") == digest
