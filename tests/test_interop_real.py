@@ -307,3 +307,32 @@ def test_we_cut_a_big_file_they_read(binary: Path, big_source: tuple[Path, str],
     got = real(binary, "get", "-i", out, "-p", "big.bin", "-o", tmp_path / "got.bin")
     assert got.returncode == 0, got.stderr
     assert sha256_of(tmp_path / "got.bin") == digest
+
+
+ZGEN = Path(os.environ.get("ZNIPPY_RUST_ZGEN", "/opt/zgen-0.10.6/bin/zgen"))
+
+
+@pytest.mark.skipif(not ZGEN.is_file(), reason="no zgen (the 0.10.6 library program of "
+                    "tests/data/rust-common-0.10.6/zgen.rs.txt): set ZNIPPY_RUST_ZGEN")
+def test_we_seal_their_hot_archive(tmp_path: Path) -> None:
+    """The real library (``HotArchive``, through zgen) writes a hot archive and, the same
+    appends again, its seal; sealed here, the hot one is the real seal byte for byte (this
+    host's configuration included: the seal takes the journal's schema metadata)."""
+    from znippy_sql.write.rustseal import seal_rust_hot
+
+    src = corpus.write(tmp_path / "in")
+    changed = tmp_path / "changed.md"
+    changed.write_bytes(corpus.CHANGED["docs/readme.md"])
+    out = tmp_path / "out"
+    out.mkdir()
+    done = subprocess.run([str(ZGEN), str(src), str(out), str(changed)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    hot = out / "lib-hot.znippy"
+    assert list(out.glob("lib-hot.znippy.hot.*"))
+    seal_rust_hot(hot)
+    assert hot.read_bytes() == (out / "lib-hot-sealed.znippy").read_bytes()
+    assert not list(out.glob("lib-hot.znippy.hot.*"))
+    for binary in BINARIES:
+        checked = real(binary, "verify", "-i", hot)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
