@@ -114,3 +114,15 @@ def test_seal_of_an_empty_journal(tmp_path: Path) -> None:
         assert a.lookup.num_rows == 0 and a.verify().ok
         assert [r["module_name"] for r in a.manifest.to_pylist()] == [
             "__znippy_lookup__", "__znippy_trie__"]
+
+
+def test_seal_refuses_rows_past_the_blobs(tmp_path: Path) -> None:
+    """A journal whose rows point past the blob file (a blob file cut short): refused, the
+    files left as they were."""
+    hot = hot_copy(tmp_path)
+    data = hot.read_bytes()
+    hot.write_bytes(data[:100])
+    with pytest.raises(ZnippyError, match="point past the blobs"):
+        seal_rust_hot(hot)
+    assert hot.read_bytes() == data[:100]
+    assert list(tmp_path.glob("*.hot.*"))
