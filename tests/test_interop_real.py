@@ -172,12 +172,14 @@ def test_we_write_dirs_and_modes_they_restore(binary: Path, tmp_path: Path) -> N
 def test_we_write_plugin_columns_they_take(binary: Path, tmp_path: Path) -> None:
     """``--pkg-type auto --compat rust-0.10``: the module groups are written as the Rust
     plugins' (their pkg_types and columns); the real ``list`` prints the maven coordinates
-    from the plugin's ``group_id``/``artifact_id``/``version`` columns, and ``verify``,
-    ``decompress`` and ``get`` read the archive of four groups."""
+    from the plugin's ``group_id``/``artifact_id``/``version`` columns, and ``meta``,
+    ``verify``, ``decompress`` and ``get`` read the archive of four groups."""
     src = corpus.write(tmp_path / "in")
     out = tmp_path / "ours.znippy"
     assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10",
-                 "--pkg-type", "auto"]) == 0
+                 "--pkg-type", "auto", "--meta", "team=interop"]) == 0
+    found = real(binary, "meta", "-i", out, "-k", "team")
+    assert found.returncode == 0 and "interop" in found.stdout, found.stdout + found.stderr
     done = real(binary, "verify", "-i", out)
     assert done.returncode == 0, done.stdout + done.stderr
     listed = real(binary, "list", "-i", out)
