@@ -8,9 +8,13 @@ names, ``__znippy_lookup__`` (the base columns, no schema metadata) and ``__znip
 with the Rust reserved ``pkg_type`` -128, so ``znippy get`` finds a file through the trie
 instead of scanning the index; and ``__meta__`` (``meta=``, ``--meta``) as the Rust typed
 ``__znippy_meta__`` (every value a string, ``value_type`` 0; rows by key then path), which
-``znippy meta`` searches. A group of this project's maven, cargo, pypi or npm module is written as the Rust plugin's
+``znippy meta`` searches. Besides, the walked tree's shape (``posix``) as the Rust
+``__znippy_fsmeta__`` of 0.9.15+ (:func:`fsmeta_table`: every directory, the tree's most common
+file mode once, each other file mode by path), which ``znippy decompress`` restores; a group
+of this project's maven, cargo, pypi or npm module as the Rust plugin's
 (:func:`rust_plugin_groups`: its ``pkg_type`` and its columns, named and typed as the plugin
-declares them). Signatures are still refused (the Rust digests are not written).
+declares them); and signatures (``signer=``) over the Rust digests, under the Rust names
+(``provenance/sign.py`` ``signature_builder(rust=True)``, ``tail.py``).
 The Rust readers skip any other reserved name they do not know but read every unknown
 non-reserved one as data; this project's own section names are not theirs, which is why the
 default layout is not read by them.
