@@ -187,12 +187,13 @@ def _pad(n: int) -> int:
 
 
 def _buffers(array: pa.Array) -> list[bytes]:
-    """``write_array_data``'s buffers of one column (offset 0, no children)."""
+    """``write_array_data``'s buffers of one column (no children; a slice is copied first,
+    as arrow-rs re-bases a sliced column's offsets and bits)."""
+    if array.offset:
+        array = pa.concat_arrays([array])
     n = len(array)
     typ = array.type
     raw = array.buffers()
-    if array.offset:
-        raise ValueError("arrow-rs stream bytes: a sliced array is not written here")
     bitmap_len = (n + 7) // 8
     validity = b"\xff" * bitmap_len if array.null_count == 0 or raw[0] is None else \
         raw[0].to_pybytes()[:bitmap_len]
