@@ -13,7 +13,8 @@ builder's algorithm (back to front, a vtable written once per distinct bytes, de
 out), :func:`stream_bytes` the stream writer over it.
 
 Only the types the Rust index streams use are written (``Utf8``, ``Binary``, ``Boolean``,
-signed and unsigned integers, ``FixedSizeBinary``); another type raises ``ValueError``.
+signed and unsigned integers, ``Float16/32/64``, ``FixedSizeBinary``, ``List`` of those);
+another type raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ ALIGNMENT = 64  # IpcWriteOptions::default().alignment
 CONTINUATION = b"\xff\xff\xff\xff"
 V5 = 4  # MetadataVersion::V5
 SCHEMA_HEADER, BATCH_HEADER = 1, 3  # MessageHeader
-TYPE_INT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL, TYPE_FIXED_SIZE_BINARY = 2, 4, 5, 6, 15
+TYPE_INT, TYPE_FLOAT, TYPE_BINARY, TYPE_UTF8, TYPE_BOOL = 2, 3, 4, 5, 6
+TYPE_LIST, TYPE_FIXED_SIZE_BINARY = 12, 15
+PRECISION = {16: 0, 32: 1, 64: 2}  # Precision::HALF, SINGLE, DOUBLE
 
 
 class _Builder:
@@ -122,6 +125,15 @@ def _field_type(b: _Builder, typ: pa.DataType) -> tuple[int, int, int]:
         b.slot(6, "<B", 1 if pa.types.is_signed_integer(typ) else 0)  # add_is_signed
         b.slot(4, "<i", typ.bit_width)  # add_bitWidth
         return TYPE_INT, b.end(start), children
+    if pa.types.is_floating(typ):
+        children = b.offsets_vector([])
+        start = b.start()
+        b.slot(4, "<h", PRECISION[typ.bit_width])  # add_precision
+        return TYPE_FLOAT, b.end(start), children
+    if pa.types.is_list(typ):
+        child = _field(b, typ.value_field)
+        table = b.end(b.start())
+        return TYPE_LIST, table, b.offsets_vector([child])
     if pa.types.is_fixed_size_binary(typ):
         start = b.start()
         b.slot(4, "<i", typ.byte_width)
@@ -133,6 +145,21 @@ def _field_type(b: _Builder, typ: pa.DataType) -> tuple[int, int, int]:
             table = b.end(b.start())
             return type_id, table, b.offsets_vector([])
     raise ValueError(f"arrow-rs stream bytes: type {typ} is not written here")
+
+
+def _field(b: _Builder, field: pa.Field) -> int:
+    """``build_field``: the name, the type (its children first), then the field table."""
+    if field.metadata:
+        raise ValueError("arrow-rs stream bytes: field metadata is not written here")
+    name = b.string(field.name)
+    type_id, type_table, children = _field_type(b, field.type)
+    start = b.start()
+    b.slot_offset(4, name)  # add_name
+    b.slot(8, "<B", type_id)  # add_type_type
+    b.slot(6, "<B", 1 if field.nullable else 0)  # add_nullable
+    b.slot_offset(14, children)  # add_children
+    b.slot_offset(10, type_table)  # add_type_
+    return b.end(start)
 
 
 def _metadata(b: _Builder, metadata: dict[str, str]) -> int:
@@ -159,20 +186,7 @@ def _message(b: _Builder, header_type: int, header: int, body_length: int) -> by
 def schema_message(schema: pa.Schema) -> bytes:
     """The flatbuffer of the schema message (``schema_to_bytes_with_dictionary_tracker``)."""
     b = _Builder()
-    fields = []
-    for field in schema:
-        if field.metadata:
-            raise ValueError("arrow-rs stream bytes: field metadata is not written here")
-        name = b.string(field.name)
-        type_id, type_table, children = _field_type(b, field.type)
-        start = b.start()
-        b.slot_offset(4, name)  # add_name
-        b.slot(8, "<B", type_id)  # add_type_type
-        b.slot(6, "<B", 1 if field.nullable else 0)  # add_nullable
-        b.slot_offset(14, children)  # add_children
-        b.slot_offset(10, type_table)  # add_type_
-        fields.append(b.end(start))
-    field_list = b.offsets_vector(fields)
+    field_list = b.offsets_vector([_field(b, field) for field in schema])
     meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
     meta_list = _metadata(b, meta) if meta else None
     start = b.start()
@@ -186,26 +200,47 @@ def _pad(n: int) -> int:
     return -n % ALIGNMENT
 
 
-def _buffers(array: pa.Array) -> list[bytes]:
-    """``write_array_data``'s buffers of one column (no children; a slice is copied first,
-    as arrow-rs re-bases a sliced column's offsets and bits)."""
+def _write_array(array: pa.Array, nodes: list[tuple[int, int]],
+                 places: list[tuple[int, int]], body: bytearray) -> None:
+    """``write_array_data``: the array's node, its buffers, then its child's, each buffer
+    padded to the alignment. A slice is copied first, as arrow-rs re-bases a sliced array's
+    offsets and bits (and a list's child to the range its offsets cover)."""
     if array.offset:
         array = pa.concat_arrays([array])
+    nodes.append((len(array), array.null_count))
+    buffers, child = _buffers(array)
+    for data in buffers:
+        places.append((len(body), len(data)))
+        body += data + bytes(_pad(len(data)))
+    if child is not None:
+        _write_array(child, nodes, places, body)
+
+
+def _buffers(array: pa.Array) -> tuple[list[bytes], pa.Array | None]:
+    """One array's own buffers (offset 0), and a list's child as arrow-rs slices it."""
     n = len(array)
     typ = array.type
     raw = array.buffers()
     bitmap_len = (n + 7) // 8
     validity = b"\xff" * bitmap_len if array.null_count == 0 or raw[0] is None else \
         raw[0].to_pybytes()[:bitmap_len]
+    if pa.types.is_list(typ):
+        list_offsets = array.offsets  # (absolute: the child is not sliced)
+        first, last = list_offsets[0].as_py(), list_offsets[n].as_py()
+        rebased = struct.pack(f"<{n + 1}i", *(o - first for o in list_offsets.to_pylist()))
+        return [validity, rebased], array.values.slice(first, last - first)
     if pa.types.is_string(typ) or pa.types.is_binary(typ):
         offsets = raw[1].to_pybytes()[:4 * (n + 1)] if n else b"\0\0\0\0"
         end = struct.unpack_from("<i", offsets, 4 * n)[0] if n else 0
         values = raw[2].to_pybytes()[:end] if raw[2] is not None else b""
-        return [validity, offsets, values]
+        return [validity, offsets, values], None
     if pa.types.is_boolean(typ):
-        return [validity, raw[1].to_pybytes()[:bitmap_len]]
+        return [validity, raw[1].to_pybytes()[:bitmap_len]], None
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)
+            or pa.types.is_fixed_size_binary(typ)):
+        raise ValueError(f"arrow-rs stream bytes: type {typ} is not written here")
     width = typ.byte_width if pa.types.is_fixed_size_binary(typ) else typ.bit_width // 8
-    return [validity, raw[1].to_pybytes()[:n * width]]
+    return [validity, raw[1].to_pybytes()[:n * width]], None
 
 
 def batch_message(batch: pa.RecordBatch) -> tuple[bytes, bytes]:
@@ -214,10 +249,7 @@ def batch_message(batch: pa.RecordBatch) -> tuple[bytes, bytes]:
     places: list[tuple[int, int]] = []
     body = bytearray()
     for column in batch.columns:
-        nodes.append((len(column), column.null_count))
-        for data in _buffers(column):
-            places.append((len(body), len(data)))
-            body += data + bytes(_pad(len(data)))
+        _write_array(column, nodes, places, body)
     b = _Builder()
     buffers = b.structs_vector(places)
     node_list = b.structs_vector(nodes)
