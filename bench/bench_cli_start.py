@@ -1,13 +1,13 @@
 """How fast the CLI answers ``cat ARCHIVE ONE_FILE`` (issue 33, item 6: target <= 3x the
-venv's ``python -c pass``), end to end, as a user runs it.
+venv's ``python -c pass``) and ``info ARCHIVE``, end to end, as a user runs it.
 
-Three commands run interleaved, round after round (so a change of the machine's load hits all
-of them alike): the venv's ``python -c pass``; ``znippy-sql cat`` of one file, answered by the
-compiled core (``cli/fast.py``); and the same ``cat`` through the Python path (the fast path
-turned off in that process), for comparison. Medians and spread (min-max) in milliseconds, the
-ratio of the medians to ``python -c pass``; the same for the CPU time each process took (user +
-system, from ``getrusage``: on a shared machine the wall clock is mostly the load); appended to ``bench/results-native.md`` with the
-date, the machine and its load.
+The commands run interleaved, round after round (so a change of the machine's load hits all
+of them alike): the venv's ``python -c pass``; ``znippy-sql cat`` of one file and ``znippy-sql
+info``, answered by the compiled core (``cli/fast.py``); and the same two through the Python
+path (the fast path turned off in that process), for comparison. Medians and spread (min-max)
+in milliseconds, the ratio of the medians to ``python -c pass``; the same for the CPU time each
+process took (user + system, from ``getrusage``: on a shared machine the wall clock is mostly
+the load); appended to ``bench/results-native.md`` with the date, the machine and its load.
 
     PYTHONPATH=. .venv/bin/python bench/bench_cli_start.py [--rounds 30] [--files 10000]
 """
@@ -81,6 +81,8 @@ def main() -> None:
             "python -c pass": [python, "-c", "pass"],
             "znippy-sql cat (core)": [script, "cat", str(archive), member],
             "znippy-sql cat (Python path)": [python, "-c", SLOW, "cat", str(archive), member],
+            "znippy-sql info (core)": [script, "info", str(archive)],
+            "znippy-sql info (Python path)": [python, "-c", SLOW, "info", str(archive)],
         }
         for cmd in commands.values():  # warm the page cache and the .pyc files
             timed(cmd, env)
@@ -94,7 +96,7 @@ def main() -> None:
     base_cpu = statistics.median(c for _, c in times["python -c pass"])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
-        f"\n## `cat` of one file against `python -c pass` ({when})\n",
+        f"\n## `cat` of one file and `info` against `python -c pass` ({when})\n",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB, shared; "
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. Python "

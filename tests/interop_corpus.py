@@ -15,6 +15,7 @@ import os
 import sys
 import tarfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 #: file modes the tree is written with (the Rust 0.9.18+ ``__znippy_fsmeta__`` records them)
@@ -124,6 +125,35 @@ def expected(kind: str) -> dict[str, bytes]:
     elif kind != "corpus":
         raise ValueError(f"no corpus kind {kind!r}")
     return out
+
+
+#: the big file's size: past the Rust compress's cut (``poolplan.rs``: 200 MiB / workers, 100
+#: MiB on two), so it writes the file as more than one chunk
+BIG_SIZE = (101 << 20) + 7
+
+
+def big_lines(size: int = BIG_SIZE) -> Iterator[bytes]:
+    """The big file's bytes in pieces (about 1 MiB each): numbered lines, a hash that changes
+    every 4096 lines, so it compresses about 100 to 1 and every MiB differs."""
+    done = 0
+    block = 0
+    while done < size:
+        tag = hashlib.md5(b"%d" % block).hexdigest().encode()
+        piece = b"".join(b"big line %09d: %s the quick brown fox jumps over the lazy dog\n"
+                         % (block * 4096 + i, tag) for i in range(4096))[:size - done]
+        done += len(piece)
+        block += 1
+        yield piece
+
+
+def write_big(path: str | os.PathLike[str], size: int = BIG_SIZE) -> str:
+    """Write the big file at ``path``; its SHA-256 (hex)."""
+    h = hashlib.sha256()
+    with open(path, "wb") as out:
+        for piece in big_lines(size):
+            h.update(piece)
+            out.write(piece)
+    return h.hexdigest()
 
 
 def write(root: str | os.PathLike[str], content: dict[str, bytes] | None = None) -> Path:

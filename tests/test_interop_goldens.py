@@ -225,8 +225,9 @@ def test_compat_rust10_names_the_rust_sections(tmp_path: Path) -> None:
     with open_archive(out) as a:
         raw = a.manifest.to_pydict()
         assert sorted(zip(raw["pkg_type"], raw["module_name"])) == [
-            (-128, "__znippy_lookup__"), (-128, "__znippy_meta__"), (-128, "__znippy_trie__"),
-            (0, "")]  # (the CLI records its provenance facts in __znippy_meta__)
+            (-128, "__znippy_fsmeta__"), (-128, "__znippy_lookup__"), (-128, "__znippy_meta__"),
+            (-128, "__znippy_trie__"), (0, "")]  # (the CLI records its provenance facts in
+        # __znippy_meta__, and the tree's directories and modes in __znippy_fsmeta__)
         meta = a.group_table(a.groups[0]).schema.metadata
         assert meta[b"znippy_format_version"] == b"3" and meta[b"znippy.compat"] == b"rust-0.10"
         row = a.manifest_row(next(r.key for r in a.manifest_rows if r.key.module_name ==

@@ -14,6 +14,7 @@ The binaries are found as ``$ZNIPPY_RUST_BINS`` (paths separated by ``:``) or
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -141,3 +142,199 @@ def test_they_do_not_read_our_default_layout(binary: Path, tmp_path: Path) -> No
     out = tmp_path / "ours.znippy"
     assert main(["create", str(src), "-o", str(out)]) == 0
     assert real(binary, "decompress", "-i", out, "-o", tmp_path / "x").returncode != 0
+
+
+def modes(root: Path) -> dict[str, int]:
+    return {p.relative_to(root).as_posix(): p.stat().st_mode & 0o7777 for p in root.rglob("*")}
+
+
+def test_we_write_dirs_and_modes_they_restore(binary: Path, tmp_path: Path) -> None:
+    """``--compat rust-0.10`` records the tree's shape as ``__znippy_fsmeta__``: the real
+    ``decompress`` makes the empty directory and sets every directory and file mode."""
+    src = corpus.write(tmp_path / "in")
+    (src / "docs" / "readme.md").chmod(0o600)
+    (src / "empty-dir").chmod(0o700)
+    (src / "maven" / "org").chmod(0o750)
+    out = tmp_path / "ours.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10"]) == 0
+    assert real(binary, "verify", "-i", out).returncode == 0
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == corpus.files()
+    assert (tmp_path / "x" / "empty-dir").is_dir()
+    assert modes(tmp_path / "x") == modes(src)
+    # and this reader takes the same section: extract makes the directories, --preserve
+    with open_archive(out) as a:
+        a.extract(tmp_path / "y", preserve=True)
+    assert modes(tmp_path / "y") == modes(src)
+
+
+def test_we_write_plugin_columns_they_take(binary: Path, tmp_path: Path) -> None:
+    """``--pkg-type auto --compat rust-0.10``: the module groups are written as the Rust
+    plugins' (their pkg_types and columns); the real ``list`` prints the maven coordinates
+    from the plugin's ``group_id``/``artifact_id``/``version`` columns, and ``meta``,
+    ``verify``, ``decompress`` and ``get`` read the archive of four groups."""
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / "ours.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10",
+                 "--pkg-type", "auto", "--meta", "team=interop"]) == 0
+    found = real(binary, "meta", "-i", out, "-k", "team")
+    assert found.returncode == 0 and "interop" in found.stdout, found.stdout + found.stderr
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    listed = real(binary, "list", "-i", out)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[2:] for line in listed.stdout.splitlines()}
+    assert rows["maven/org/example/demo/1.2.3/demo-1.2.3.pom"] == ["org.example:demo:1.2.3"]
+    assert rows["crates/tiny-0.1.0.crate"] == [] and set(rows) == set(corpus.files())
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == corpus.files()
+    got = subprocess.run([str(binary), "get", "-i", str(out), "-p", "crates/tiny-0.1.0.crate"],
+                         capture_output=True, timeout=600)
+    assert got.returncode == 0 and got.stdout == corpus.files()["crates/tiny-0.1.0.crate"]
+    with open_archive(out) as a:  # and this reader, as it reads the Rust plugins' archives
+        assert dict(a.read_many(corpus.files())) == corpus.files()
+        assert a.verify().ok
+
+
+def test_we_sign_they_verify(binary: Path, tmp_path: Path) -> None:
+    """``--compat rust-0.10 --sign-key --sign-cert``: the Rust signature sections over the Rust
+    digests; the real ``verify --signed`` takes them with the test CA as its root, and refuses
+    them with another root or with one signature byte changed."""
+    from znippy_sql.provenance.sign import verify_signatures
+
+    src = corpus.write(tmp_path / "in")
+    key, cert = corpus.signer(tmp_path / "keys")
+    ca = cert.parent / "ca.cert.der"
+    out = tmp_path / "signed.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10", "--pkg-type",
+                 "auto", "--sign-key", str(key), "--sign-cert", str(cert)]) == 0
+    checked = real(binary, "verify", "-i", out, "--signed", "--root", ca)
+    if "not compiled" in checked.stderr or "feature" in checked.stderr and checked.returncode:
+        pytest.skip(f"{version(binary)} was built without the sign feature")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{len(corpus.files())}" in checked.stdout.split("artefakter:")[-1], checked.stdout
+    with open_archive(out) as a:
+        assert verify_signatures(a, ca) == []
+        row = [r for r in a.manifest.to_pylist()
+               if r["module_name"] == "__znippy_sign_archive__"][0]
+    # another root: the signer does not chain to it
+    other = corpus.signer(tmp_path / "other")[1].parent / "ca.cert.der"
+    other.write_bytes(cert.read_bytes())  # the signer's own certificate is never an anchor
+    refused = real(binary, "verify", "-i", out, "--signed", "--root", other)
+    assert refused.returncode != 0 and "chain" in refused.stderr, refused.stderr
+    # the archive signature's last byte (the end of its ECDSA value) changed
+    bad = tmp_path / "tampered.znippy"
+    data = bytearray(out.read_bytes())
+    data[row["index_offset"] + row["index_len"] - 1] ^= 0x01
+    bad.write_bytes(bytes(data))
+    refused = real(binary, "verify", "-i", bad, "--signed", "--root", ca)
+    assert refused.returncode != 0 and "archive signature" in refused.stderr, refused.stderr
+
+
+def data_metadata(path: Path) -> dict[bytes, bytes]:
+    """The schema metadata of the archive's first data sub-index (the Rust compress records
+    its configuration there: ``max_core_in_flight`` is its worker count)."""
+    import struct
+
+    import pyarrow as pa
+
+    data = path.read_bytes()
+    start = struct.unpack("<Q", data[-8:])[0]
+    for row in pa.ipc.open_stream(data[start:-16]).read_all().to_pylist():
+        if row["pkg_type"] >= 0:
+            at = row["index_offset"]
+            return pa.ipc.open_stream(data[at:at + row["index_len"]]).schema.metadata or {}
+    return {}
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while piece := f.read(1 << 20):
+            h.update(piece)
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def big_source(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A directory holding the big file (``interop_corpus.BIG_SIZE``) and a small one; the
+    big file's SHA-256."""
+    root = tmp_path_factory.mktemp("big") / "in"
+    root.mkdir()
+    (root / "small.txt").write_bytes(b"small\n")
+    return root, corpus.write_big(root / "big.bin")
+
+
+@pytest.mark.slow
+def test_they_cut_a_big_file_we_read(binary: Path, big_source: tuple[Path, str],
+                                     tmp_path: Path) -> None:
+    """The real ``compress`` cuts a file past its slice size (200 MiB / workers,
+    ``poolplan.rs``) into chunks; every read path here gives its bytes back."""
+    src, digest = big_source
+    out = tmp_path / "theirs.znippy"
+    done = real(binary, "compress", "-i", src, "-o", out, "--format", "generic")
+    assert done.returncode == 0, done.stderr
+    with open_archive(out) as a:
+        rows = [r for r in a.lookup.to_pylist() if r["relative_path"] == "big.bin"]
+        workers = int(data_metadata(out).get(b"max_core_in_flight", b"1"))
+        slice_size = (200 << 20) // max(workers, 1)
+        assert len(rows) == -(-corpus.BIG_SIZE // slice_size)
+        assert [r["fdata_offset"] for r in rows] == [i * slice_size for i in range(len(rows))]
+        if len(rows) < 2:
+            pytest.skip(f"{workers} worker(s): the Rust cut is past the big file")
+        assert hashlib.sha256(a.read("big.bin")).hexdigest() == digest
+        assert a.verify().ok
+        a.extract(tmp_path / "x")
+    assert sha256_of(tmp_path / "x" / "big.bin") == digest
+    assert (tmp_path / "x" / "small.txt").read_bytes() == b"small\n"
+
+
+@pytest.mark.slow
+def test_we_cut_a_big_file_they_read(binary: Path, big_source: tuple[Path, str],
+                                     tmp_path: Path) -> None:
+    """Ours (``--compat rust-0.10``, 10 MiB chunks) through the real ``verify``,
+    ``decompress`` and ``get``: the big file back byte for byte."""
+    src, digest = big_source
+    out = tmp_path / "ours.znippy"
+    assert main(["create", str(src), "-o", str(out), "--compat", "rust-0.10"]) == 0
+    with open_archive(out) as a:
+        assert sum(r["relative_path"] == "big.bin" for r in a.lookup.to_pylist()) == 11
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sha256_of(tmp_path / "x" / "big.bin") == digest
+    got = real(binary, "get", "-i", out, "-p", "big.bin", "-o", tmp_path / "got.bin")
+    assert got.returncode == 0, got.stderr
+    assert sha256_of(tmp_path / "got.bin") == digest
+
+
+ZGEN = Path(os.environ.get("ZNIPPY_RUST_ZGEN", "/opt/zgen-0.10.6/bin/zgen"))
+
+
+@pytest.mark.skipif(not ZGEN.is_file(), reason="no zgen (the 0.10.6 library program of "
+                    "tests/data/rust-common-0.10.6/zgen.rs.txt): set ZNIPPY_RUST_ZGEN")
+def test_we_seal_their_hot_archive(tmp_path: Path) -> None:
+    """The real library (``HotArchive``, through zgen) writes a hot archive and, the same
+    appends again, its seal; sealed here, the hot one is the real seal byte for byte (this
+    host's configuration included: the seal takes the journal's schema metadata)."""
+    from znippy_sql.write.rustseal import seal_rust_hot
+
+    src = corpus.write(tmp_path / "in")
+    changed = tmp_path / "changed.md"
+    changed.write_bytes(corpus.CHANGED["docs/readme.md"])
+    out = tmp_path / "out"
+    out.mkdir()
+    done = subprocess.run([str(ZGEN), str(src), str(out), str(changed)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    hot = out / "lib-hot.znippy"
+    assert list(out.glob("lib-hot.znippy.hot.*"))
+    seal_rust_hot(hot)
+    assert hot.read_bytes() == (out / "lib-hot-sealed.znippy").read_bytes()
+    assert not list(out.glob("lib-hot.znippy.hot.*"))
+    for binary in BINARIES:
+        checked = real(binary, "verify", "-i", hot)
+        assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -9,8 +9,8 @@ which the guard passes through unchanged.
 
 from __future__ import annotations
 
-from . import _native
-from .errors import CodecError, FormatError, PackError, ZnippyError
+import znippy_sql._native as _native
+from .errors import ChecksumError, CodecError, FormatError, PackError, ZnippyError
 from .native import guard
 
 
@@ -20,11 +20,26 @@ def version() -> str:
         return str(_native.version())
 
 
+def file_digests(prefix: bytes, offsets: object, data: object, sums: object, starts: object,
+                 seqs: object | None) -> bytes:
+    """FORMAT §4's digest of each file, concatenated (``native/src/digests.rs``): paths as
+    int64 offsets and bytes, 32 bytes of checksum a row, each file's first row (int64), the
+    rows' ``chunk_seq`` (int64; None: their place in their file). Hashed without the GIL."""
+    with guard(ChecksumError, "file digests"):
+        return bytes(_native.file_digests_many(prefix, offsets, data, sums, starts, seqs))
+
+
+def root_digest(tag: bytes, offsets: object, data: object, digests: object) -> bytes:
+    """BLAKE3 over ``tag``, then every path (int64 offsets and bytes), NUL and digest."""
+    with guard(ChecksumError, "root digest"):
+        return bytes(_native.root_digest(tag, offsets, data, digests))
+
+
 # -- one archive's tail and files
 # (on the CLI's fast path, cli/fast.py: nothing here imports typing at run time)
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Protocol
+    from typing import Any, Protocol
 
     class CatPlan(Protocol):
         """What :func:`cat_plan` found (``native/src/cat.rs``)."""
@@ -120,6 +135,14 @@ def remove_leftovers(directories: list[str]) -> int:
     these existing directories; how many."""
     with guard(ZnippyError, "removing the temporaries of killed extracts"):
         return int(_native.remove_leftovers(directories))
+
+
+def info_facts(archive: str) -> "dict[str, Any] | None":
+    """The facts ``info ARCHIVE`` prints (``native/src/info.rs``), or None when the Python
+    path must answer (git sections, another writer's layout, what the core does not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        facts: dict[str, Any] | None = _native.info_facts(archive)
+    return facts
 
 
 # -- git packs (native/src/git) ------------------------------------------------------------------

@@ -8,10 +8,12 @@
 use pyo3::prelude::*;
 
 mod cat;
+mod digests;
 mod errors;
 mod extract;
 mod frame;
 mod git;
+mod info;
 mod ipc;
 mod lookup;
 mod ls;
@@ -39,6 +41,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     git::register(m)?;
     cat::register(m)?;
     ls::register(m)?;
+    info::register(m)?;
+    digests::register(m)?;
     verify::register(m)?;
     extract::register(m)?;
     Ok(())

@@ -88,7 +88,7 @@ def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] in (["cat"], ["ls"], ["verify"], ["extract"]):  # the core's (cli/fast.py)
+    if argv[:1] in (["cat"], ["ls"], ["verify"], ["info"], ["extract"]):  # the core's (cli/fast.py)
         from .fast import run
 
         code = run(argv)

@@ -25,7 +25,7 @@ from ..format.ipc import metadata_text
 from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID
 from ..modules.pkgtypes import pkg_type_name
 from ..interop.vsource import laid_anew
-from ..read.foreign import own_writer, writer, writer_text
+from ..read.foreign import own_writer, writer
 from .common import (ARCHIVE_HELP, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, size_arg)
@@ -33,6 +33,7 @@ from .create import register as register_create
 from .extract import add_selection
 from .extract import register as register_extract
 from .findings import print_findings
+from .infotext import summary, write_text
 
 __all__ = ["Progress", "add_filter_options", "counted", "create_pkg_type_arg", "human",
            "pkg_type_arg", "positive_int", "progress_for", "size_arg"]
@@ -191,8 +192,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 # -- info -------------------------------------------------------------------------------------
 def archive_info(archive: Any) -> dict[str, Any]:
-    """Manifest, groups with their sizes, sections, totals and the writer's codec choices."""
+    """Manifest, groups with their sizes, sections, totals and the writer's codec choices
+    (:func:`.infotext.summary` of the facts the Python reader reads)."""
+    from ..format.kernels import call_function
     from ..views import batches
+    from ..write.dedup import distinct_blob_bytes
 
     codec_meta: dict[str, str] = {}
     for key in archive.groups:
@@ -200,70 +204,25 @@ def archive_info(archive: Any) -> dict[str, Any]:
         if schema.metadata:
             codec_meta = metadata_text(schema)
             break
-    groups = []
-    for g in batches(archive, "groups").read_all().to_pylist():
-        groups.append({
-            "pkg_type": g["pkg_type"], "pkg_type_name": g["pkg_type_name"],
-            "repo": g["repo"], "module_name": g["module_name"], "files": g["files"],
-            "chunks": g["row_count"], "compressed_chunks": g["compressed_chunks"],
-            "raw_chunks": g["row_count"] - g["compressed_chunks"],
-            "bytes": g["size"], "stored_bytes": g["stored_size"],
-        })
-    manifest = [{"pkg_type": r.key.pkg_type, "repo": r.key.repo,
-                 "module_name": r.key.module_name, "index_offset": r.index_offset,
-                 "index_len": r.index_len, "row_count": r.row_count}
-                for r in archive.manifest_rows]
-    size = archive.source.size
-    total = sum(g["bytes"] for g in groups)
-    from ..write.dedup import distinct_blob_bytes
-
+    groups = [(g["pkg_type"], g["pkg_type_name"], g["repo"], g["module_name"], g["files"],
+               g["row_count"], g["compressed_chunks"], g["size"], g["stored_size"])
+              for g in batches(archive, "groups").read_all().to_pylist()]
+    manifest = [(r.key.pkg_type, r.key.repo, r.key.module_name, r.index_offset, r.index_len,
+                 r.row_count) for r in archive.manifest_rows]
     # stored_bytes of a group: its files' shares of the blobs (docs/format.md, "Stored
     # sizes"): the groups' sum is the distinct blob bytes
-    from ..format.kernels import call_function
-
     referenced = sum(call_function("sum", [archive.group_table(k).column("blob_size")]).as_py()
                      or 0 for k in archive.groups)
-    stored = distinct_blob_bytes(archive.group_table(k) for k in archive.groups)
-    packs = pack_info(archive)
-    rows = sum(g["chunks"] for g in groups)
-    # a packed blob is referenced once, whatever the number of its slices
-    referenced += packs.pop("_member_stored") + packs["pack_stored_bytes"] \
-        if packs.get("_member_stored") is not None else 0
-    return {
-        "path": archive.path,
-        "archive_bytes": size,
-        "files": sum(g["files"] for g in groups),
-        "chunks": sum(g["chunks"] for g in groups),
-        "bytes": total,
-        "blob_bytes": archive.blob_end,
-        "tail_offset": archive.tail_offset,
-        "tail_bytes": size - archive.tail_offset,
-        "ratio": round(total / size, 4) if size else 0.0,
-        # shared blobs (docs/format.md §6): blob bytes the rows point at, counted per row,
-        # against the bytes of the distinct blobs
-        "referenced_bytes": referenced,
-        "stored_blob_bytes": stored,
-        "dedup_saved_bytes": referenced - stored,
-        "codec": codec_meta,
-        # packed blobs (docs/format.md §6): how many, the files in them, their stored bytes
-        # and the bytes of the files they hold
-        **packs,
-        # everything after the blob region, per chunk row (docs/format.md §2); None for an
-        # archive of git packs, whose tail is its git sections, not its few chunk rows
-        "index_bytes_per_row": round((size - archive.tail_offset) / rows, 1)
-        if rows and not archive.has_section(GIT_OID) else None,
-        # no __lookup__/__trie__ (the Rust tool's layout): the reader builds them in memory
-        "lookup": "in memory" if archive.lookup_in_memory else "section",
-        "groups": groups,
-        "sections": archive.sections,
-        # another writer's reserved sections this reader skips (docs/format.md §10)
-        "not_understood": archive.not_understood(),
-        "writer": None if own_writer(archive) else writer(archive),
-        # a Rust hot archive or one with delta chunks: read laid out anew (docs/interop.md)
-        "read_as": laid_anew(archive.source),
-        "manifest": manifest,
-        **_git_info(archive),
-    }
+    return {**summary(
+        path=archive.path, size=archive.source.size, tail_offset=archive.tail_offset,
+        blob_end=archive.blob_end, groups=groups, manifest=manifest, codec=codec_meta,
+        referenced=referenced,
+        distinct=distinct_blob_bytes(archive.group_table(k) for k in archive.groups),
+        packs=pack_info(archive), git_packs=archive.has_section(GIT_OID),
+        lookup_in_memory=archive.lookup_in_memory, not_understood=archive.not_understood(),
+        writer=None if own_writer(archive) else writer(archive),
+        read_as=laid_anew(archive.source), sections=archive.sections),
+        **_git_info(archive)}
 
 
 def _git_info(archive: Any) -> dict[str, Any]:
@@ -282,25 +241,23 @@ def _git_info(archive: Any) -> dict[str, Any]:
                     "absent_objects": absent, "complete_history": absent == 0}}
 
 
-def pack_info(archive: Any) -> dict[str, int]:
+def pack_info(archive: Any) -> tuple[int, int, int, int, int]:
     """Packed blobs of an archive: a compressed blob holding a slice at a non-zero
-    ``inner_offset``; its files, its stored bytes, and the bytes of its slices."""
+    ``inner_offset``; how many, their files, their stored bytes, the bytes of their slices,
+    and the ``blob_size`` of their files' rows summed."""
     import numpy as np
 
     c = archive.lookup_columns
     if not c.packed or c.n == 0:
-        return {"packs": 0, "packed_files": 0, "pack_stored_bytes": 0, "pack_bytes": 0,
-                "_member_stored": 0}
+        return 0, 0, 0, 0, 0
     offsets = np.unique(c.blob_offset[c.compressed & (c.inner_offset > 0)])
     member = np.isin(c.blob_offset, offsets) & c.compressed
     ends = c.inner_offset[member] + c.uncompressed_size[member]
     order = np.lexsort((ends, c.blob_offset[member]))
     last = np.r_[np.diff(c.blob_offset[member][order]) != 0, True]
     stored = dict(zip(c.blob_offset[member].tolist(), c.blob_size[member].tolist()))
-    return {"packs": int(len(offsets)), "packed_files": int(member.sum()),
-            "pack_stored_bytes": int(sum(stored.values())),
-            "pack_bytes": int(ends[order][last].sum()),
-            "_member_stored": -int(c.blob_size[member].sum())}
+    return (int(len(offsets)), int(member.sum()), int(sum(stored.values())),
+            int(ends[order][last].sum()), int(c.blob_size[member].sum()))
 
 
 def cmd_info(args: argparse.Namespace) -> int:
@@ -308,58 +265,8 @@ def cmd_info(args: argparse.Namespace) -> int:
         info = archive_info(archive)
     if args.json:
         print_json(info)
-        return 0
-    codec = info["codec"]
-    print(f"archive   {info['path']}  ({human(info['archive_bytes'])})")
-    print(f"content   {counted(info['files'], 'file')}, {counted(info['chunks'], 'chunk')}, "
-          f"{human(info['bytes'])}"
-          f" -> blobs {human(info['blob_bytes'])}, tail {human(info['tail_bytes'])},"
-          f" ratio {info['ratio']:.2f}")
-    print(f"dedup     {human(info['referenced_bytes'])} of blobs referenced, "
-          f"{human(info['stored_blob_bytes'])} stored: {human(info['dedup_saved_bytes'])} "
-          f"saved by shared blobs")
-    if info["packs"]:
-        print(f"packs     {counted(info['packed_files'], 'file')} in "
-              f"{counted(info['packs'], 'packed blob')}: {human(info['pack_bytes'])} stored as "
-              f"{human(info['pack_stored_bytes'])}")
-    if info["index_bytes_per_row"] is not None:
-        print(f"index     {info['index_bytes_per_row']:.0f} bytes a chunk row"
-              + (" (compressed streams)" if codec.get("znippy.index_compression") else ""))
-    if codec and "znippy.codec" not in codec:  # another writer's keys (the Rust tool's)
-        print("schema    " + " ".join(f"{k}={v}" for k, v in codec.items()))
-    elif codec:
-        print(f"codec     {codec.get('znippy.codec', '?')} graph="
-              f"{codec.get('znippy.openzl.graph', '?')} level={codec.get('znippy.openzl.level', '?')}"
-              f" format_version={codec.get('znippy.openzl.format_version', '?')}"
-              f" block_size={codec.get('znippy.block_size', '?')}")
-    if info["writer"] is not None:
-        print(f"writer    {writer_text(info['writer'])}")
-    if info["read_as"] is not None:  # (sizes and offsets are those of the layout read)
-        print(f"read as   {info['read_as']}")
-    print(f"sections  {', '.join(info['sections']) or '(none)'}"
-          + ("; lookup built in memory (the Rust tool's layout)"
-             if info["lookup"] == "in memory" else ""))
-    for name, status in info["not_understood"].items():
-        print(f"  {name}: {status}: skipped")
-    if "git" in info:
-        g = info["git"]
-        print(f"git       {g['objects']} objects, {g['commits']} commits; " + (
-            "complete history" if g["complete_history"] else
-            f"INCOMPLETE history: {g['absent_objects']} objects its commits and trees name are "
-            "absent (a partial clone or a shallow history); git_reachable lists the present "
-            "ones only"))
-    print("groups")
-    print(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
-          f"{'bytes':>14}{'stored':>14}")
-    for g in info["groups"]:
-        print(f"  {g['pkg_type_name']:<8}{g['repo'] or '-':<20}{g['module_name'] or '-':<10}"
-              f"{g['files']:>8}{g['chunks']:>8}{g['bytes']:>14}{g['stored_bytes']:>14}")
-    print("manifest")
-    for m in info["manifest"]:
-        name = m["module_name"] if m["pkg_type"] < 0 else (
-            f"{pkg_type_name(m['pkg_type'])}/{m['repo'] or '-'}/{m['module_name'] or '-'}")
-        print(f"  {name:<40}@{m['index_offset']:>12} len {m['index_len']:>10}"
-              f" rows {m['row_count']:>8}")
+    else:
+        write_text(info)
     return 0
 
 

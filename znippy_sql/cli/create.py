@@ -30,11 +30,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {}
     from . import provenance as prov
 
-    if args.compat == "rust-0.10":  # its facts as the Rust typed __znippy_meta__
-        given = [opt for opt in _SECTION_OPTIONS[2:] if getattr(args, opt[2:].replace("-", "_"))]
-        if given:
-            raise ZnippyError(f"--compat {args.compat} writes no signatures: "
-                              f"{', '.join(given)} cannot be used with it")
+    if args.compat == "rust-0.10":  # facts and signatures the Rust way (write/rust10.py)
         extra.update(prov.writer_kwargs(args))
     elif args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
         given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
@@ -69,11 +65,16 @@ def cmd_create(args: argparse.Namespace) -> int:
     if report.packs:
         print(f"packed {counted(report.packed_files, 'small file')} into "
               f"{counted(report.packs, 'shared frame')} (--no-pack: one frame each)")
-    if report.symlinks or report.directories:
+    rust = args.compat == "rust-0.10"
+    if rust and report.directories:
+        print(f"recorded {counted(report.directories, 'directory').replace('ys', 'ies')} and "
+              "the file modes (__znippy_fsmeta__)")
+    elif report.symlinks or report.directories:
         print(f"recorded {counted(report.directories, 'directory').replace('ys', 'ies')} and "
               f"{counted(report.symlinks, 'symbolic link')} with modes and mtimes (__meta__)")
     if report.links_left_out:
-        print(f"left out {counted(report.links_left_out, 'symbolic link')} (--no-posix)")
+        print(f"left out {counted(report.links_left_out, 'symbolic link')} "
+              f"({'the Rust tool stores none' if rust and not args.no_posix else '--no-posix'})")
     if report.special_left_out:
         first = ", ".join(repr(p) for p in report.special_left_out[:3])
         print(f"left out {counted(len(report.special_left_out), 'special file')} (FIFO, "
@@ -140,8 +141,10 @@ def option_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     for name in ("skip_unsafe", "skip_unreadable"):
         if getattr(args, name, False):
             out[name] = True
-    if hasattr(args, "no_posix"):  # recorded by default (never with --compat)
-        out["posix"] = not args.no_posix and getattr(args, "compat", None) is None
+    if hasattr(args, "no_posix"):  # recorded by default (rust-0.10: as __znippy_fsmeta__;
+        # never with rust-0.8)
+        out["posix"] = not args.no_posix and getattr(args, "compat", None) in (None,
+                                                                               "rust-0.10")
     return out
 
 
@@ -168,10 +171,12 @@ def register(subparsers: Any) -> None:
                    help="chunk size, e.g. 10M (default: 10 MiB)")
     p.add_argument("--no-posix", action="store_true",
                    help="do not record modes, mtimes, symbolic links and directories "
-                        "(as posix.* rows of __meta__; never recorded with --compat)")
+                        "(as posix.* rows of __meta__; with --compat rust-0.10 directories "
+                        "and modes as the Rust __znippy_fsmeta__; never with rust-0.8)")
     p.add_argument("--compat", choices=COMPAT_MODES, default=None,
-                   help="write an archive the Rust znippy 0.8 reads: data sub-indexes and the "
-                        "manifest only (no metadata, signatures, lookup or trie)")
+                   help="write an archive the Rust znippy reads: rust-0.8, data sub-indexes "
+                        "and the manifest only; rust-0.10 (0.9.1+), with the Rust lookup, "
+                        "trie, typed facts and directories and modes (docs/interop.md)")
     p.add_argument("--skip-unsafe", action="store_true",
                    help="skip (and list) files whose names the format refuses, e.g. a "
                         "newline in a name; exit 1")

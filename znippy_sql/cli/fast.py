@@ -1,8 +1,10 @@
-"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...``, ``ls ARCHIVE [PATH...]`` and
-``verify ARCHIVE`` of a local archive answered by the compiled core (``native/src/cat.rs``:
-footer, manifest, trie, lookup rows, frames, BLAKE3; ``native/src/ls.rs``: the data
-sub-indexes; ``native/src/verify.rs``: every check, for a sound archive) without importing
-pyarrow, numpy, DuckDB or Polars.
+"""The CLI's fast path (issue 33, item 6): ``cat ARCHIVE PATH...``, ``ls ARCHIVE [PATH...]``,
+``verify ARCHIVE`` and ``info ARCHIVE [--json]`` of a local archive answered by the compiled
+core (``native/src/cat.rs``: footer, manifest, trie, lookup rows, frames, BLAKE3;
+``native/src/ls.rs``: the data sub-indexes; ``native/src/verify.rs``: every check, for a
+sound archive; ``native/src/info.rs``: the facts ``cli/infotext.py`` prints), and
+``extract ARCHIVE -o DIR`` (``native/src/extract.rs``: the plan and the writes) without
+importing pyarrow, numpy, DuckDB or Polars.
 
 :func:`run` is tried first by :func:`znippy_sql.cli.main`. It takes only plain arguments on a
 local file; it returns None — and ``main`` goes its usual way, which answers with today's
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 #: the commands :func:`run` may answer
-COMMANDS = ("cat", "ls", "verify", "extract")
+COMMANDS = ("cat", "ls", "verify", "info", "extract")
 #: ``format.rollback.JOURNAL_SUFFIX`` (not imported: it would bring the blake3 package; a test
 #: keeps the two equal)
 JOURNAL_SUFFIX = ".znippy-journal"
@@ -39,6 +41,8 @@ def run(argv: Sequence[str]) -> int | None:
     if len(argv) < (3 if argv[:1] == ["cat"] else 2) or argv[0] not in COMMANDS:
         return None
     archive, paths = argv[1], list(argv[2:])
+    if argv[0] == "info" and paths == ["--json"]:
+        return _info(archive, json=True)
     if any(a.startswith("-") for a in argv[1:]):  # an option, or what argparse takes for one
         return None
     if "://" in archive or os.path.exists(archive + JOURNAL_SUFFIX):
@@ -46,6 +50,8 @@ def run(argv: Sequence[str]) -> int | None:
     try:
         if argv[0] == "verify":
             return _verify(archive) if not paths else None
+        if argv[0] == "info":
+            return _info(archive, json=False) if not paths else None
         return _ls(archive, paths) if argv[0] == "ls" else _cat(archive, paths)
     except BrokenPipeError:
         return 0
@@ -64,6 +70,45 @@ def _ls(archive: str, members: list[str]) -> int | None:
     if text is None:
         return None
     sys.stdout.write(text)
+    sys.stdout.flush()
+    return 0
+
+
+def _info(archive: str, *, json: bool) -> int | None:
+    """``info ARCHIVE [--json]`` from the facts the core reads (``cli/infotext.py`` derives
+    and prints them, as for the Python path); None for what the core does not read, or a
+    pkg_type only the module registry names."""
+    if archive.startswith("-") or "://" in archive or os.path.exists(archive + JOURNAL_SUFFIX):
+        return None
+    try:
+        from .. import corelib
+
+        facts = corelib.info_facts(archive)
+    except (ImportError, ZnippyError, OSError, ValueError):
+        return None
+    if facts is None:
+        return None
+    from .infotext import builtin_name, summary, write_text
+
+    groups = []
+    for t, repo, module, *counts in facts["groups"]:
+        name = builtin_name(t)
+        if name is None:
+            return None
+        groups.append((t, name, repo, module, *counts))
+    info = summary(
+        path=archive, size=facts["archive_bytes"], tail_offset=facts["tail_offset"],
+        blob_end=facts["blob_end"], groups=groups, manifest=facts["manifest"],
+        codec=dict(facts["codec"]), referenced=facts["referenced"], distinct=facts["distinct"],
+        packs=facts["packs"], git_packs=False, lookup_in_memory=False, not_understood={},
+        writer=None, read_as=None,
+        sections=[m[2] for m in facts["manifest"] if m[0] == -1])
+    if json:
+        from .common import print_json
+
+        print_json(info)
+    else:
+        write_text(info)
     sys.stdout.flush()
     return 0
 

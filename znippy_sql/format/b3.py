@@ -36,17 +36,3 @@ class _Hasher:
 
 
 blake3 = _Hasher()
-
-
-def digests(buffer: Any, bounds: Any) -> bytes:
-    """The 32-byte BLAKE3 of every ``buffer[bounds[i]:bounds[i + 1]]``, concatenated: one
-    guard around the lot (the catalog hashes a message per file, 5,000 to an archive)."""
-    view = memoryview(buffer)
-    ends = bounds.tolist() if hasattr(bounds, "tolist") else list(bounds)
-    hasher = _lib.blake3
-    try:
-        return b"".join([hasher(view[a:b]).digest() for a, b in zip(ends, ends[1:])])
-    except BaseException as exc:  # a panic is a BaseException
-        if isinstance(exc, PASS):
-            raise
-        raise ChecksumError(f"BLAKE3 failed: {describe(exc)}") from None

@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from .. import corelib
 from . import b3 as blake3
-from .build import binary, numpy_of
-from .kernels import call_function, one_array, utf8_parts
+from .build import numpy_of
+from .kernels import one_array, utf8_parts
 
 #: FORMAT §4: the file digest starts with this domain-separation prefix.
 FILE_DIGEST_PREFIX = b"znippy-file-v1\0"
@@ -60,62 +61,45 @@ def binary_view(arr: Any) -> pa.Array:
                                                         else pa.py_buffer(b"")])
 
 
-def joined(parts: Sequence[Any]) -> tuple[np.ndarray, Any]:
-    """The element-wise concatenation of ``parts`` (each a ``large_binary`` Array of the same
-    length, or a bytes constant): (offsets as NumPy, data buffer)."""
-    args = [binary([p], large=True)[0] if isinstance(p, bytes) else p for p in parts]
-    out = call_function("binary_join_element_wise", [*args, binary([b""], large=True)[0]])
-    _, obuf, dbuf = out.buffers()
-    bounds = np.frombuffer(obuf, dtype=np.int64, count=len(out) + 1, offset=out.offset * 8)
-    return bounds, (dbuf if dbuf is not None else b"")
+def _path_buffers(paths: Any) -> tuple[memoryview, Any]:
+    """A string or binary column's offsets (int64, one more than its values) and bytes."""
+    view = binary_view(paths)
+    offsets = np.frombuffer(view.buffers()[1], dtype=np.int64, count=len(view) + 1,
+                            offset=view.offset * 8)
+    data = view.buffers()[2]
+    raw = memoryview(data if data is not None else b"").cast("B")
+    return memoryview(offsets.data).cast("B"), raw
+
+
+def _digest_bytes(arr: Any) -> memoryview:
+    """The 32 bytes a value of a ``binary(32)`` column, in order."""
+    arr = one_array(arr) if isinstance(arr, pa.ChunkedArray) else arr
+    return np.frombuffer(arr.buffers()[1], dtype=np.uint8, count=len(arr) * 32,
+                         offset=arr.offset * 32).data
 
 
 def file_digests(paths: Any, checksums: Any, starts: np.ndarray,
                  seqs: np.ndarray | None = None) -> pa.FixedSizeBinaryArray:
     """:func:`file_digest` of many files at once: ``paths`` one per file, ``checksums`` one per
     chunk row (``binary(32)``), file i's chunks at rows ``starts[i]`` up to the next start (or
-    the end). ``seqs`` are the rows' ``chunk_seq`` (by default their place in their file).
-    Arrow lays the messages out (prefix, path, then NUL, count and the chunk block); then one
-    BLAKE3 call per file."""
-    checksums = one_array(checksums) if isinstance(checksums, pa.ChunkedArray) else checksums
-    paths = one_array(paths) if isinstance(paths, pa.ChunkedArray) else paths
-    rows = len(checksums)
-    nfiles = len(starts)
-    if nfiles == 0:
+    the end; rows before the first start belong to no file). ``seqs`` are the rows'
+    ``chunk_seq`` (by default their place in their file). One call of the compiled core
+    (``native/src/digests.rs``) lays out and hashes every file's message."""
+    if len(starts) == 0:
         return pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), 0, [None, pa.py_buffer(b"")])
-    starts = np.asarray(starts, dtype=np.int64)
-    if starts[0]:  # rows before the first file's first chunk belong to no file (a damaged
-        skip = int(starts[0])  # index; verify finds it): as the digest of one file skips them
-        checksums, starts, rows = checksums.slice(skip), starts - skip, rows - skip
-        seqs = None if seqs is None else np.asarray(seqs)[skip:]
-    counts = np.diff(np.append(starts, rows))
-    if seqs is None:
-        seqs = np.arange(rows, dtype=np.int64) - np.repeat(starts, counts)
-    sums = np.frombuffer(checksums.buffers()[1], dtype=np.uint8, count=rows * 32,
-                         offset=checksums.offset * 32)
-    block = np.empty((rows, 36), np.uint8)  # (chunk_seq LE u32, checksum) of every row
-    block[:, :4] = np.asarray(seqs, dtype="<u4").view(np.uint8).reshape(rows, 4)
-    block[:, 4:] = sums.reshape(rows, 32)
-    head = np.zeros((nfiles, 5), np.uint8)  # NUL, then the chunk count LE u32
-    head[:, 1:] = counts.astype("<u4").view(np.uint8).reshape(nfiles, 4)
-    if rows == nfiles:  # one chunk to a file: each tail is 41 bytes
-        tail_data = np.concatenate([head, block], axis=1).reshape(-1)
-    else:
-        tail_data = np.insert(block.reshape(-1), np.repeat(starts * 36, 5), head.reshape(-1))
-    tail_offsets = np.zeros(nfiles + 1, np.int64)
-    np.cumsum(5 + 36 * counts, out=tail_offsets[1:])
-    tails = pa.Array.from_buffers(pa.large_binary(), nfiles,
-                                  [None, pa.py_buffer(tail_offsets), pa.py_buffer(tail_data)])
-    bounds, data = joined([FILE_DIGEST_PREFIX, binary_view(paths), tails])
-    digest = blake3.digests(data, bounds)
-    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), nfiles,
+    offsets, data = _path_buffers(paths)
+    sums = _digest_bytes(checksums)
+    starts = np.ascontiguousarray(starts, dtype="<i8")
+    if seqs is not None:
+        seqs = np.ascontiguousarray(seqs, dtype="<i8")
+    digest = corelib.file_digests(FILE_DIGEST_PREFIX, offsets, data, sums,
+                                  memoryview(starts.data).cast("B"),
+                                  None if seqs is None else memoryview(seqs.data).cast("B"))
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(32), len(starts),
                                                 [None, pa.py_buffer(digest)])
 
 
 def root_digest(tag: bytes, paths: Any, digests: Any) -> bytes:
     """BLAKE3 over ``tag``, then every path, NUL and file digest (FORMAT §4's archive root)."""
-    h = blake3.blake3(tag)
-    if len(paths):
-        bounds, data = joined([binary_view(paths), b"\0", binary_view(digests)])
-        h.update(memoryview(data)[int(bounds[0]):int(bounds[-1])])
-    return h.digest()
+    offsets, data = _path_buffers(paths)
+    return corelib.root_digest(tag, offsets, data, _digest_bytes(digests))

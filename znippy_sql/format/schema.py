@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from .pkgnames import PKG_TYPE_NAMES, PKG_TYPES  # noqa: F401  (FORMAT §3's, defined there)
+
 #: Data sub-index base columns, exact names, order and types (FORMAT §3).
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("relative_path", pa.utf8(), nullable=False),
@@ -45,32 +47,6 @@ META_SCHEMA = pa.schema(
         pa.field("value", pa.utf8(), nullable=False),
     ]
 )
-
-#: FORMAT §3's pkg_type numbers: the built-in defaults, which keep their names. Any other name
-#: or number resolves through the module registry (``znippy_sql.modules.pkgtypes``: a module's
-#: name is its pkg_type's name), loaded only then (a plain archive loads no module).
-PKG_TYPES: dict[str, int] = {
-    "raw": 0,
-    "untyped": 0,
-    "maven": 1,
-    "maven2": 1,
-    "cargo": 2,
-    "npm": 3,
-    "pypi": 4,
-    "docker": 5,
-    "helm": 6,
-    "raw-named": 7,
-}
-PKG_TYPE_NAMES: dict[int, str] = {
-    0: "raw",
-    1: "maven",
-    2: "cargo",
-    3: "npm",
-    4: "pypi",
-    5: "docker",
-    6: "helm",
-    7: "raw-named",
-}
 
 RESERVED_PKG_TYPE = -1
 #: FORMAT §3: files are cut into chunks of this many bytes unless told otherwise

@@ -11,8 +11,10 @@ path wins, at the place where the path first appeared), are the archive's index;
 writes them as one data sub-index ``(0, "", "")`` after the blobs, then lookup, trie, manifest
 and footer, and removes the segments.
 
-Read here: the blob file's bytes, then a tail made in memory from those rows (:mod:`.tail`),
-so every read path reads the hot archive as a sealed one. The file is not changed.
+Read here: the blob file's bytes up to the end of the last live blob (where the seal cuts
+it), then a tail made in memory from those rows (:mod:`.tail`), so every read path reads the
+hot archive as a sealed one. The file is not changed. ``write/rustseal.py`` seals it into
+the real seal's bytes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pyarrow as pa
 
 from ..errors import FormatError
 from ..format.ipc import stream_bytes
-from ..format.kernels import take
+from ..format.kernels import call_function, take
 from ..format.rangeio import RangeSource
 from ..format.schema import BASE_NAMES, UNTYPED
 from .tail import make_tail
@@ -118,6 +120,15 @@ def hot_rows(path: str) -> pa.Table | None:
     return live_rows(table).combine_chunks()
 
 
+def blob_end(rows: pa.Table) -> int:
+    """Where the live rows' blobs end (``HotArchive::open``: bytes past it, a torn append's,
+    are cut off before a seal); 0 for no rows."""
+    if not rows.num_rows:
+        return 0
+    ends = call_function("add", [rows.column("blob_offset"), rows.column("blob_size")])
+    return int(call_function("max", [ends]).as_py())
+
+
 def hot_source(src: RangeSource, path: str) -> VirtualSource | None:
     """The hot archive at ``path`` (a file without a footer and with journal segments
     beside it) as a sealed one: its bytes, then a tail of its journal's rows. None when
@@ -127,7 +138,7 @@ def hot_source(src: RangeSource, path: str) -> VirtualSource | None:
     rows = hot_rows(path)
     if rows is None:
         return None
-    start = src.size
+    start = min(src.size, blob_end(rows))  # where the real seal writes its tail
     streams = [(UNTYPED, stream_bytes(rows), rows.num_rows)] if rows.num_rows else []
     tail = make_tail(start, streams)
     pieces = [Piece(0, start, file_offset=0), Piece(start, len(tail), data=pa.py_buffer(tail))]

@@ -198,19 +198,35 @@ def as_signer(signer: Any) -> Signer:
     raise TypeError(f"signer= takes a Signer, (key, cert) paths or a mapping, not {signer!r}")
 
 
-def signature_builder(signer: Any) -> Callable[[pa.Table], Iterable[ReservedSection]]:
-    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``."""
+def signature_builder(signer: Any, *, rust: bool = False
+                      ) -> Callable[[pa.Table], Iterable[ReservedSection]]:
+    """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``.
+
+    ``rust``: over the Rust tool's digests (:mod:`znippy_sql.interop.sign`; the tail writes
+    the sections under the Rust names), each CMS carrying the signer's certificate alone (the
+    Rust verifier takes the first certificate of the set as the signer's), with an EC key
+    (the Rust verifier checks ECDSA over P-256 or P-384 and Ed25519, not RSA)."""
     s = as_signer(signer)
+    if rust:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        curve = getattr(s.key, "curve", None)
+        if not isinstance(s.key, ec.EllipticCurvePrivateKey) or curve is None \
+                or curve.name not in ("secp256r1", "secp384r1"):
+            raise SignatureError("compat rust-0.10: the Rust verifier checks ECDSA P-256 or "
+                                 "P-384 signatures only; sign with such a key")
+        s = Signer(s.key, s.cert)
+    digests_for, root_for = (rust_digests, rust_root) if rust else (file_digests, archive_root)
 
     def build(lookup: pa.Table) -> list[ReservedSection]:
-        paths, digests = file_digests(lookup)
+        paths, digests = digests_for(lookup)
         signatures = _shared(lambda batch: [s.sign(d) for d in batch], digests)
         table = pa.table({"relative_path": paths, "cms": signatures}, schema=ARTIFACTS_SCHEMA)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, ARTIFACTS_SCHEMA) as writer:
             writer.write_table(table)
         return [ReservedSection(SIGN_ARTIFACTS, sink.getvalue().to_pybytes()),
-                ReservedSection(SIGN_ARCHIVE, s.sign(archive_root(paths, digests)))]
+                ReservedSection(SIGN_ARCHIVE, s.sign(root_for(paths, digests)))]
 
     return build
 

@@ -37,8 +37,9 @@ def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
     itself and ``posix`` are checked by ``WriteOptions``); run once, by ``ArchiveWriter``."""
     if compat is None:
         return
-    given = [what for what, value in (("meta", meta if compat != "rust-0.10" else None),
-                                      ("a signer", signer),
+    rust10 = compat == "rust-0.10"  # its facts and signatures the Rust way (write/rust10.py)
+    given = [what for what, value in (("meta", None if rust10 else meta),
+                                      ("a signer", None if rust10 else signer),
                                       ("reserved sections", sections),
                                       ("section builders", builders)) if value]
     if given:

@@ -27,6 +27,7 @@ class Feed:
     """Entries in, :meth:`add`'s ``take`` called for each one to write."""
 
     def __init__(self, take: Callable[[Entry], None], *, posix: bool = False,
+                 links: bool = True,
                  skip_unsafe: bool = False, skip_unreadable: bool = False,
                  exclude: Sequence[str] = (),
                  exclude_prefixes: Sequence[str] = (),
@@ -37,6 +38,9 @@ class Feed:
         #: ahead of ``take`` (``write/readahead.py``; None when it could not)
         self.ahead = ahead
         self.posix = posix
+        #: False: a symbolic link a ``posix`` walk finds is left out (and counted), as the
+        #: Rust compress does (``--compat rust-0.10``: its archives have no links)
+        self.links = links
         self.skip_unsafe = skip_unsafe
         self.skip_unreadable = skip_unreadable
         self.exclude = list(exclude)
@@ -66,6 +70,9 @@ class Feed:
 
     def _add(self, entry: Entry) -> bool:
         """:meth:`add` of an entry a walk found (its file opened already, when it had to)."""
+        if entry.link is not None and not self.links:
+            self.links_left_out += 1
+            return False
         if self.unchanged is not None and self.unchanged(entry):
             self.files_unchanged += 1
             self._fact(entry)

@@ -115,7 +115,7 @@ def check(options: WriteOptions) -> None:
     if options.compat is not None:
         if options.compat not in COMPAT_MODES:
             refuse("compat", f"unknown compat mode; known: {', '.join(COMPAT_MODES)}")
-        if options.posix:
+        if options.posix and options.compat != "rust-0.10":  # rust-0.10: __znippy_fsmeta__
             raise OptionError(f"write options compat={options.compat!r} and posix=True: a "
                               f"{options.compat} archive holds no __meta__ for POSIX facts")
 

@@ -10,6 +10,8 @@ a link is an ordinary file whose bytes are its target (docs/posix.md).
 
 from __future__ import annotations
 
+import stat
+
 import pyarrow as pa
 
 from ..format import build
@@ -40,6 +42,15 @@ class PosixFacts:
     @property
     def symlinks(self) -> int:
         return len(self.links)
+
+    def fsmeta(self) -> pa.Table | None:
+        """The Rust ``__znippy_fsmeta__`` rows of these facts (``write/rust10.py``; mtimes
+        and links have no place there)."""
+        from .rust10 import fsmeta_table
+
+        dirs = [(p, m) for p, m in zip(self.paths, self.modes) if stat.S_ISDIR(m)]
+        files = [(p, m) for p, m in zip(self.paths, self.modes) if stat.S_ISREG(m)]
+        return fsmeta_table(files, dirs)
 
     def rows(self) -> pa.Table:
         """The rows in ``__meta__``'s canonical order (by path bytes, then key)."""

@@ -28,7 +28,14 @@ from ..format.schema import (LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE
 from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, one_schema
-from .rust10 import FORMAT_METADATA, RUST10, rust_index_sections, rust_meta_section
+from .rust10 import (FORMAT_METADATA, RUST10, rust_fsmeta_section, rust_index_sections,
+                     rust_meta_section, rust_plugin_groups)
+from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS
+from ..format.schema import SIGN_ARCHIVE as OUR_SIGN_ARCHIVE
+from ..format.schema import SIGN_ARTIFACTS as OUR_SIGN_ARTIFACTS
+
+#: the sections a rust-0.10 archive spells the Rust way (write/rust10.py)
+RUST_NAMES = {OUR_SIGN_ARTIFACTS: SIGN_ARTIFACTS, OUR_SIGN_ARCHIVE: SIGN_ARCHIVE}
 
 
 
@@ -74,6 +81,8 @@ def write_tail(
     groups = unify_inner(groups)
     if compat is not None and any(has_packs(t) for t in groups.values()):
         raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
+    if compat == RUST10:  # module groups as the Rust plugins write them (write/rust10.py)
+        groups = rust_plugin_groups(groups)
     if compat is not None:  # its sections were refused by the writer (``check_compat``)
         groups = one_schema(groups)
         schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat,
@@ -92,13 +101,16 @@ def write_tail(
                              batch_rows=LOOKUP_BATCH_ROWS if index_compression else None),
                 lookup.num_rows)
         out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
-    elif compat == RUST10:  # the Rust-named lookup, trie and meta (write/rust10.py)
+    elif compat == RUST10:  # fsmeta, the Rust-named lookup, trie and meta (write/rust10.py)
+        for s in sections:  # the Rust compress pushes it right after the data sub-index
+            if s.name == FSMETA and isinstance(s.payload, pa.Table):
+                out.put(*rust_fsmeta_section(s.payload))
         for key, data, count in rust_index_sections(lookup, build_trie(lookup)):
             out.put(key, data, count)
         for s in sections:
             if s.name == META and isinstance(s.payload, pa.Table):
                 out.put(*rust_meta_section(s.payload))
-        sections = [s for s in sections if s.name != META]
+        sections = [s for s in sections if s.name not in (META, FSMETA)]
 
     extra = list(sections)
     for builder in section_builders:
@@ -106,6 +118,8 @@ def write_tail(
     check_sections(extra)
     for s in sorted(extra, key=lambda s: section_rank(s.name)):
         key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
+        if compat == RUST10:  # the signatures under the Rust names (made over its digests)
+            key = GroupKey(RUST_RESERVED_PKG_TYPE, "", RUST_NAMES.get(s.name, s.name))
         if isinstance(s.payload, pa.Table):  # a raw section may hold a stream (row_count 0)
             raw = s.name in RAW_SECTIONS
             out.put(key, stream_bytes(s.payload, compress=index_compression and not raw),

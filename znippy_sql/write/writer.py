@@ -30,6 +30,8 @@ from .feed import Feed
 from .ingest import Ingest
 from .options import OptionKwargs, Provenance, WriteOptions, resolve
 from .posix import with_rows
+from .rust10 import RUST10
+from ..interop.layouts import FSMETA
 from .source import Entry, as_entry
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import check_compat
@@ -82,8 +84,10 @@ def meta_of(sections: Iterable[ReservedSection]) -> pa.Table | None:
     return None
 
 
-def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], list[SectionBuilder]]:
-    """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5)."""
+def optional_sections(meta: Any, signer: Any, compat: str | None = None
+                      ) -> tuple[list[ReservedSection], list[SectionBuilder]]:
+    """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5); with
+    ``compat="rust-0.10"`` the signatures are over the Rust digests (``write/rust10.py``)."""
     sections: list[ReservedSection] = []
     builders: list[SectionBuilder] = []
     if meta is not None:
@@ -93,7 +97,7 @@ def optional_sections(meta: Any, signer: Any) -> tuple[list[ReservedSection], li
     if signer is not None:
         from ..provenance.sign import signature_builder
 
-        builders.append(signature_builder(signer))
+        builders.append(signature_builder(signer, rust=compat == RUST10))
     return sections, builders
 
 
@@ -129,7 +133,7 @@ class ArchiveWriter:
         meta, signer = self.provenance.meta, self.provenance.signer
         check_compat(self.options.compat, sections=reserved_sections, builders=section_builders,
                      meta=meta, signer=signer)
-        extra_sections, extra_builders = optional_sections(meta, signer)
+        extra_sections, extra_builders = optional_sections(meta, signer, self.options.compat)
         self.sections = [*reserved_sections, *extra_sections]
         check_sections(self.sections)  # refuse bad names now, not after all the compression
         self.builders = [*section_builders, *extra_builders]
@@ -161,6 +165,7 @@ class ArchiveWriter:
         self._ingest = Ingest(self._fh.fileno(), 0, self.options, repo=self._repo,
                               pkg_type=self._pkg_type)
         self._feed = Feed(self._ingest.add, posix=self.options.posix,
+                          links=self.options.compat != RUST10,
                           skip_unsafe=self.options.skip_unsafe,
                           skip_unreadable=self.options.skip_unreadable,
                           exclude=[self.path], exclude_prefixes=[self.staging_prefix],
@@ -195,6 +200,10 @@ class ArchiveWriter:
         """The sections, ``__meta__`` with the POSIX facts of the files written."""
         if not self._feed.facts:
             return self.sections
+        if self.options.compat == RUST10:  # the Rust __znippy_fsmeta__ (write/rust10.py)
+            shape = self._feed.facts.fsmeta()
+            return self.sections if shape is None else \
+                [*self.sections, ReservedSection(FSMETA, shape)]
         rows = self._feed.facts.rows()
         out = [s for s in self.sections if s.name != META]
         out.append(ReservedSection(META, with_rows(meta_of(self.sections), rows)))

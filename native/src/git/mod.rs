@@ -170,13 +170,13 @@ impl PackIndex {
 /// The bytes of a Python buffer (bytes, a read-only memoryview of a map): borrowed when the
 /// buffer is read-only and contiguous, else copied (a writable buffer could change while the
 /// GIL is released).
-enum Bytes {
+pub(crate) enum Bytes {
     Held(PyBuffer<u8>),
     Copied(Vec<u8>),
 }
 
 impl Bytes {
-    fn of(obj: &Bound<'_, PyAny>) -> PyResult<Bytes> {
+    pub(crate) fn of(obj: &Bound<'_, PyAny>) -> PyResult<Bytes> {
         let buf = PyBuffer::<u8>::get(obj)?;
         if buf.readonly() && buf.is_c_contiguous() {
             return Ok(Bytes::Held(buf));
@@ -184,7 +184,7 @@ impl Bytes {
         Ok(Bytes::Copied(buf.to_vec(obj.py())?))
     }
 
-    fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match self {
             // SAFETY: the buffer is read-only and C-contiguous, and `PyBuffer` keeps the
             // exporter's view (and so its memory) alive and unchanged until it is dropped,
