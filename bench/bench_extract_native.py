@@ -39,8 +39,10 @@ def _env(pkg: str) -> dict[str, str]:
 
 def _timed(argv: list[str] | str, env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
+    # cwd: not a checkout (``python -c`` puts the working directory first on sys.path, before
+    # PYTHONPATH: run from a work tree, every variant would import that tree's package)
     subprocess.run(argv, check=True, env=env, shell=isinstance(argv, str),
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, cwd=WORK)
     return time.perf_counter() - started
 
 
@@ -80,7 +82,7 @@ def main() -> None:
             if os.path.exists(p):
                 os.unlink(p)
         subprocess.run([sys.executable, "-c", CLI, "create", src, "-o", arc], check=True,
-                       env=_env(cur), stdout=subprocess.DEVNULL)
+                       env=_env(cur), stdout=subprocess.DEVNULL, cwd=WORK)
         subprocess.run(f"tar -cf - -C {src} . | zstd -q -3 -T2 -o {tzst}", shell=True,
                        check=True)
         times: dict[str, list[float]] = {v: [] for v in [*variants, "peer"]}
