@@ -212,6 +212,8 @@ struct Job {
 
 /// One file to write.
 struct Item<'a> {
+    /// its place in the caller's list (the items are worked in blob order)
+    k: usize,
     path: String,
     name: &'a [u8],
     row: usize,
@@ -1059,22 +1061,22 @@ impl Job {
                 if lock(&self.raised).is_some() {
                     return rep;
                 }
-                for k in a..b {
-                    rep.outcomes.push((k, FAILED));
-                    rep.problems.push((k, why.clone()));
+                for item in &items[a..b] {
+                    rep.outcomes.push((item.k, FAILED));
+                    rep.problems.push((item.k, why.clone()));
                 }
                 continue;
             }
             if let (Some(rows), Some(split)) = (run, splits.get(&a)) {
                 if let Some(got) = self.run(&mut w, &items[a], rows, split) {
-                    if !self.tally(&mut rep, a, got) {
+                    if !self.tally(&mut rep, items[a].k, got) {
                         return rep;
                     }
                 }
             } else {
-                for (k, item) in items.iter().enumerate().take(b).skip(a) {
+                for item in &items[a..b] {
                     let got = self.write_file(&mut w, item);
-                    if !self.tally(&mut rep, k, got) {
+                    if !self.tally(&mut rep, item.k, got) {
                         return rep;
                     }
                 }
@@ -1248,7 +1250,7 @@ fn extract_files(
         done_bytes: AtomicU64::new(0),
         raised: Mutex::new(None),
     };
-    let items: Vec<Item<'_>> = (0..rows.len())
+    let mut items: Vec<Item<'_>> = (0..rows.len())
         .map(|k| {
             let row = rows[k] as usize;
             let path = if row < job.cols.n {
@@ -1257,6 +1259,7 @@ fn extract_files(
                 String::new()
             };
             Item {
+                k,
                 path,
                 name: &names[name_offsets[k] as usize..name_offsets[k + 1] as usize],
                 row,
@@ -1268,6 +1271,12 @@ fn extract_files(
             }
         })
         .collect();
+    if job.packed {
+        // blob order: the members of a pack are written one after the other, so it is decoded
+        // once (in path order a directory pack's jars lie between another pack's POMs)
+        let c = &job.cols;
+        items.sort_by_key(|i| (c.blob_offset.get(i.row).copied().unwrap_or(u64::MAX), i.k));
+    }
     let (outcomes, problems, fatal, interrupted, split) = py.detach(|| {
         let (plan, splits) = units(&job, &items, unit_bytes.max(1), unit_files.max(1), workers);
         let next = AtomicUsize::new(0);
