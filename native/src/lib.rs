@@ -7,6 +7,7 @@
 
 use pyo3::prelude::*;
 
+mod create;
 mod errors;
 
 /// Raises a panic on purpose: the test that no panic reaches a user calls it.
@@ -26,5 +27,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
+    create::register(m)?;
     Ok(())
 }

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from ..errors import UnsafePathError
 from ..format.paths import check_relative_path
 from .posix import PosixFacts
-from .readahead import ReadAhead
 from .source import Entry, Walk, can_open
 
 #: the hint every "unsafe path" error of a write carries
@@ -31,10 +30,10 @@ class Feed:
                  exclude: Sequence[str] = (),
                  exclude_prefixes: Sequence[str] = (),
                  unchanged: Callable[[Entry], bool] | None = None,
-                 ahead: Callable[[Walk], ReadAhead | None] | None = None) -> None:
+                 ahead: Callable[[Walk], Walk | None] | None = None) -> None:
         self.take = take
-        #: starts a child process that walks a directory source and reads its small files
-        #: ahead of ``take`` (``write/readahead.py``; None when it could not)
+        #: makes a walk of a directory source read its small files ahead of ``take``
+        #: (``Walk.read_ahead``; None: it does not)
         self.ahead = ahead
         self.posix = posix
         self.skip_unsafe = skip_unsafe

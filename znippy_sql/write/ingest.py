@@ -21,13 +21,12 @@ from typing import cast
 import pyarrow as pa
 
 from ..format import codec
-from .. import modules
+from .. import corelib, modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
 from .compat import Compat
 from .limits import check
 from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
-from .readahead import ReadAhead
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, UnreadableSourceError, ZnippyError
 from ..format.paths import check_relative_path
@@ -138,37 +137,26 @@ class Ingest:
         self.packer = Packer(self.dedup) if options.pack else None
         self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
         self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
-        #: the child reading a walked directory's small files ahead (:meth:`read_ahead`)
-        self.ahead: ReadAhead | None = None
+        #: the routing rule (:meth:`_route`), native (``native/src/create/route.rs``)
+        self._rule = corelib.router(codec.SKIP_SUFFIXES, zipcut.ZIP_SUFFIXES,
+                                    packing=options.pack, dedup=options.dedup,
+                                    pack_max=self._pack_max, dir_max=self._dir_max)
+        #: the walk reading a directory's small files ahead (:meth:`read_ahead`)
+        self.ahead: Walk | None = None
 
-    def read_ahead(self, walk: Walk) -> ReadAhead | None:
-        """A started :class:`ReadAhead` of ``walk`` that reads the files :meth:`add` will
-        pack (None: packing is off, or no child process here)."""
+    def read_ahead(self, walk: Walk) -> Walk | None:
+        """``walk``, reading ahead (natively) the files :meth:`add` will put in a small pack
+        (None: packing is off)."""
         if self.packer is None:
             return None
-        ahead = ReadAhead(walk, self._packs_whole)
-        if not ahead.start():
-            return None
-        self.ahead = ahead
-        return ahead
-
-    def _packs_whole(self, path: str, size: int) -> bool:
-        """Whether :meth:`add` puts a walked file of ``size`` bytes into a small pack (what
-        the read-ahead child reads; directory-pack members are read by the writer)."""
-        return self._route(path, size) == _SMALL_PACK
+        self.ahead = walk.read_ahead(self._rule)
+        return self.ahead
 
     def _route(self, path: str, size: int) -> int:
         """Where :meth:`add` sends a file: a directory pack (a zip-family file, whole), its
         zip entry spans (deduplicated), a small pack (compressed with its neighbours), or
-        chunks of its own."""
-        zip_family = zipcut.is_zip_family(path)
-        if self.packer is not None and 0 < size <= self._dir_max and zip_family:
-            return _DIR_PACK
-        if self.options.dedup and size and zip_family:
-            return _ZIP_SPANS
-        if self.packer is not None and 0 < size <= self._pack_max and not codec.is_skipped(path):
-            return _SMALL_PACK
-        return _OWN_CHUNKS
+        chunks of its own (the one rule: ``native/src/create/route.rs``)."""
+        return corelib.route(self._rule, path, size)
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:

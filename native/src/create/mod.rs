@@ -1,0 +1,262 @@
+//! The per-file loop of create: the walk, `lstat`, read and BLAKE3 of the files the routing
+//! rule packs whole (`walk.rs`, on a thread of its own), and the rule itself (`route.rs`).
+//! Python reaches these through `znippy_sql/corelib.py` (`# -- create`).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::errors::{Error, Kind};
+
+pub mod route;
+pub mod walk;
+
+/// A batch is sent once it holds this many entries or bytes read ahead ...
+const BATCH_ITEMS: usize = 256;
+const BATCH_BYTES: usize = 1 << 20;
+/// ... and at most this many batches wait: what is read ahead stays under ~16 MiB plus
+/// one file (the small-pack members are at most `PACK_MEMBER_MAX` each)
+const BATCHES_AHEAD: usize = 16;
+/// how often a waiting caller looks at its signals (Ctrl-C stops a create within this)
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// The routing rule with its settings (`write/ingest.py` `Ingest._route`).
+#[pyclass(module = "znippy_sql._native", frozen)]
+pub struct Router {
+    rules: route::Rules,
+}
+
+#[pymethods]
+impl Router {
+    #[new]
+    fn new(
+        skip: Vec<String>,
+        zip: Vec<String>,
+        packing: bool,
+        dedup: bool,
+        pack_max: u64,
+        dir_max: u64,
+    ) -> Self {
+        let rules = route::Rules {
+            skip: skip.into_iter().collect(),
+            zip: zip.into_iter().collect(),
+            packing,
+            dedup,
+            pack_max,
+            dir_max,
+        };
+        Router { rules }
+    }
+
+    /// Where a file of `size` bytes at `path` goes (0 directory pack, 1 zip spans,
+    /// 2 small pack, 3 chunks of its own).
+    fn route(&self, path: std::ffi::OsString, size: u64) -> u8 {
+        self.rules.route(path.as_bytes(), size)
+    }
+}
+
+enum Msg {
+    Batch(Vec<walk::Found>),
+    End(walk::Summary),
+    Panic(String),
+}
+
+/// A directory walked (and its small-pack files read and hashed) by a thread ahead of the
+/// caller, handed over in batches of tuples by `next`.
+#[pyclass(module = "znippy_sql._native")]
+pub struct Walker {
+    rx: Mutex<Option<Receiver<Msg>>>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    summary: Mutex<Option<walk::Summary>>,
+}
+
+fn run(opts: walk::Options, stop: Arc<AtomicBool>, tx: std::sync::mpsc::SyncSender<Msg>) {
+    let tx2 = tx.clone();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut batch = Vec::new();
+        let mut bytes = 0usize;
+        let summary = walk::walk(&opts, &stop, |found| {
+            bytes += found.data.as_ref().map_or(0, |d| d.0.len());
+            batch.push(found);
+            if batch.len() >= BATCH_ITEMS || bytes >= BATCH_BYTES {
+                bytes = 0;
+                return tx.send(Msg::Batch(std::mem::take(&mut batch))).is_ok();
+            }
+            true
+        });
+        if !batch.is_empty() && tx.send(Msg::Batch(batch)).is_err() {
+            return;
+        }
+        let _ = tx.send(Msg::End(summary));
+    }));
+    if let Err(panic) = outcome {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        let _ = tx2.send(Msg::Panic(what));
+    }
+}
+
+fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    Ok(OsStr::from_bytes(bytes).into_pyobject(py)?.into_any())
+}
+
+fn as_tuple<'py>(py: Python<'py>, f: &walk::Found) -> PyResult<Bound<'py, PyTuple>> {
+    let (mode, mtime) = match f.meta {
+        Some((m, t)) => (Some(m), Some(t)),
+        None => (None, None),
+    };
+    let target = match &f.target {
+        Some(t) => Some(text(py, t)?),
+        None => None,
+    };
+    let (data, digest) = match &f.data {
+        Some((d, h)) => (Some(PyBytes::new(py, d)), Some(PyBytes::new(py, h))),
+        None => (None, None),
+    };
+    (
+        f.kind,
+        text(py, &f.rel)?,
+        f.size,
+        mode,
+        mtime,
+        target,
+        data,
+        digest,
+    )
+        .into_pyobject(py)
+}
+
+#[pymethods]
+impl Walker {
+    /// `root` and the `exclude`d relative paths and `prefixes` as bytes (`os.fsencode`);
+    /// `router`: read ahead the files it sends to a small pack.
+    #[new]
+    #[pyo3(signature = (root, posix, skip_unreadable, exclude, prefixes, router=None))]
+    fn new(
+        root: Vec<u8>,
+        posix: bool,
+        skip_unreadable: bool,
+        exclude: Vec<Vec<u8>>,
+        prefixes: Vec<Vec<u8>>,
+        router: Option<PyRef<'_, Router>>,
+    ) -> PyResult<Self> {
+        let opts = walk::Options {
+            root,
+            posix,
+            skip_unreadable,
+            exclude: exclude.into_iter().collect(),
+            prefixes,
+            rules: router.map(|r| r.rules.clone()),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = sync_channel(BATCHES_AHEAD);
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("znippy-walk".into())
+            .spawn(move || run(opts, flag, tx))
+            .map_err(|e| Error::new(Kind::Io, format!("cannot start the walk: {e}")))?;
+        Ok(Walker {
+            rx: Mutex::new(Some(rx)),
+            stop,
+            thread: Mutex::new(Some(thread)),
+            summary: Mutex::new(None),
+        })
+    }
+
+    /// The next batch of `(kind, rel, size, mode, mtime_ns, target, data, digest)`, or None
+    /// at the end. Waits without the GIL, looking at signals every 50 ms.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let mut guard = self
+            .rx
+            .lock()
+            .map_err(|_| Error::new(Kind::Io, "the walk failed"))?;
+        loop {
+            // the receiver crosses into the GIL-free closure and back (it is Send, not Sync)
+            let Some(rx) = guard.take() else {
+                return Ok(None);
+            };
+            let (got, rx) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+            *guard = Some(rx);
+            match got {
+                Ok(Msg::Batch(items)) => {
+                    let out = PyList::empty(py);
+                    for f in &items {
+                        out.append(as_tuple(py, f)?)?;
+                    }
+                    return Ok(Some(out));
+                }
+                Ok(Msg::End(summary)) => {
+                    if let Ok(mut s) = self.summary.lock() {
+                        *s = Some(summary);
+                    }
+                    return Ok(None);
+                }
+                Ok(Msg::Panic(what)) => {
+                    return Err(Error::new(Kind::Io, format!("the walk failed: {what}")).into())
+                }
+                Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+                Err(RecvTimeoutError::Disconnected) => return Ok(None),
+            }
+        }
+    }
+
+    /// `(unreadable [(path, why)], links left out, special files left out [rel])`, once
+    /// `next` said the walk is over.
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let guard = self
+            .summary
+            .lock()
+            .map_err(|_| Error::new(Kind::Io, "the walk failed"))?;
+        let empty = walk::Summary::default();
+        let s = guard.as_ref().unwrap_or(&empty);
+        let unreadable = PyList::empty(py);
+        for (path, why) in &s.unreadable {
+            unreadable.append((text(py, path)?, why))?;
+        }
+        let special = PyList::empty(py);
+        for rel in &s.special_left_out {
+            special.append(text(py, rel)?)?;
+        }
+        (unreadable, s.links_left_out, special).into_pyobject(py)
+    }
+
+    /// Stops the walk and waits for its thread.
+    fn close(&self, py: Python<'_>) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(mut rx) = self.rx.lock() {
+            rx.take(); // a thread blocked on a full channel sees it closed
+        }
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread {
+            py.detach(|| {
+                let _ = thread.join();
+            });
+        }
+    }
+}
+
+impl Drop for Walker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(mut rx) = self.rx.lock() {
+            rx.take();
+        }
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Router>()?;
+    m.add_class::<Walker>()?;
+    Ok(())
+}
