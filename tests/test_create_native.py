@@ -149,6 +149,31 @@ def test_archive_is_the_same_whatever_the_workers(tmp_path: Path, workers: int) 
     assert outs[0] == outs[1]
 
 
+@pytest.mark.parametrize("level", [1, 3, 7, 12, 19])
+def test_native_frames_are_zlframes_byte_for_byte(level: int) -> None:
+    """``corelib.frames`` (the zstd crate) writes the frames ``format/zlframe.py`` writes
+    (python-zstandard), for chunks, packed blobs and directory packs; None where they do."""
+    import random
+
+    from znippy_sql.format import zlframe
+    from znippy_sql.write.pipeline import DIR_PACK, PACK, encode
+
+    rng = random.Random(level)
+    chunks: list[bytes | memoryview] = [
+        text_bytes(n, seed=n) for n in (1, 17, 200, 4096, 65_536, 300_000)]
+    chunks += [rng.randbytes(5000), b"a" * 100_000, bytes(7), memoryview(b"xyz" * 999)[5:]]
+    shapes = {codec.COMPRESS: zlframe.FastEncoder(level),
+              PACK: zlframe.FastEncoder(level, hash_log=codec.PACK_HASH_LOG,
+                                        chain_log=codec.PACK_CHAIN_LOG),
+              DIR_PACK: zlframe.FastEncoder(level, window_log=codec.LONG_WINDOW_LOG)}
+    for mode, fast in shapes.items():
+        got = encode(level, chunks, mode)
+        for chunk, frame in zip(chunks, got):
+            want = fast.frame_if_smaller(chunk)
+            assert (None if frame is None else b"".join(frame)) == want, (mode, len(chunk))
+    assert all(len(c) > 0 for c in chunks)
+
+
 def test_unreadable_root_is_named(tmp_path: Path) -> None:
     from znippy_sql.errors import ZnippyError
 

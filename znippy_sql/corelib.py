@@ -90,3 +90,16 @@ def walk_close(walk: Any, root: str) -> None:
     """Stops the walk's thread and waits for it."""
     with guard(ZnippyError, "the walk", path=root):
         walk.close()
+
+
+def frames(chunks: list[Any], level: int, *, hash_log: int | None = None,
+           chain_log: int | None = None, window_log: int | None = None) -> list[bytes | None]:
+    """The OpenZL frame of each chunk in ``format/zlframe.py``'s zstd shape
+    (``native/src/create/frame.rs``: the same bytes), or None where it would not be smaller;
+    compressed without the GIL. ``hash_log``/``chain_log``: a packed blob's tables;
+    ``window_log``: a directory pack's long window with long-distance matching."""
+    try:
+        return cast("list[bytes | None]", _native.frames(chunks, level, hash_log, chain_log,
+                                                         window_log))
+    except BaseException as exc:
+        raise _native_error(exc, "zstd", None) from None

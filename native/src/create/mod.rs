@@ -10,11 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::errors::{Error, Kind};
 
+pub mod frame;
 pub mod route;
 pub mod walk;
 
@@ -255,7 +257,93 @@ impl Drop for Walker {
     }
 }
 
+thread_local! {
+    /// this thread's encoders, by level and parameters (a zstd context is reused)
+    static ENCODERS: std::cell::RefCell<Vec<(i32, frame::Params, frame::Encoder)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn encode_all(
+    level: i32,
+    params: frame::Params,
+    chunks: &[&[u8]],
+) -> Result<(Vec<u8>, Vec<usize>, Vec<bool>), String> {
+    ENCODERS.with(|cell| {
+        let mut encoders = cell.borrow_mut();
+        let at = match encoders
+            .iter()
+            .position(|(l, p, _)| *l == level && *p == params)
+        {
+            Some(at) => at,
+            None => {
+                encoders.push((level, params, frame::Encoder::new(level, params)?));
+                encoders.len() - 1
+            }
+        };
+        let enc = &mut encoders[at].2;
+        let mut out = Vec::new();
+        let mut ends = Vec::with_capacity(chunks.len());
+        let mut framed = Vec::with_capacity(chunks.len());
+        for chunk in chunks {
+            framed.push(enc.frame_if_smaller(chunk, &mut out)?);
+            ends.push(out.len());
+        }
+        Ok((out, ends, framed))
+    })
+}
+
+/// The OpenZL frame of each chunk (`format/zlframe.py`'s zstd shape), or None where it would
+/// not be smaller than the chunk; all of them compressed without the GIL. `hash_log` and
+/// `chain_log`: packed blobs' tables; `window_log`: a directory pack's long window.
+#[pyfunction]
+#[pyo3(signature = (chunks, level, hash_log=None, chain_log=None, window_log=None))]
+fn frames<'py>(
+    py: Python<'py>,
+    chunks: Vec<PyBuffer<u8>>,
+    level: i32,
+    hash_log: Option<u32>,
+    chain_log: Option<u32>,
+    window_log: Option<u32>,
+) -> PyResult<Bound<'py, PyList>> {
+    let params = match (hash_log, chain_log, window_log) {
+        (_, _, Some(window_log)) => frame::Params::Long { window_log },
+        (Some(hash_log), Some(chain_log), None) => frame::Params::Tables {
+            hash_log,
+            chain_log,
+        },
+        _ => frame::Params::Level,
+    };
+    for buf in &chunks {
+        if !buf.is_c_contiguous() {
+            return Err(Error::new(Kind::Codec, "a chunk is not one contiguous buffer").into());
+        }
+    }
+    let done = py.detach(|| {
+        let slices: Vec<&[u8]> = chunks
+            .iter()
+            // SAFETY: each buffer is C-contiguous (checked above) and its PyBuffer keeps
+            // the exporting object alive and its memory in place until this call returns;
+            // the writer never changes a chunk's bytes while it is being compressed.
+            .map(|b| unsafe { std::slice::from_raw_parts(b.buf_ptr() as *const u8, b.len_bytes()) })
+            .collect();
+        encode_all(level, params, &slices)
+    });
+    let (out, ends, framed) = done.map_err(|m| Error::new(Kind::Codec, m))?;
+    let list = PyList::empty(py);
+    let mut start = 0;
+    for (end, ok) in ends.into_iter().zip(framed) {
+        if ok {
+            list.append(PyBytes::new(py, &out[start..end]))?;
+        } else {
+            list.append(py.None())?;
+        }
+        start = end;
+    }
+    Ok(list)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(frames, m)?)?;
     m.add_class::<Router>()?;
     m.add_class::<Walker>()?;
     Ok(())
