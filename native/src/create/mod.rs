@@ -263,11 +263,10 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn encode_all(
-    level: i32,
-    params: frame::Params,
-    chunks: &[&[u8]],
-) -> Result<(Vec<u8>, Vec<usize>, Vec<bool>), String> {
+/// frames back to back, where each chunk's ends, and whether it has one
+type Encoded = (Vec<u8>, Vec<usize>, Vec<bool>);
+
+fn encode_all(level: i32, params: frame::Params, chunks: &[&[u8]]) -> Result<Encoded, String> {
     ENCODERS.with(|cell| {
         let mut encoders = cell.borrow_mut();
         let at = match encoders
