@@ -5,7 +5,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -80,16 +80,21 @@ pub struct Walker {
     summary: Mutex<Option<walk::Summary>>,
 }
 
-fn run(opts: walk::Options, stop: Arc<AtomicBool>, tx: std::sync::mpsc::SyncSender<Msg>) {
-    let tx2 = tx.clone();
+fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_string())
+}
+
+/// The walk's own thread: entries in batches of `BATCH_ITEMS`, then the summary.
+fn walk_stage(opts: &walk::Options, stop: &AtomicBool, tx: SyncSender<Msg>) {
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut batch = Vec::new();
-        let mut bytes = 0usize;
-        let summary = walk::walk(&opts, &stop, |found| {
-            bytes += found.data.as_ref().map_or(0, |d| d.0.len());
+        let summary = walk::walk(opts, stop, |found| {
             batch.push(found);
-            if batch.len() >= BATCH_ITEMS || bytes >= BATCH_BYTES {
-                bytes = 0;
+            if batch.len() >= BATCH_ITEMS {
                 return tx.send(Msg::Batch(std::mem::take(&mut batch))).is_ok();
             }
             true
@@ -100,13 +105,66 @@ fn run(opts: walk::Options, stop: Arc<AtomicBool>, tx: std::sync::mpsc::SyncSend
         let _ = tx.send(Msg::End(summary));
     }));
     if let Err(panic) = outcome {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic".to_string());
-        let _ = tx2.send(Msg::Panic(what));
+        let _ = tx.send(Msg::Panic(panic_text(panic)));
     }
+}
+
+/// The reader: walked batches in, the small-pack files read and hashed, batches of at most
+/// `BATCH_ITEMS` entries or `BATCH_BYTES` read out to the caller (two threads, as the two
+/// forked children before them: each gets its share of a loaded machine's cores).
+fn run(opts: walk::Options, stop: Arc<AtomicBool>, tx: SyncSender<Msg>) {
+    let opts = Arc::new(opts);
+    let (wtx, wrx) = sync_channel(BATCHES_AHEAD);
+    let walker = {
+        let (opts, stop) = (opts.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("znippy-walk-list".into())
+            .spawn(move || walk_stage(&opts, &stop, wtx))
+    };
+    let Ok(walker) = walker else {
+        let _ = tx.send(Msg::Panic("cannot start the walk's thread".into()));
+        return;
+    };
+    let mut base = opts.root.clone();
+    if !base.ends_with(b"/") {
+        base.push(b'/');
+    }
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut out = Vec::new();
+        let mut bytes = 0usize;
+        for msg in wrx.iter() {
+            match msg {
+                Msg::Batch(items) => {
+                    for mut found in items {
+                        if let Some(rules) = &opts.rules {
+                            walk::read_ahead(&mut found, &base, rules);
+                        }
+                        bytes += found.data.as_ref().map_or(0, |d| d.0.len());
+                        out.push(found);
+                        if out.len() >= BATCH_ITEMS || bytes >= BATCH_BYTES {
+                            bytes = 0;
+                            if tx.send(Msg::Batch(std::mem::take(&mut out))).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+                end => {
+                    if !out.is_empty() && tx.send(Msg::Batch(std::mem::take(&mut out))).is_err() {
+                        return;
+                    }
+                    let _ = tx.send(end);
+                    return;
+                }
+            }
+        }
+    }));
+    if let Err(panic) = outcome {
+        let _ = tx.send(Msg::Panic(panic_text(panic)));
+    }
+    stop.store(true, Ordering::Relaxed);
+    drop(wrx);
+    let _ = walker.join();
 }
 
 fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {

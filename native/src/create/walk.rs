@@ -223,17 +223,7 @@ impl<F: FnMut(Found) -> bool> Walker<'_, F> {
         None
     }
 
-    fn send(&mut self, mut found: Found, base: &[u8]) -> bool {
-        if let (FILE, Some(size), Some(rules)) = (found.kind, found.size, &self.opts.rules) {
-            if rules.route(&found.rel, size) == SMALL_PACK {
-                let mut path = base.to_vec();
-                path.extend_from_slice(&found.rel);
-                found.data = read_whole(&path, size).map(|d| {
-                    let digest = *blake3::hash(&d).as_bytes();
-                    (d, digest)
-                });
-            }
-        }
+    fn send(&mut self, found: Found) -> bool {
         (self.emit)(found)
     }
 
@@ -257,13 +247,28 @@ impl<F: FnMut(Found) -> bool> Walker<'_, F> {
                 let Some(listing) = self.listing(&prefix, &directory) else {
                     continue;
                 };
-                if !self.send(found, &base) {
+                if !self.send(found) {
                     return;
                 }
                 stack.extend(listing);
-            } else if !self.send(found, &base) {
+            } else if !self.send(found) {
                 return;
             }
+        }
+    }
+}
+
+/// Reads and hashes `found` when it is a file `rules` sends to a small pack (`base`: the
+/// root with a trailing `/`); a file that does not hold its listed size is left unread.
+pub fn read_ahead(found: &mut Found, base: &[u8], rules: &Rules) {
+    if let (FILE, Some(size)) = (found.kind, found.size) {
+        if rules.route(&found.rel, size) == SMALL_PACK {
+            let mut path = base.to_vec();
+            path.extend_from_slice(&found.rel);
+            found.data = read_whole(&path, size).map(|d| {
+                let digest = *blake3::hash(&d).as_bytes();
+                (d, digest)
+            });
         }
     }
 }
@@ -312,7 +317,11 @@ mod tests {
             ..Options::default()
         };
         let mut got = Vec::new();
-        walk(&opts, &AtomicBool::new(false), |f| {
+        let mut base = opts.root.clone();
+        base.push(b'/');
+        let rules = opts.rules.clone().unwrap();
+        walk(&opts, &AtomicBool::new(false), |mut f| {
+            read_ahead(&mut f, &base, &rules);
             got.push((String::from_utf8(f.rel).unwrap(), f.kind, f.data.is_some()));
             true
         });
