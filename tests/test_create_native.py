@@ -88,7 +88,8 @@ def test_walk_order_and_facts(tmp_path: Path, posix: bool) -> None:
 
 
 def test_read_ahead_gives_the_files_bytes_and_digests(tmp_path: Path) -> None:
-    """Every file the rule packs whole comes with its bytes and BLAKE3, no other file does."""
+    """Every file the rule packs whole (a small pack or a directory pack) comes with its bytes
+    and BLAKE3, no other file does."""
     src = tmp_path / "src"
     _odd_tree(src)
     ingest = Ingest(os.open(tmp_path / "x", os.O_CREAT | os.O_RDWR), 0, WriteOptions())
@@ -97,7 +98,7 @@ def test_read_ahead_gives_the_files_bytes_and_digests(tmp_path: Path) -> None:
     taken = 0
     for e in walk:
         got = walk.take(os.fspath(e.file)) if e.file is not None else None
-        packs = e.file is not None and ingest._route(e.relative_path, e.known_size or 0) == 2
+        packs = e.file is not None and ingest._route(e.relative_path, e.known_size or 0) in (0, 2)
         assert (got is not None) == packs, e.relative_path
         if got is not None:
             data, digest = got
@@ -106,6 +107,7 @@ def test_read_ahead_gives_the_files_bytes_and_digests(tmp_path: Path) -> None:
             assert digest == b3.blake3(data).digest()
             assert walk.take(os.fspath(e.file)) is None  # taken once
     assert taken > 60
+    assert walk.take(os.fspath(src / "a.jar")) is None  # (taken when it came)
     ingest.abort()
 
 

@@ -145,8 +145,8 @@ class Ingest:
         self.ahead: Walk | None = None
 
     def read_ahead(self, walk: Walk) -> Walk | None:
-        """``walk``, reading ahead (natively) the files :meth:`add` will put in a small pack
-        (None: packing is off)."""
+        """``walk``, reading ahead (natively) the files :meth:`add` will put in a pack, small
+        or directory (None: packing is off)."""
         if self.packer is None:
             return None
         self.ahead = walk.read_ahead(self._rule)

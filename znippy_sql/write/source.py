@@ -102,7 +102,7 @@ class Walk:
     of subdirectories, so the order is exactly the byte order of the whole relative paths
     (``a.txt`` comes before ``a/b`` because ``.`` < ``/``). ``d_type`` answers
     is_dir/is_file, and the size comes from an ``lstat`` relative to the directory,
-    carried in the :class:`Entry`. With :meth:`read_ahead` the same thread reads and hashes
+    carried in the :class:`Entry`. With :meth:`read_ahead` a second thread reads and hashes
     the files the writer packs whole (:meth:`take`).
 
     A directory that cannot be listed raises :class:`UnreadableSourceError`; with
@@ -135,8 +135,8 @@ class Walk:
         return self.entries()
 
     def read_ahead(self, rule: Any) -> "Walk":
-        """This walk, reading ahead (and hashing) the files ``rule`` sends to a small pack
-        (``corelib.router``): the writer takes them with :meth:`take`."""
+        """This walk, reading ahead (and hashing) the files ``rule`` sends to a pack, small or
+        directory (``corelib.router``): the writer takes them with :meth:`take`."""
         self._rule = rule
         return self
 

@@ -6,7 +6,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -23,9 +23,11 @@ pub mod walk;
 /// A batch is sent once it holds this many entries or bytes read ahead ...
 const BATCH_ITEMS: usize = 256;
 const BATCH_BYTES: usize = 1 << 20;
-/// ... and at most this many batches wait: what is read ahead stays under ~16 MiB plus
-/// one file (the small-pack members are at most `PACK_MEMBER_MAX` each)
+/// ... and at most this many batches wait ...
 const BATCHES_AHEAD: usize = 16;
+/// ... holding at most this many bytes read ahead (plus one file, when it alone is bigger:
+/// a directory-pack member, at most `DIR_MEMBER_MAX`): the forked read-ahead's ring size
+const READ_AHEAD_BYTES: usize = 32 << 20;
 /// how often a waiting caller looks at its signals (Ctrl-C stops a create within this)
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
@@ -78,6 +80,7 @@ pub struct Walker {
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
     summary: Mutex<Option<walk::Summary>>,
+    budget: Arc<Budget>,
 }
 
 fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
@@ -109,10 +112,46 @@ fn walk_stage(opts: &walk::Options, stop: &AtomicBool, tx: SyncSender<Msg>) {
     }
 }
 
+/// The bytes read ahead and not yet handed to the caller.
+#[derive(Default)]
+struct Budget {
+    used: Mutex<usize>,
+    freed: Condvar,
+}
+
+impl Budget {
+    /// Whether `n` more bytes may be read now.
+    fn fits(&self, n: usize) -> bool {
+        let used = self.used.lock().map_or(0, |u| *u);
+        used == 0 || used + n <= READ_AHEAD_BYTES
+    }
+
+    /// Waits until `n` more bytes fit (or `stop`), then counts them.
+    fn take(&self, n: usize, stop: &AtomicBool) {
+        let Ok(mut used) = self.used.lock() else {
+            return;
+        };
+        while *used > 0 && *used + n > READ_AHEAD_BYTES && !stop.load(Ordering::Relaxed) {
+            match self.freed.wait_timeout(used, SIGNAL_POLL) {
+                Ok((u, _)) => used = u,
+                Err(_) => return,
+            }
+        }
+        *used += n;
+    }
+
+    fn give(&self, n: usize) {
+        if let Ok(mut used) = self.used.lock() {
+            *used = used.saturating_sub(n);
+        }
+        self.freed.notify_all();
+    }
+}
+
 /// The reader: walked batches in, the small-pack files read and hashed, batches of at most
 /// `BATCH_ITEMS` entries or `BATCH_BYTES` read out to the caller (two threads, as the two
 /// forked children before them: each gets its share of a loaded machine's cores).
-fn run(opts: walk::Options, stop: Arc<AtomicBool>, tx: SyncSender<Msg>) {
+fn run(opts: walk::Options, stop: Arc<AtomicBool>, budget: Arc<Budget>, tx: SyncSender<Msg>) {
     let opts = Arc::new(opts);
     let (wtx, wrx) = sync_channel(BATCHES_AHEAD);
     let walker = {
@@ -136,8 +175,24 @@ fn run(opts: walk::Options, stop: Arc<AtomicBool>, tx: SyncSender<Msg>) {
             match msg {
                 Msg::Batch(items) => {
                     for mut found in items {
-                        if let Some(rules) = &opts.rules {
-                            walk::read_ahead(&mut found, &base, rules);
+                        let wanted = opts
+                            .rules
+                            .as_ref()
+                            .and_then(|r| walk::packed_size(&found, r));
+                        if let Some(size) = wanted {
+                            let n = usize::try_from(size).unwrap_or(usize::MAX);
+                            if !budget.fits(n) && !out.is_empty() {
+                                // what waits here must reach the caller before it can free
+                                bytes = 0;
+                                if tx.send(Msg::Batch(std::mem::take(&mut out))).is_err() {
+                                    return;
+                                }
+                            }
+                            budget.take(n, &stop);
+                            walk::read_ahead(&mut found, &base, size);
+                            if found.data.is_none() {
+                                budget.give(n);
+                            }
                         }
                         bytes += found.data.as_ref().map_or(0, |d| d.0.len());
                         out.push(found);
@@ -222,15 +277,18 @@ impl Walker {
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = sync_channel(BATCHES_AHEAD);
         let flag = stop.clone();
+        let budget = Arc::new(Budget::default());
+        let shared = budget.clone();
         let thread = std::thread::Builder::new()
             .name("znippy-walk".into())
-            .spawn(move || run(opts, flag, tx))
+            .spawn(move || run(opts, flag, shared, tx))
             .map_err(|e| Error::new(Kind::Io, format!("cannot start the walk: {e}")))?;
         Ok(Walker {
             rx: Mutex::new(Some(rx)),
             stop,
             thread: Mutex::new(Some(thread)),
             summary: Mutex::new(None),
+            budget,
         })
     }
 
@@ -250,6 +308,12 @@ impl Walker {
             *guard = Some(rx);
             match got {
                 Ok(Msg::Batch(items)) => {
+                    self.budget.give(
+                        items
+                            .iter()
+                            .map(|f| f.data.as_ref().map_or(0, |d| d.0.len()))
+                            .sum(),
+                    );
                     let out = PyList::empty(py);
                     for f in &items {
                         out.append(as_tuple(py, f)?)?;
@@ -404,4 +468,24 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Router>()?;
     m.add_class::<Walker>()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_bounds_what_is_read_ahead() {
+        let budget = Budget::default();
+        let stop = AtomicBool::new(false);
+        assert!(budget.fits(READ_AHEAD_BYTES * 2)); // nothing read: one big file may go
+        budget.take(READ_AHEAD_BYTES - 10, &stop);
+        assert!(budget.fits(10) && !budget.fits(11));
+        budget.give(READ_AHEAD_BYTES - 10);
+        assert!(budget.fits(READ_AHEAD_BYTES));
+        budget.take(READ_AHEAD_BYTES, &stop);
+        stop.store(true, Ordering::Relaxed); // a stopped walk does not wait for room
+        budget.take(1, &stop);
+        assert_eq!(*budget.used.lock().unwrap(), READ_AHEAD_BYTES + 1);
+    }
 }

@@ -17,7 +17,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::route::{Rules, SMALL_PACK};
+use super::route::{Rules, DIR_PACK, SMALL_PACK};
 
 pub const FILE: u8 = 0;
 pub const DIR: u8 = 1;
@@ -258,19 +258,26 @@ impl<F: FnMut(Found) -> bool> Walker<'_, F> {
     }
 }
 
-/// Reads and hashes `found` when it is a file `rules` sends to a small pack (`base`: the
-/// root with a trailing `/`); a file that does not hold its listed size is left unread.
-pub fn read_ahead(found: &mut Found, base: &[u8], rules: &Rules) {
-    if let (FILE, Some(size)) = (found.kind, found.size) {
-        if rules.route(&found.rel, size) == SMALL_PACK {
-            let mut path = base.to_vec();
-            path.extend_from_slice(&found.rel);
-            found.data = read_whole(&path, size).map(|d| {
-                let digest = *blake3::hash(&d).as_bytes();
-                (d, digest)
-            });
+/// The size of `found` when it is a file `rules` sends to a pack, small or directory (the
+/// writer takes such a file whole: it is read ahead).
+pub fn packed_size(found: &Found, rules: &Rules) -> Option<u64> {
+    match (found.kind, found.size) {
+        (FILE, Some(size)) if matches!(rules.route(&found.rel, size), SMALL_PACK | DIR_PACK) => {
+            Some(size)
         }
+        _ => None,
     }
+}
+
+/// Reads and hashes the file `found` (`base`: the root with a trailing `/`); a file that
+/// does not hold its listed size is left unread (the writer reads it and says so).
+pub fn read_ahead(found: &mut Found, base: &[u8], size: u64) {
+    let mut path = base.to_vec();
+    path.extend_from_slice(&found.rel);
+    found.data = read_whole(&path, size).map(|d| {
+        let digest = *blake3::hash(&d).as_bytes();
+        (d, digest)
+    });
 }
 
 /// Walks `opts.root`, handing each thing found to `emit` in walk order (it returns false to
@@ -321,7 +328,9 @@ mod tests {
         base.push(b'/');
         let rules = opts.rules.clone().unwrap();
         walk(&opts, &AtomicBool::new(false), |mut f| {
-            read_ahead(&mut f, &base, &rules);
+            if let Some(size) = packed_size(&f, &rules) {
+                read_ahead(&mut f, &base, size);
+            }
             got.push((String::from_utf8(f.rel).unwrap(), f.kind, f.data.is_some()));
             true
         });
