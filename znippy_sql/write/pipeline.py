@@ -172,7 +172,7 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
     return BatchResult(digests, compressed, stored, buffer, encoded)
 
 
-def encode(level: int, chunks: list[bytes | memoryview], mode: int
+def encode(level: int, chunks: list[zlframe.Bytes], mode: int
            ) -> list[tuple[bytes, ...] | None]:
     """Each chunk's frame (as buffers to write back to back), or None where it is not smaller
     than the chunk: in one GIL-free native call (``corelib.frames``: the zstd shape of
@@ -206,7 +206,7 @@ def incompressible(level: int, chunk: bytes | memoryview) -> bool:
     """True when samples at the start, middle and end of a big chunk do not shrink."""
     n = len(chunk)
     view = memoryview(chunk)
-    samples = [view[start : start + PROBE_BYTES]
+    samples: list[zlframe.Bytes] = [view[start : start + PROBE_BYTES]
                for start in (0, (n - PROBE_BYTES) // 2, n - PROBE_BYTES)]
     for frame in encode(level, samples, codec.COMPRESS):
         if frame is not None and sum(map(len, frame)) < PROBE_GAIN * PROBE_BYTES:
