@@ -111,6 +111,33 @@ def test_read_ahead_gives_the_files_bytes_and_digests(tmp_path: Path) -> None:
     ingest.abort()
 
 
+def test_a_pom_read_ahead_is_not_read_again_for_its_columns(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """The Maven module's columns of a walked POM come from the bytes read ahead: the file is
+    opened once (and the rows are those of a write that reads it again)."""
+    from znippy_sql import open_archive
+    from znippy_sql.write import ingest
+
+    src = tmp_path / "src"
+    pom = src / "org" / "ex" / "lib" / "1.0" / "lib-1.0.pom"
+    pom.parent.mkdir(parents=True)
+    pom.write_bytes(b"<project><groupId>org.ex</groupId><artifactId>lib</artifactId>"
+                    b"<version>1.0</version><packaging>jar</packaging></project>")
+    want = tmp_path / "want.znippy"
+    write_archive(want, [ingest.Entry("org/ex/lib/1.0/lib-1.0.pom", file=str(pom))],
+                  pkg_type="auto", fsync=False)
+
+    def no(entry: object) -> bytes:
+        raise AssertionError("read again")
+
+    monkeypatch.setattr(ingest, "_read_all", no)
+    got = tmp_path / "got.znippy"
+    write_archive(got, src, pkg_type="auto", fsync=False)
+    rows = [open_archive(p).index().to_pylist() for p in (want, got)]
+    assert rows[0] == rows[1] and rows[1][0]["maven_packaging"] == "jar"
+
+
 def _python_rule(path: str, size: int, *, pack: bool, dedup: bool, pack_max: int,
                  dir_max: int) -> int:
     """docs/format.md §6, written out once more in Python (the test's own reading)."""

@@ -201,7 +201,7 @@ class Ingest:
         size = entry.size()
         extra = None
         if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
-            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))
+            extra = dict(rows.module.columns(path, lambda: self._content(entry)))
         mode = codec.COMPRESS
         if codec.is_skipped(path):
             mode = codec.PROBE if self.options.dedup else codec.RAW
@@ -228,6 +228,15 @@ class Ingest:
             part = data[off : off + length] if data is not None else None
             self._queue(Job(part, file, off, length, mode),
                         ChunkTag(rows, path, seq, extra if seq == 0 else None))
+
+    def _content(self, entry: Entry) -> bytes:
+        """A file's bytes for its module's columns (a POM's): those read ahead, when they
+        were, else read now."""
+        if self.ahead is not None and entry.file is not None:
+            got = self.ahead.peek(os.fspath(entry.file))
+            if got is not None:
+                return got
+        return _read_all(entry)
 
     def _zip_spans(self, data: bytes | memoryview | None, file: str | None, size: int
                    ) -> tuple[bytes | memoryview | None, list[zipcut.Span] | None]:

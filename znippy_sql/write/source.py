@@ -149,6 +149,12 @@ class Walk:
         self._current = None
         return current[1], current[2]
 
+    def peek(self, file: str) -> bytes | None:
+        """The bytes of ``file``, the entry just yielded, when they were read ahead (left
+        for :meth:`take`)."""
+        current = self._current
+        return current[1] if current is not None and current[0] == file else None
+
     def close(self) -> None:
         """(Nothing to do: the walk's thread ends with its iteration.)"""
 
