@@ -55,7 +55,8 @@ def test_cli_ls_info_extract_do_not_import_pandas(tmp_path: Path) -> None:
 
 
 def test_read_ahead_child_is_reaped_when_the_writer_fails(tmp_path: Path) -> None:
-    """A name the format refuses stops the write mid-walk: one error line, the child gone."""
+    """A name the format refuses stops the write mid-walk: one error line, no child left
+    (the read-ahead is a native thread now: none is forked)."""
     src = tmp_path / "src"
     _tree(src)
     (src / "d1" / "bad\nname.txt").write_bytes(b"x" * 100)

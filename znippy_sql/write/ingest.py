@@ -262,8 +262,8 @@ class Ingest:
 
     def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
               size: int, directory: bool = False) -> None:
-        """A small file joins its group's open pack (read now, or by the read-ahead child:
-        the pack needs its bytes)."""
+        """A small file joins its group's open pack (read now, or ahead by the walk's reader
+        thread: the pack needs its bytes)."""
         digest = None
         if data is None and self.ahead is not None:
             assert file is not None
