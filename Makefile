@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-dev native native-check bench clean
+.PHONY: demo test install install-dev native native-check bench clean interop
 
 # the compiled core (native/, built by maturin into znippy_sql/_native*.so): rebuilt in release
 # mode whenever a source of it changes
@@ -48,6 +48,12 @@ test: install-dev native-check
 	$(BIN)/python -m mypy > $(VENV)/mypy.out 2>&1 & pid=$$!; \
 	  $(BIN)/python -m pytest -q -m solo $(SOLO) $(PYTEST_ARGS); rc=$$?; \
 	  wait $$pid; typed=$$?; cat $(VENV)/mypy.out; test $$rc -eq 0 && test $$typed -eq 0
+
+# both directions against the real Rust binaries (/opt/znippy-*/bin/znippy or $$ZNIPPY_RUST_BINS;
+# docs/interop.md says how to install them), then the golden reads
+interop: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_interop_real.py \
+	  tests/test_interop_goldens.py $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

@@ -21,18 +21,15 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from typing import cast
 
 import duckdb
-import numpy as np
-from pyroaring import BitMap
 
-from znippy_sql import open_archive
+from znippy_sql import corelib, open_archive
 from znippy_sql.duckdb import register
-from znippy_sql.git.fastindex import index_with_idx
-from znippy_sql.git.graph import (commit_links, generations, generations_of, layout_ordinals,
-                                  select_commits, topo_order)
 from znippy_sql.git.objects import GitObjects
-from znippy_sql.git.sections import WALK_BOUND, graph_input
+from znippy_sql.git.pack import ParsedPack, index_pack
+from znippy_sql.git.sections import WALK_BOUND
 
 CLI = os.path.join(os.path.dirname(sys.executable), "znippy-sql")
 
@@ -122,12 +119,8 @@ def load() -> str:
 
 
 def import_stages(repo: str) -> dict[str, float]:
-    """CPU seconds (``process_time``, best of 3) of the import's own steps in this process:
-    where the import's time goes, beside the whole process's figure."""
-    from znippy_sql.git.pack import object_id
-    from znippy_sql.git import bulk, fastindex as fx
-    from znippy_sql.git.sections import no_gc
-
+    """CPU seconds (``process_time``, best of 3) of the import's own steps in this process
+    (both in the core since issue 33: the threads' CPU counts)."""
     best: dict[str, float] = {}
     for _round in range(3):
         took: dict[str, float] = {}
@@ -138,83 +131,34 @@ def import_stages(repo: str) -> dict[str, float]:
             took[name] = took.get(name, 0.0) + time.process_time() - t
             return got
 
-        with no_gc():
-            packs = []
-            for path in pack_files(repo):
-                data = memoryview(open(path, "rb").read())
-                idx = open(path[:-5] + ".idx", "rb").read()
-                oids, offs = step(".idx checks (SHA-1s, CRC32s)",
-                                  lambda: fx.read_idx(idx, data, name=path))
-                types, base, at = step("entry headers", lambda: fx.entry_types(
-                    data, oids, offs, name=path))
-                got = step("inflate commits and trees", lambda: fx.inflate_wanted(
-                    data, offs, types, base, at, frozenset((1, 2)), name=path))
-                step("hash them", lambda: [object_id(types[i], c) for i, c in got.items()])
-                cs = [(oids[i], c) for i, c in got.items() if types[i] == 1]
-                ts = [(oids[i], c) for i, c in got.items() if types[i] == 2]
-                pack = fx.ParsedPack(path, oids, types, offs)
-                pack.graph = step("parse them (bulk)", lambda: bulk.pack_graph(cs, ts,
-                                                                               name=path))
-                packs.append(pack)
-            gi = step("objects, ordinals, tree lists", lambda: graph_input(packs))
-            commits = gi.commits
-            links = step("generations", lambda: commit_links(commits))
-            gen, _ = step("generations", lambda: generations_of(links))
-            chosen = step("selection", lambda: select_commits(commits))
-            step("layout and bitmaps", lambda: layout_ordinals(
-                len(gi.table), commits, gi.trees, gen, chosen=chosen, bound=WALK_BOUND,
-                links=links))
+        packs = []
+        for path in pack_files(repo):
+            data = open(path, "rb").read()
+            idx = open(path[:-5] + ".idx", "rb").read()
+            packs.append(cast(ParsedPack, step("packs indexed (.idx checks, CRC32s, SHA-1s, commits and trees "
+                              "inflated, hashed, parsed)",
+                              lambda: index_pack(data, name=path, idx=idx))))
+        step("sections (objects, generations, selection, layout, bitmaps)",
+             lambda: corelib.git_sections([(p.core, k) for k, p in enumerate(packs)], b"",
+                                          WALK_BOUND))
         for k, v in took.items():
             best[k] = min(best.get(k, v), v)
     return best
 
 
 def orders(repo: str) -> dict[str, int]:
-    """The stored bitmaps' bytes with positions in the traversal order, in the packs' own
-    order and in oid order; and stored as XOR with the nearest stored first-parent ancestor;
-    and a bitmap for every commit."""
-    packs = []
-    for path in pack_files(repo):
-        data = memoryview(open(path, "rb").read())
-        packs.append(index_with_idx(data, open(path[:-5] + ".idx", "rb").read(), name=path))
-    got = graph_input(packs)
-    commits = got.commits
-    gen, _ = generations(commits, topo_order(commits))
-    refs = [bytes.fromhex(ln.split()[0]) for ln in
-            git(repo, "for-each-ref", "--format=%(objectname)").splitlines()]
-    prefer = {c for c in got.table.find(np.frombuffer(b"".join(refs), dtype=np.uint8)
-                                        .reshape(-1, 20)).tolist() if c in commits}
-    objects = range(len(got.table))
-    layout = layout_ordinals(len(objects), commits, got.trees, gen,
-                             chosen=select_commits(commits, prefer), bound=WALK_BOUND)
-    out = {"traversal": sum(len(b.serialize()) for b in layout.kept.values())}
-    in_pack = np.empty(len(objects), dtype=np.int64)
-    in_pack[np.lexsort((got.offsets, got.rows))] = np.arange(len(objects))
-    maps = {"pack": in_pack, "oid": np.arange(len(objects))}
-    for name, m in maps.items():
-        tr = m[np.array(layout.positions, dtype=np.int64)].astype(np.uint32)
-        total = 0
-        for b in layout.kept.values():
-            x = BitMap(np.sort(tr[np.frombuffer(b.to_array(), dtype=np.uint32)]))
-            x.run_optimize()
-            total += len(x.serialize())
-        out[name] = total
-    xor = 0
-    for c, b in layout.kept.items():
-        anc = commits[c][1][0] if commits[c][1] else None
-        while anc is not None and anc not in layout.kept:
-            ps = commits[anc][1] if anc in commits else ()
-            anc = ps[0] if ps and ps[0] in commits else None
-        x = b if anc is None else b ^ layout.kept[anc]
-        x.run_optimize()
-        xor += min(len(x.serialize()), len(b.serialize()))
-    out["xor"] = xor
-    every = layout_ordinals(len(objects), commits, got.trees, gen, chosen=set(commits),
-                            bound=WALK_BOUND)
-    out["every"] = sum(len(b.serialize()) for b in every.kept.values())
-    out["stored"] = len(layout.kept)
-    out["irregular"] = layout.irregular
-    return out
+    """The stored bitmaps' bytes (traversal order), how many and how many irregular; and a
+    bitmap for every commit. (The packs' own order, oid order and XOR figures of earlier
+    runs needed the Python layout, which the core replaced.)"""
+    packs = [index_pack(open(p, "rb").read(), name=p, idx=open(p[:-5] + ".idx", "rb").read())
+             for p in pack_files(repo)]
+    refs = b"".join(bytes.fromhex(ln.split()[0]) for ln in
+                    git(repo, "for-each-ref", "--format=%(objectname)").splitlines())
+    cores = [(p.core, k) for k, p in enumerate(packs)]
+    got = corelib.git_sections(cores, refs, WALK_BOUND)
+    every = corelib.git_sections(cores, refs, 0)
+    return {"traversal": len(got["reach_data"]), "stored": len(got["reach_ids"]) // 20,
+            "irregular": got["irregular"], "every": len(every["reach_data"])}
 
 
 def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: int,
@@ -349,8 +293,7 @@ def bench_mirror(name: str, src: str, work: str, lines: list[str], *, min_refs: 
         f"| peer: `git log --format=%H`, the same refs (process) | {dist(git_log)} | |", "",
         f"Equal to `git rev-list --objects --missing=allow-any` and `git log --format=%H` for "
         f"those {len(picked)} refs (checked, not timed). Stored bitmaps' bytes by position "
-        f"order: traversal {o['traversal']:,} B, the packs' own order {o['pack']:,} B, oid "
-        f"order {o['oid']:,} B; as XOR with the nearest stored first-parent ancestor "
-        f"{o['xor']:,} B; a bitmap for every commit (traversal order) {o['every']:,} B. "
+        f"order: traversal {o['traversal']:,} B; a bitmap for every commit (traversal "
+        f"order) {o['every']:,} B. "
         f"Load (1-minute average) before the import rounds, after each, before the SQL "
         f"refs and at the end: {', '.join(loads)}.", ""]

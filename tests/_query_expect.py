@@ -92,9 +92,34 @@ class RawView:
                     cols.append(name)
         return cols
 
+    def shares(self) -> dict[tuple[str, int], int]:
+        """(relative_path, chunk_seq) -> the row's share of its blob (docs/format.md,
+        "Stored sizes"), computed row by row in plain Python."""
+        blobs: dict[tuple[int, int, bool], dict[tuple[int, int], list[tuple[bytes, int]]]]
+        blobs = defaultdict(lambda: defaultdict(list))
+        for r in self.chunks():
+            blob = (r["blob_offset"], r["blob_size"], r["compressed"])
+            piece = (r.get("inner_offset") or 0, r["uncompressed_size"])
+            blobs[blob][piece].append((r["relative_path"].encode(), r["chunk_seq"]))
+        out: dict[tuple[str, int], int] = {}
+        for (_, size, _), pieces in blobs.items():
+            order = sorted(pieces)
+            weights = [u for _, u in order]
+            if not sum(weights):
+                weights = [1] * len(order)
+            total, running = sum(weights), 0
+            for piece, w in zip(order, weights):
+                share = size * (running + w) // total - size * running // total
+                running += w
+                rows = sorted(pieces[piece])
+                for i, (path, seq) in enumerate(rows):
+                    out[(path.decode(), seq)] = share if i == 0 else 0
+        return out
+
     def files(self) -> list[dict[str, Any]]:
         """One dict per file, sorted by path bytes, every module column (None if absent)."""
         extra = self.module_columns()
+        shares = self.shares()
         by_path: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for r in self.chunks():
             by_path[r["relative_path"]].append(r)
@@ -111,7 +136,8 @@ class RawView:
                 "relative_path": path, "repo": first["repo"], "pkg_type": first["pkg_type"],
                 "pkg_type_name": first["pkg_type_name"], "module_name": first["module_name"],
                 "size": sum(r["uncompressed_size"] for r in rows),
-                "stored_size": sum(r["blob_size"] for r in rows),
+                "stored_size": sum(shares[(path, r["chunk_seq"])] for r in rows),
+                "blob_size": sum(r["blob_size"] for r in rows),
                 "chunks": len(rows), "compressed": any(r["compressed"] for r in rows),
                 "digest": h.digest(),
             }

@@ -2,8 +2,9 @@
 
 :class:`RangeServer` is a small HTTP/1.1 object server of our own: it serves named objects
 from memory, honours ``Range`` (one range: ``a-b``, ``a-``, ``-n``), ``If-Match`` and
-``If-None-Match`` on GET and HEAD, answers ETags, and counts every request and every body
-byte it sends. A test can queue faults for the next requests: a status (503), a connection
+``If-None-Match`` on GET and HEAD (or ignores ``If-None-Match``, as Python's own
+``http.server`` does: ``ignore_if_none_match=True``), answers ETags, and counts every request
+and every body byte it sends. A test can queue faults for the next requests: a status (503), a connection
 reset, a body cut short, a range ignored (the whole object with 200), a changed ETag. In
 proxy mode it forwards every request to an upstream server (SeaweedFS) unchanged, so the
 same counters and faults apply to S3 traffic.
@@ -64,14 +65,17 @@ class _State:
     hits: list[Hit] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     upstream: tuple[str, int] | None = None
+    #: answer as if ``If-None-Match`` were not sent (Python's ``http.server``, some CDNs)
+    ignore_if_none_match: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class RangeServer:
     """An HTTP server honouring Range, counting requests and bytes, injecting faults."""
 
-    def __init__(self, *, upstream: tuple[str, int] | None = None) -> None:
-        self.state = _State(upstream=upstream)
+    def __init__(self, *, upstream: tuple[str, int] | None = None,
+                 ignore_if_none_match: bool = False) -> None:
+        self.state = _State(upstream=upstream, ignore_if_none_match=ignore_if_none_match)
         handler = type("Handler", (_Handler,), {"state": self.state})
         self.httpd = _Quiet(("127.0.0.1", 0), handler)
         self.httpd.daemon_threads = True
@@ -221,7 +225,8 @@ class _Handler(BaseHTTPRequestHandler):
         if match is not None and match != "*" and etag not in _tags(match):
             self._reply(412, b"precondition failed", base)
             return
-        if none_match is not None and (none_match == "*" or etag in _tags(none_match)):
+        if none_match is not None and not self.state.ignore_if_none_match and (
+                none_match == "*" or etag in _tags(none_match)):
             self._reply(304, b"", base)
             return
         spec = self.headers.get("Range")

@@ -384,7 +384,7 @@ def test_not_an_archive_is_refused_untouched(tmp_path: Path) -> None:
     with pytest.raises(ZnippyError, match="ZNPYMIDX"):
         ap.append_archive(bogus, [Entry("x", data=b"x")])
     assert bogus.read_bytes() == before and not os.path.exists(rollback.journal_path(bogus))
-    with pytest.raises(ZnippyError, match="no such archive"):
+    with pytest.raises(ZnippyError, match="missing.znippy: archive not found"):
         ap.append_archive(tmp_path / "missing.znippy", [Entry("x", data=b"x")])
 
 

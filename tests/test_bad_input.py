@@ -19,6 +19,7 @@ from znippy_sql import (
     Entry,
     FormatError,
     NotFoundError,
+    PathNotFoundError,
     ZnippyError,
     open_archive,
     write_archive,
@@ -121,7 +122,7 @@ def test_not_an_archive(tmp_path: Path, content: bytes) -> None:
 
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:
-    with pytest.raises(FormatError):
+    with pytest.raises(PathNotFoundError, match="archive not found"):  # issue 35 item 7
         open_archive(tmp_path / "nope.znippy")
     with pytest.raises(FormatError):
         open_archive(tmp_path)

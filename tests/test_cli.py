@@ -129,7 +129,7 @@ def test_ls_filters_across_groups(tmp_path: Path, capsys) -> None:
     assert capsys.readouterr().out.split() == ["z.txt"]
 
     core = {"relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
-            "stored_size", "chunks", "compressed"}
+            "stored_size", "blob_size", "chunks", "compressed"}
     for row in _json(capsys, ["ls", str(out), "--json"]):
         assert core <= set(row)
         for key in set(row) - core:  # a module's own columns, only its own, never null
@@ -229,7 +229,7 @@ def test_unreadable_input_exits_2(tmp_path: Path, capsys) -> None:
     assert main(["verify", str(tmp_path / "missing.znippy")]) == 2
     assert "missing.znippy" in capsys.readouterr().err
     assert main(["create", str(tmp_path / "no-dir"), "-o", str(tmp_path / "o.znippy")]) == 2
-    assert "not a directory" in capsys.readouterr().err
+    assert "no-dir: source not found" in capsys.readouterr().err
     assert not (tmp_path / "o.znippy").exists()
 
 

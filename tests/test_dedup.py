@@ -273,7 +273,9 @@ def test_cli_no_dedup_and_info_saving(tmp_path: Path) -> None:
     ls = _cli("ls", "-l", "--json", str(dd))
     by = {f["relative_path"]: f for f in json.loads(ls.stdout)}
     lic = [f for p, f in by.items() if p.endswith("LICENSE")]
-    assert lic[0]["stored_size"] == lic[1]["stored_size"] > 0  # each file counts its blobs
+    assert lic[0]["blob_size"] == lic[1]["blob_size"] > 0  # each file reads the shared blob
+    # its bytes are charged once, to the first in path order (docs/format.md, "Stored sizes")
+    assert lic[0]["stored_size"] == lic[0]["blob_size"] and lic[1]["stored_size"] == 0
 
 
 def write_archive_path(tmp_path: Path, src: Path, **kw: object) -> Path:
@@ -303,7 +305,8 @@ def test_duckdb_and_polars_read_shared_blobs(tmp_path: Path) -> None:
     assert lic["content"].to_list() == [entries[2].data, entries[6].data]
     assert files.height == len(entries)
     licenses = files.filter(pl.col("relative_path").str.ends_with("LICENSE"))
-    assert licenses["stored_size"].n_unique() == 1
+    assert licenses["blob_size"].n_unique() == 1
+    assert licenses["stored_size"].to_list() == [licenses["blob_size"][0], 0]
 
 
 def test_dedup_index_memory_is_bounded() -> None:

@@ -15,6 +15,14 @@ def test_demo_builds_an_archive_that_verifies(tmp_path: Path, capsys) -> None:
     archive_path = Path(result["archive"])
     assert archive_path.is_file() and result["verified"] is True
     assert "Done in" in text and "7. verify: OK" in text
+    # the DuckDB query's rows (repo, type, files, bytes, stored): the stored bytes add up to
+    # at most the archive (issue 35: a packed file was charged its whole frame)
+    import ast
+
+    rows = [ast.literal_eval(ln.strip()) for ln in text.splitlines()
+            if ln.startswith("    (")]
+    assert len(rows) == 2 and all(stored <= size for *_, size, stored in rows)
+    assert 0 < sum(r[-1] for r in rows) <= archive_path.stat().st_size
 
     files = demo.corpus()
     assert 200 <= len(files) <= 1000  # "a few hundred"

@@ -84,8 +84,8 @@ def test_files_view_matches_pyarrow(con: Any, full: Path) -> None:
     expected = RawView(full).files()
     assert by_path(got) == expected
     cols = con.sql("SELECT * FROM full_files LIMIT 0").columns
-    assert cols[:10] == ["relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
-                         "stored_size", "chunks", "compressed", "digest"]
+    assert cols[:11] == ["relative_path", "repo", "pkg_type", "pkg_type_name", "module_name", "size",
+                         "stored_size", "blob_size", "chunks", "compressed", "digest"]
     assert {"maven_group_id", "pypi_name"} <= set(cols)
     pom = next(r for r in got if r["relative_path"].endswith(".pom"))
     assert (pom["maven_group_id"], pom["maven_artifact_id"]) == ("org.acme", "lib")
@@ -327,7 +327,8 @@ def test_extract_refuses_paths_outside_dest(con: Any, tmp_path: Path,
     assert not (dest / "ok.txt").exists()  # every target is checked before anything is written
     # the same archive, only the safe file selected: extracted
     got = rows(con, f"SELECT * FROM znippy_extract('hostile', '{dest}', glob := 'ok*')")
-    assert got == [{"relative_path": "ok.txt", "bytes_written": 4, "checksum_ok": True}]
+    assert got == [{"relative_path": "ok.txt", "bytes_written": 4, "checksum_ok": True,
+                    "status": "extracted", "problem": None}]
     assert (dest / "ok.txt").read_bytes() == b"fine"
 
 

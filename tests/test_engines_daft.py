@@ -187,6 +187,7 @@ def test_content_is_fetched_only_for_the_rows_a_filter_keeps(fleet: list[str], t
     same rows, not of every file (counted at an HTTP server honouring ranges)."""
     from remote_server import RangeServer
     from znippy_sql.engines import parts
+    from znippy_sql.views.opened import forget
 
     monkeypatch.setenv("ZNIPPY_SQL_CACHE", str(tmp_path / "tail-cache"))
     rnd = random.Random(25)
@@ -199,7 +200,7 @@ def test_content_is_fetched_only_for_the_rows_a_filter_keeps(fleet: list[str], t
         url = server.put("big.znippy", local.read_bytes())
 
         def blob_bytes(fn: object) -> int:
-            parts._OPEN.clear()  # no archive kept open (and its blobs) from before
+            forget()  # no archive kept open (and its blobs) from before
             zdaft.read_archives(url).count_rows()  # the tail fetched and cached: not counted
             server.reset()
             fn()  # type: ignore[operator]

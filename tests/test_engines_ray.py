@@ -97,6 +97,17 @@ def test_pushdown_and_content(cluster, fleet: list[str]) -> None:
                "GROUP BY ALL")
 
 
+def test_count_equals_duckdb_in_every_view(cluster, tmp_path: Path) -> None:
+    """``count()`` of every view (tests/test_view_counts.py's archives) is DuckDB's."""
+    import znippy_sql.ray as zray
+    from test_view_counts import duck_count, every_view_archives, present
+
+    for name, paths in present(every_view_archives(tmp_path)).items():
+        ds = zray.read_archives(paths, view=name)
+        assert ds.count() == duck_count(paths, name), name
+        assert ds.select_columns([]).count() == duck_count(paths, name), name
+
+
 def test_errors_keep_our_message(cluster, fleet: list[str], tmp_path: Path) -> None:
     import znippy_sql.ray as zray
     from znippy_sql import ZnippyError

@@ -83,11 +83,15 @@ def _check_complete(dest: Path, files: dict[str, bytes], *, preserve: bool) -> i
 @pytest.mark.slow
 def test_sigkill_at_random_moments_leaves_only_complete_files(archive, tmp_path: Path) -> None:
     arc, files = archive
-    started = time.monotonic()
-    full = subprocess.run([*CLI, "extract", str(arc), "-o", str(tmp_path / "whole")],
-                          capture_output=True, text=True, timeout=300)
-    assert full.returncode == 0, full.stderr
-    span = max(0.2, time.monotonic() - started - 0.3)  # ~ the writing part of a run
+    started, whole = time.monotonic(), tmp_path / "whole"
+    full = subprocess.Popen([*CLI, "extract", str(arc), "-o", str(whole)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    while not whole.exists() and full.poll() is None:
+        time.sleep(0.002)
+    start_up = time.monotonic() - started  # until it begins writing
+    err = full.communicate(timeout=300)[1]
+    assert full.returncode == 0, err
+    span = max(0.1, time.monotonic() - started - start_up)  # the writing part of a run
     rng = random.Random(2323)
     killed = midway = 0
     for k in range(KILLS):
@@ -101,7 +105,7 @@ def test_sigkill_at_random_moments_leaves_only_complete_files(archive, tmp_path:
             while not dest.exists() and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.002)
         else:
-            time.sleep(0.25)
+            time.sleep(start_up)
         time.sleep(rng.uniform(0, span))
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)

@@ -1,7 +1,8 @@
 """What the git paths do not do: ``git import`` (the CLI) and the first ``git_log`` /
 ``git_reachable`` of an archive never import pandas (pyarrow 25 imports it at its first
-array or ``to_numpy``: a second of CPU the command does not need), and a tree parsed in bulk
-(git/bulk.py) lists what the one-by-one parse lists, odd modes and bytes included."""
+array or ``to_numpy``: a second of CPU the command does not need), and a tree as the core
+reads it at import (``native/src/git/parse.rs``) lists what the readers' one-by-one parse
+lists, odd modes and bytes included."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from znippy_sql.git.bulk import _parse_trees_joined, parse_trees, tree_links
+from znippy_sql.corelib import git_tree_entries
+from znippy_sql.git.pack import tree_links
 from test_git import Repo, numbers
 
 
@@ -53,16 +55,13 @@ def test_git_import_and_first_log_do_not_import_pandas(tmp_path: Path) -> None:
     [b"644 odd mode\0", b"40000 t\0"],            # a mode git does not write: checked apart
     [b"100644 \0"],                               # an empty name
 ])
-def test_bulk_tree_parse_equals_the_one_by_one_parse(entries: list[bytes]) -> None:
+def test_the_core_tree_parse_equals_the_one_by_one_parse(entries: list[bytes]) -> None:
     # ids with NUL and space bytes in them, as real ids have
     trees = [b"".join(e + bytes([k, 0, 32, j] + list(range(16))) for j, e in enumerate(entries))
              for k in range(3)] + [b""]             # and the empty tree
-    assert _parse_trees_joined(trees) is not None   # parsed in bulk
-    for batch in (trees, trees + [b"100644 no id\0" + b"\1" * 5]):   # then one by one
-        owner, sub, ids = parse_trees(batch)
-        for k, tree in enumerate(batch):
-            mine = owner == k
-            got = [x.tobytes() for x in ids[mine]]
-            subs, blobs = tree_links(tree)
-            assert [g for g, s in zip(got, sub[mine]) if s] == subs
-            assert [g for g, s in zip(got, sub[mine]) if not s] == blobs
+    for tree in trees + [b"100644 no id\0" + b"\1" * 5, b"9x " + trees[0],
+                         trees[0] + b"100644 cut\0" + b"\2" * 7]:   # bytes that do not line up
+        got = git_tree_entries(tree)
+        subs, blobs = tree_links(tree)
+        assert [i for s, i in got if s] == subs
+        assert [i for s, i in got if not s] == blobs

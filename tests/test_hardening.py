@@ -392,9 +392,9 @@ def test_chunk_checks_of_one_file_without_the_lookup_checks(base: bytes, tmp_pat
                                                             ) -> None:
     """The per-file checks of ``file_at`` and ``one_chunk_views`` stand on their own: with
     the whole-lookup check switched off, reversed rows are still a FormatError."""
-    import znippy_sql.read.reader as reader
+    import znippy_sql.read.tail as tail
 
-    monkeypatch.setattr(reader, "lookup_problem", lambda table: None)
+    monkeypatch.setattr(tail, "lookup_problem", lambda table: None)
     path = _put(tmp_path, _reverse_big(base))
     with open_archive(path) as a:
         with pytest.raises(FormatError, match="out of order"):

@@ -175,7 +175,7 @@ def test_point_reads_decode_one_lookup_batch(tmp_path: Path,
         for e in es[::7] + es[-3:]:
             assert a.read(e.relative_path) == e.data
         assert "lookup" not in a.__dict__  # the whole lookup was never decoded
-        assert len(a._lazy_lookup._done) <= a._lazy_lookup.KEEP
+        assert len(a.lookup_batches.kept) <= a.lookup_batches.KEEP
         assert a.find("no/such") is None
         assert a.verify().ok
 
@@ -317,7 +317,7 @@ def test_first_find_checks_both_digests(tmp_path: Path, monkeypatch: pytest.Monk
     write_archive(path, es, workers=1, index_compression=True)
     with open_archive(path) as a:
         assert a.find(es[250].relative_path).chunks[0].uncompressed_size == len(es[250].data)
-        assert "trie" in a.__dict__ and "lookup" not in a.__dict__ and len(a._sound) == 2
+        assert "trie" in a.__dict__ and "lookup" not in a.__dict__ and len(a.tail.sound) == 2
         assert a.find("no/such") is None
     data = bytearray(path.read_bytes())
     with open_archive(path) as a:
@@ -329,7 +329,7 @@ def test_first_find_checks_both_digests(tmp_path: Path, monkeypatch: pytest.Monk
         for _ in range(2):
             with pytest.raises(FormatError, match=f"{name}: its bytes do not match the BLAKE3"):
                 a.find(es[250].relative_path)
-            assert "_lazy_lookup" not in a.__dict__ and "lookup" not in a.__dict__
+            assert "lookup_batches" not in a.__dict__ and "lookup" not in a.__dict__
             assert name != "__trie__" or "trie" not in a.__dict__  # (a sound one may stay)
     with open_archive(bad, verify_sections=False) as a:  # searched unchecked: no digest here
         try:

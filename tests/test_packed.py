@@ -287,8 +287,9 @@ def test_property_pack_unpack_any_small_files(tmp_path: Path, blobs: list[bytes]
 
 
 def test_duckdb_and_polars_over_packs(tmp_path: Path) -> None:
-    """Views, ``znippy_cat`` and Polars scans read a packed archive; ``stored_size`` of a
-    packed file is its whole shared blob (docs/format.md, "Packed blobs")."""
+    """Views, ``znippy_cat`` and Polars scans read a packed archive; ``blob_size`` of a
+    packed file is its whole shared blob (docs/format.md, "Packed blobs"), ``stored_size``
+    its share of it (tests/test_stored_share.py)."""
     import duckdb
 
     from znippy_sql.duckdb import register
@@ -300,11 +301,11 @@ def test_duckdb_and_polars_over_packs(tmp_path: Path) -> None:
     con = duckdb.connect()
     try:
         register(con, arc, "p")
-        got = con.sql("SELECT relative_path, size, stored_size FROM p_files").fetchall()
+        got = con.sql("SELECT relative_path, size, blob_size FROM p_files").fetchall()
         assert {p: s for p, s, _ in got} == {p: len(d) for p, d in data.items()}
         with open_archive(arc) as a:
-            for path, _, stored in got:
-                assert stored == a.find(path).stored_size
+            for path, _, blob in got:
+                assert blob == a.find(path).stored_size
             lookup = a.lookup.to_pylist()
         assert con.sql("SELECT * FROM p_lookup").to_arrow_table().to_pylist() == lookup
         for path in ("src/a/f007.py", "src/b/copy1.py", "src/b/empty.txt"):
@@ -526,11 +527,11 @@ def test_point_read_decodes_a_prefix_of_the_pack(tmp_path: Path) -> None:
         assert first is not None
         pack = first.chunks[0]
         assert a.read("s/f0000.txt") == entries[0].data
-        offset, size, part, whole, _ = a._last_blob  # type: ignore[misc]
+        offset, size, part, whole, _ = a.blob_cache.last  # type: ignore[misc]
         assert (offset, size, whole) == (pack.blob_offset, pack.blob_size, False)
         assert part.nbytes == PREFIX_MIN < 150 * 20_000
         assert a.read("s/f0003.txt") == entries[3].data  # inside the prefix: no new decode
-        assert a._last_blob[2] is part  # type: ignore[index]
+        assert a.blob_cache.last[2] is part  # type: ignore[index]
         for e in reversed(entries):
             assert a.read(e.relative_path) == e.data
         assert a.verify().ok

@@ -5,7 +5,7 @@ Two verbs: :func:`write_archive` writes one, :func:`open_archive` reads one.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing is not imported: the CLI's fast path starts without it
 
 from .errors import (
     ChecksumError,
@@ -15,6 +15,7 @@ from .errors import (
     LockError,
     NotFoundError,
     OptionError,
+    PathNotFoundError,
     RemoteError,
     SignatureError,
     StoreError,
@@ -25,6 +26,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
+    from typing import Any
+
     from .write.append import AppendReport, append_archive
     from .read.extract import ExtractReport
     from .read.reader import Archive, open_archive
@@ -36,7 +39,7 @@ if TYPE_CHECKING:  # what the lazy names below resolve to, for type checkers
     from .write.writer import ArchiveWriter, WriteReport, write_archive
     from .write.options import Provenance, WriteOptions
 
-__version__ = "0.1.0"
+from .version import __version__
 
 # Everything but the errors is imported on first use: `import znippy_sql` stays cheap, and
 # pyarrow, duckdb or pyiceberg are imported by the parts that use them.
@@ -83,6 +86,7 @@ __all__ = [
     "LockError",
     "NotFoundError",
     "OptionError",
+    "PathNotFoundError",
     "Provenance",
     "RemoteError",
     "ReservedSection",

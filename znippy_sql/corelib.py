@@ -10,12 +10,16 @@ which the guard passes through unchanged.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from typing import Any, cast
 
 from . import _native
-from .errors import ZnippyError
+from .errors import CodecError, FormatError, PackError, ZnippyError
 from .native import PASS, describe, guard
+
+# Imported by the CLI's fast path (cli/fast.py): nothing here imports typing at run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
 def version() -> str:
@@ -75,7 +79,8 @@ def walk_next(walk: Any, root: str) -> list[tuple[Any, ...]] | None:
         got = walk.next()
     except BaseException as exc:
         raise _native_error(exc, "the walk", root) from None
-    return None if got is None else cast("list[tuple[Any, ...]]", got)
+    result: list[tuple[Any, ...]] | None = got
+    return result
 
 
 def walk_summary(walk: Any, root: str) -> tuple[list[tuple[str, str]], int, list[str]]:
@@ -99,7 +104,118 @@ def frames(chunks: list[Any], level: int, *, hash_log: int | None = None,
     compressed without the GIL. ``hash_log``/``chain_log``: a packed blob's tables;
     ``window_log``: a directory pack's long window with long-distance matching."""
     try:
-        return cast("list[bytes | None]", _native.frames(chunks, level, hash_log, chain_log,
-                                                         window_log))
+        got: list[bytes | None] = _native.frames(chunks, level, hash_log, chain_log,
+                                                 window_log)
+        return got
     except BaseException as exc:
         raise _native_error(exc, "zstd", None) from None
+
+
+# -- one archive's tail and files
+# (on the CLI's fast path, cli/fast.py)
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    class CatPlan(Protocol):
+        """What :func:`cat_plan` found (``native/src/cat.rs``)."""
+
+        def counts(self) -> list[int]: ...
+        def chunk(self, i: int, j: int) -> bytes: ...
+
+
+def cat_plan(archive: str, paths: list[str]) -> "CatPlan | None":
+    """``cat ARCHIVE PATH...`` planned by the core: every path found, every chunk's frame
+    shape known, before a byte is written; None when the Python reader must answer (a path
+    not there, a layout or frame shape the core does not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        plan: CatPlan | None = _native.cat_plan(archive, paths)
+    return plan
+
+
+def cat_chunk(plan: "CatPlan", path: int, chunk: int, archive: str) -> bytes:
+    """Chunk ``chunk`` of the plan's path ``path``, decoded and checked (ChecksumError,
+    CodecError, FormatError naming the archive)."""
+    with guard(CodecError, "decoding a chunk natively", path=archive):
+        return plan.chunk(path, chunk)
+
+
+def ls_text(archive: str, members: list[str]) -> str | None:
+    """What ``ls ARCHIVE [PATH...]`` prints, read by the core from the data sub-indexes; None
+    when the Python reader must answer (a member not there, a layout or schema the core does
+    not read)."""
+    with guard(FormatError, "reading the archive natively", path=archive):
+        text: str | None = _native.ls_text(archive, members)
+    return text
+
+
+def verify_clean(archive: str) -> tuple[int, int, int] | None:
+    """``(files, chunks, bytes checked)`` when the core finds the archive sound by every check
+    of ``read/verify.py``; None at the first finding, or for what the core does not read
+    (the Python verify then answers and words every finding)."""
+    with guard(FormatError, "verifying the archive natively", path=archive):
+        counts: tuple[int, int, int] | None = _native.verify_clean(archive)
+    return counts
+
+
+# -- git packs (native/src/git) ------------------------------------------------------------------
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    class PackIndex(Protocol):
+        """One pack indexed by the core (``native/src/git/mod.rs``), its columns held there."""
+
+        @property
+        def external_bases(self) -> int:
+            """REF deltas resolved against objects of earlier packs."""
+
+        @property
+        def idx_mismatch(self) -> str | None:
+            """Why the ``.idx`` given was not used (the pack was parsed whole instead)."""
+
+        def objects(self) -> tuple[bytes, bytes, bytes]:
+            """``(ids, types, offsets)`` in entry order: 20-byte ids, u8, u64 LE."""
+
+        def graph(self) -> tuple[bytes, ...]:
+            """``commit_ids, tree_of, parent_counts, parent_ids, times, tree_ids, edge_tree,
+            edge_sub, edge_ids`` (ids joined, integers little-endian)."""
+
+
+def git_index_pack(pack: bytes | memoryview, idx: bytes | None, *, name: str,
+                   external: Callable[[bytes], tuple[int, bytes] | None] | None = None
+                   ) -> PackIndex:
+    """A pack indexed from its checked ``.idx`` (``idx``), else parsed whole; ``external``
+    gives a REF delta's base outside the pack. A damaged pack is a ``PackError``."""
+    with guard(PackError, f"pack {name} cannot be indexed"):
+        index: PackIndex = _native.git_index_pack(pack, idx, name, external)
+        return index
+
+
+def git_pack_from_columns(ids: bytes, types: bytes, offsets: bytes, commit_ids: bytes,
+                          tree_of: bytes, parent_counts: bytes, parent_ids: bytes,
+                          times: bytes, tree_ids: bytes, edge_tree: bytes, edge_sub: bytes,
+                          edge_ids: bytes) -> PackIndex:
+    """A :class:`PackIndex` given as its columns (a writer that knows its objects)."""
+    with guard(FormatError, "pack index columns"):
+        index: PackIndex = _native.PackIndex.from_columns(
+            ids, types, offsets, commit_ids, tree_of, parent_counts, parent_ids, times,
+            tree_ids, edge_tree, edge_sub, edge_ids)
+        return index
+
+
+def git_sections(packs: Sequence[tuple[PackIndex, int]], prefer: bytes, walk_bound: int
+                 ) -> dict[str, Any]:
+    """The git sections' columns (little-endian bytes) of ``(pack, lookup row)``s."""
+    with guard(FormatError, "the git sections cannot be built"):
+        return dict(_native.git_sections(list(packs), prefer, walk_bound))
+
+
+def git_tree_entries(content: bytes) -> list[tuple[bool, bytes]]:
+    """A tree's ``(is subtree, child id)`` entries as the import reads them."""
+    with guard(FormatError, "a tree cannot be parsed"):
+        return [(bool(s), bytes(i)) for s, i in _native.git_tree_entries(content)]
+
+
+def git_serialize_runs(runs: Sequence[tuple[int, int]]) -> bytes:
+    """The stored-bitmap bytes (Roaring portable) of ``[start, end)`` runs of positions."""
+    with guard(FormatError, "a bitmap cannot be written"):
+        return bytes(_native.git_serialize_runs(list(runs)))

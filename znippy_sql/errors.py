@@ -5,6 +5,7 @@ Every error raised for bad input names the file it concerns (``path``) and the p
 
 from __future__ import annotations
 
+import errno
 import os
 
 
@@ -54,6 +55,24 @@ class NotFoundError(ZnippyError, KeyError):
         return Exception.__str__(self)
 
 
+class PathNotFoundError(NotFoundError, FileNotFoundError):
+    """An input path does not exist: an archive, a source directory, a repository, a
+    warehouse or a sidecar. Also a ``FileNotFoundError`` (``errno`` ENOENT, ``filename``)."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str]) -> None:
+        super().__init__(message, path=path)
+        self.errno, self.strerror, self.filename = errno.ENOENT, message, self.path
+
+
+def missing_or(path: str | os.PathLike[str], problem: str, what: str) -> ZnippyError:
+    """The error for an input ``path`` that is not what it should be: a
+    :class:`PathNotFoundError` (``"<what> not found"``) when nothing is there, else a
+    ``ZnippyError`` saying ``problem``."""
+    if not os.path.lexists(path):
+        return PathNotFoundError(f"{what} not found", path=path)
+    return ZnippyError(problem, path=path)
+
+
 class StoreError(ZnippyError):
     """The dynamic store (sidecar + Iceberg warehouse) or a seal failed."""
 
@@ -101,6 +120,7 @@ __all__ = [
     "DuplicatePathError",
     "UnreadableSourceError",
     "NotFoundError",
+    "PathNotFoundError",
     "StoreError",
     "CatalogError",
     "LockError",

@@ -16,17 +16,18 @@ module only (``tests/test_native_guard.py`` keeps it so), and that module guards
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import TypeVar
-
 from .errors import ZnippyError
 
-_T = TypeVar("_T")
+# Imported by the CLI's fast path (cli/fast.py), whose start-up time is a target (issue 33):
+# ``typing``, ``re`` and ``contextlib`` are not imported on the way to a successful call.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
 #: what is never turned into an error of ours
 PASS = (KeyboardInterrupt, SystemExit, GeneratorExit, MemoryError)
-_SPACES = re.compile(r"\s+")
 
 
 def is_panic(exc: BaseException) -> bool:
@@ -54,24 +55,30 @@ def describe(exc: BaseException, *, scrub: Callable[[str], str] | None = None) -
     text = str(exc)
     if scrub is not None:
         text = scrub(text)
-    first = _SPACES.sub(" ", text.strip().split("\n", 1)[0])[:200] or type(exc).__name__
+    import re
+
+    first = re.sub(r"\s+", " ", text.strip().split("\n", 1)[0])[:200] or type(exc).__name__
     if is_panic(exc):
         return f"the native library panicked ({first})"
     return first
 
 
-@contextmanager
-def guard(kind: type[ZnippyError], what: str, *, path: str | None = None,
-          scrub: Callable[[str], str] | None = None) -> Iterator[None]:
+class guard:  # noqa: N801  (used as a function: ``with guard(...)``)
     """Run the block; a panic or a foreign error in it becomes ``kind(f"{what}: ...")``."""
-    try:
-        yield
-    except ZnippyError:
-        raise
-    except PASS:
-        raise
-    except BaseException as exc:  # a PanicException is a BaseException
-        raise kind(f"{what}: {describe(exc, scrub=scrub)}", path=path) from None
+
+    def __init__(self, kind: type[ZnippyError], what: str, *, path: str | None = None,
+                 scrub: Callable[[str], str] | None = None) -> None:
+        self.kind, self.what, self.path, self.scrub = kind, what, path, scrub
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, _type: object, exc: BaseException | None, _tb: object) -> None:
+        if exc is None or isinstance(exc, (ZnippyError, *PASS)):
+            return  # nothing, or ours: it goes on as it is
+        # a PanicException is a BaseException
+        raise self.kind(f"{self.what}: {describe(exc, scrub=self.scrub)}",
+                        path=self.path) from None
 
 
 def call(fn: Callable[[], _T], kind: type[ZnippyError], what: str, *,

@@ -8,6 +8,8 @@ use pyo3::types::{IntoPyDict, PyModule};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Format,
+    /// a damaged git pack (`PackError`, a `FormatError`)
+    Pack,
     Checksum,
     Codec,
     NotFound,
@@ -18,6 +20,7 @@ impl Kind {
     fn class_name(self) -> &'static str {
         match self {
             Kind::Format => "FormatError",
+            Kind::Pack => "PackError",
             Kind::Checksum => "ChecksumError",
             Kind::Codec => "CodecError",
             Kind::NotFound => "NotFoundError",

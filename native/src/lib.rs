@@ -7,8 +7,17 @@
 
 use pyo3::prelude::*;
 
+mod cat;
 mod create;
 mod errors;
+mod frame;
+mod git;
+mod ipc;
+mod lookup;
+mod ls;
+mod tail;
+mod trie;
+mod verify;
 
 /// Raises a panic on purpose: the test that no panic reaches a user calls it.
 #[pyfunction]
@@ -28,5 +37,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
     create::register(m)?;
+    git::register(m)?;
+    cat::register(m)?;
+    ls::register(m)?;
+    verify::register(m)?;
     Ok(())
 }

@@ -15,7 +15,7 @@ import posixpath
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -23,10 +23,9 @@ from ..errors import CatalogError, ZnippyError
 from ..format.files import file_digest
 from ..format.paths import check_relative_path
 from ..read.reader import open_archive
+from .opened import OpenCatalog
 from .schema import FILES
 
-if TYPE_CHECKING:
-    from .fleet import Catalog
 
 
 @dataclass
@@ -73,7 +72,7 @@ def as_table(result: Any) -> pa.Table:
                        "Table, a DuckDB relation or a Polars frame)")
 
 
-def extract_result(cat: "Catalog", result: Any, dest: str, *, flat: bool = False,
+def extract_result(cat: OpenCatalog, result: Any, dest: str, *, flat: bool = False,
                    workers: int | None = None,
                    open_options: Mapping[str, Any] | None = None) -> CatalogExtractReport:
     t0 = time.perf_counter()
@@ -119,7 +118,7 @@ def extract_result(cat: "Catalog", result: Any, dest: str, *, flat: bool = False
     return report
 
 
-def _wanted(cat: "Catalog", table: pa.Table) -> dict[str, dict[str, bytes | None]]:
+def _wanted(cat: OpenCatalog, table: pa.Table) -> dict[str, dict[str, bytes | None]]:
     """``archive_uri`` → {relative_path: catalog digest}, each pair once, every path checked.
     Digests the result does not carry are read from ``files``."""
     uris = table.column("archive_uri").to_pylist()
@@ -137,7 +136,7 @@ def _wanted(cat: "Catalog", table: pa.Table) -> dict[str, dict[str, bytes | None
     return out
 
 
-def _fill_digests(cat: "Catalog", wanted: Mapping[str, dict[str, bytes | None]]) -> None:
+def _fill_digests(cat: OpenCatalog, wanted: Mapping[str, dict[str, bytes | None]]) -> None:
     from znippy_sql.catalog.pushdown import is_in  # pyiceberg's In, typed
 
     rows = cat.table(FILES).scan(row_filter=is_in("archive_uri", sorted(wanted)),

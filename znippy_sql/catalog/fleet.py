@@ -17,6 +17,7 @@ import os
 import random
 import time
 import warnings
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,8 +70,9 @@ class RemoveReport:
 
 
 #: what pyiceberg raises on damaged metadata (JSON, Avro manifests, pydantic validation)
+#: (a truncated deflate-coded Avro manifest: zlib.error)
 _METADATA_ERRORS = (ValueError, TypeError, KeyError, IndexError, EOFError, OSError,
-                    AttributeError, ArithmeticError, pa.ArrowException)
+                    AttributeError, ArithmeticError, pa.ArrowException, zlib.error)
 
 
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:

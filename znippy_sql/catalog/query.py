@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -24,13 +24,12 @@ from ..errors import CatalogError
 from ..native import guard
 from . import index as _index
 from .duckread import view_sql
+from .opened import OpenCatalog
 from .fastread import read_tasks
 from .planning import plan_files
 from .pushdown import Columns, Use, analyse, parse
 from .schema import ARCHIVES, FILES
 
-if TYPE_CHECKING:
-    from .fleet import Catalog
 
 #: the column a scan reads when the query names none of the table's (``count(*)``)
 _CHEAPEST = {FILES: "pkg_type", ARCHIVES: "size"}
@@ -139,7 +138,7 @@ def _named(tree: Any) -> set[str]:
             if n.get("type") == "BASE_TABLE"} & {FILES, ARCHIVES}
 
 
-def plan_query(cat: "Catalog", query: str, *, con: Any = None) -> dict[str, Scan]:
+def plan_query(cat: OpenCatalog, query: str, *, con: Any = None) -> dict[str, Scan]:
     """The scans ``query`` needs, planned (no data read yet)."""
     parser = con if con is not None else _cursor()
     try:
@@ -159,7 +158,7 @@ def plan_query(cat: "Catalog", query: str, *, con: Any = None) -> dict[str, Scan
     return out
 
 
-def _indexed(cat: "Catalog", use: Use, files: Any) -> Scan | None:
+def _indexed(cat: OpenCatalog, use: Use, files: Any) -> Scan | None:
     """A files scan through the path index, or None when its filter does not bound the path."""
     from pyiceberg.expressions import AlwaysFalse, And
 
@@ -187,7 +186,7 @@ def archives_holding(paths: Any, row_filter: Any) -> list[str]:
     return sorted(set(hits.column("archive_uri").to_pylist()))
 
 
-def run_sql(cat: "Catalog", query: str, *, con: Any = None) -> pa.Table:
+def run_sql(cat: OpenCatalog, query: str, *, con: Any = None) -> pa.Table:
     """The query's result as Arrow. ``con``: a DuckDB connection to run it in (the tables
     are registered there as ``files`` and ``archives``); a cursor of the process's in-memory
     database otherwise."""

@@ -18,10 +18,12 @@ import pyarrow as pa
 from ..errors import CatalogError
 from ..views.files import files_of_group, module_fields
 from ..format import build
-from ..format.schema import pkg_type_name
+from ..modules.pkgtypes import pkg_type_name
+from ..format.files import file_starts
 from ..format.kernels import call_function, one_array
 from ..provenance.sign import archive_root
 from ..read.reader import Archive, open_archive
+from ..remote.url import is_url
 from .schema import module_field
 
 CHUNK_TYPE = pa.struct([
@@ -56,10 +58,6 @@ ARCHIVES_ARROW = pa.schema([
              nullable=True),
 ])
 _FILE_COLUMNS = ("relative_path", "size", "digest")
-
-
-def is_url(uri: str) -> bool:
-    return "://" in uri
 
 
 def archive_uri(path: str | os.PathLike[str]) -> str:
@@ -150,7 +148,7 @@ def _group_files(table: pa.Table, key: Any, uri: str) -> pa.Table:
         seq = one_array(table.column("chunk_seq")).to_numpy(zero_copy_only=False)
     extra = [f.name for f in module_fields(table.schema)]
     files = files_of_group(table, key, columns=[*_FILE_COLUMNS, *extra])
-    starts = np.flatnonzero(seq == 0)
+    starts = file_starts(seq)
     if len(starts) != files.num_rows:
         raise CatalogError(f"group {tuple(key)}: chunks are not in chunk_seq order", path=uri)
     n = files.num_rows

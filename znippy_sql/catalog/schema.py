@@ -123,14 +123,45 @@ def upgrade(table: Any, where: str) -> Any:
 
 
 def module_field(field: pa.Field) -> pa.Field:
-    """A module column as the ``files`` table holds it: nullable, in an Iceberg type."""
-    t = field.type
+    """A module column as the ``files`` table holds it: nullable, in an Iceberg type
+    (:func:`iceberg_type`)."""
+    return pa.field(field.name, iceberg_type(field.type), nullable=True)
+
+
+def iceberg_type(t: pa.DataType) -> pa.DataType:
+    """The type a module column of Arrow type ``t`` takes in the catalog, at any depth: an
+    unsigned or narrow integer widened, large strings and binaries plain, a date64 a date, a
+    time or timestamp in microseconds (a time zone as UTC: the instants are the same), a
+    duration the count of its unit (Int64), a 32/64-bit decimal a 128-bit one, a dictionary
+    its values, a null column or an extension other than UUID its storage or text."""
     if pa.types.is_uint64(t) or pa.types.is_uint32(t):
-        t = pa.int64()
-    elif pa.types.is_integer(t) and t.bit_width < 32:
-        t = pa.int32()
-    elif pa.types.is_large_string(t):
-        t = pa.utf8()
-    elif pa.types.is_large_binary(t):
-        t = pa.binary()
-    return pa.field(field.name, t, nullable=True)
+        return pa.int64()
+    if pa.types.is_integer(t) and t.bit_width < 32:
+        return pa.int32()
+    if pa.types.is_large_string(t) or pa.types.is_null(t):
+        return pa.utf8()
+    if pa.types.is_large_binary(t):
+        return pa.binary()
+    if pa.types.is_date64(t):
+        return pa.date32()
+    if pa.types.is_time(t):
+        return pa.time64("us")
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", None if t.tz is None else "UTC")
+    if pa.types.is_duration(t):
+        return pa.int64()
+    if pa.types.is_decimal32(t) or pa.types.is_decimal64(t):
+        return pa.decimal128(t.precision, t.scale)
+    if pa.types.is_dictionary(t):
+        return iceberg_type(t.value_type)
+    if isinstance(t, pa.BaseExtensionType) and t != pa.uuid():
+        return iceberg_type(t.storage_type)
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(iceberg_type(t.key_type)),
+                       t.item_field.with_type(iceberg_type(t.item_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([t.field(i).with_type(iceberg_type(t.field(i).type))
+                          for i in range(t.num_fields)])
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(iceberg_type(t.value_type)))
+    return t

@@ -15,7 +15,7 @@ import struct
 import time
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..format import b3 as blake3
 import pyarrow as pa
@@ -25,10 +25,9 @@ from ..format.files import FILE_DIGEST_PREFIX
 from ..provenance.sign import archive_root
 from .rows import local_identity, read_rows
 from .index import PATHS
+from .opened import OpenCatalog
 from .schema import FILES
 
-if TYPE_CHECKING:
-    from .fleet import Catalog
 
 _U32 = struct.Struct("<I")
 
@@ -52,7 +51,7 @@ class CatalogVerifyReport:
         return not self.drift
 
 
-def verify_catalog(cat: "Catalog", *, open_options: Mapping[str, Any] | None = None
+def verify_catalog(cat: OpenCatalog, *, open_options: Mapping[str, Any] | None = None
                    ) -> CatalogVerifyReport:
     t0 = time.perf_counter()
     report = CatalogVerifyReport()

@@ -8,12 +8,15 @@ command did not word itself), 130 Ctrl-C. No traceback reaches the user: one lin
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
-from typing import Any
-from collections.abc import Callable, Sequence
+
+TYPE_CHECKING = False  # argparse and typing are imported when needed: cli/fast.py's cat
+if TYPE_CHECKING:      # starts without them
+    import argparse
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
 # This process is the CLI's own. Nothing in znippy uses BLAS, and numpy's OpenBLAS starts one
 # thread per core that spins for ~0.1 s after import (measured: ~0.15 s of CPU per process),
@@ -31,8 +34,9 @@ COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git",
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with ``command`` not a core command, also that module's commands."""
     from .. import __version__
+    from .parser import Parser
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="znippy-sql", description="Query, write, extract and verify znippy archives.",
         epilog="A package-type module brings its own commands: znippy-sql MODULE ARCHIVE "
                "COMMAND ... (see znippy-sql modules)."
@@ -43,14 +47,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     if command and command not in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)
-    for each in sub.choices.values():  # every command may name remote archives
-        _remote_options(each)
+    for each in sub.choices.values():  # a command that may name remote archives
+        if not each.get_default("local_only"):
+            _remote_options(each)
         for nested in _nested(each):  # (catalog add, maven ARCHIVE pom, ...): anywhere
-            _remote_options(nested, suffix="_nested")
+            if not nested.get_default("local_only"):
+                _remote_options(nested, suffix="_nested")
     return parser
 
 
 def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    import argparse
+
     out = []
     for action in p._actions:
         if isinstance(action, argparse._SubParsersAction):
@@ -60,8 +68,11 @@ def _nested(p: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 
 def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
-    """``--storage-option`` and ``--no-cache``; a nested sub-command's land under their own
+    """``--storage-option`` and ``--no-cache`` (not on a command whose defaults say
+    ``local_only``: it reads no remote archive); a nested sub-command's land under their own
     names (its namespace would replace its parent's) and are merged by ``_configure_remote``."""
+    import argparse
+
     g = p.add_argument_group("remote archives (s3://, gs://, az://, http(s)://)")
     # a nested sub-command's defaults are SUPPRESSed: its namespace must not reset its parent's
     no_options: Any = argparse.SUPPRESS if suffix else []
@@ -77,6 +88,12 @@ def _remote_options(p: argparse.ArgumentParser, suffix: str = "") -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["cat"], ["ls"], ["verify"]):  # answered by the core (cli/fast.py)
+        from .fast import run
+
+        code = run(argv)
+        if code is not None:
+            return code
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -16,6 +16,7 @@ import json
 import sys
 from typing import Any
 
+from .common import add_output_options
 from .core import counted, human, positive_int
 from .findings import print_findings
 from .lifecycle import _catalog
@@ -112,16 +113,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("warehouse", metavar="WAREHOUSE",
                    help="warehouse directory (or location, with a shared catalog)")
     p.add_argument("--namespace", default="fleet", help="Iceberg namespace (default: fleet)")
-    p.add_argument("--catalog-uri", help="a pyiceberg catalog uri (default: sqlite catalog.db "
-                                         "inside the warehouse; http(s):// means a REST catalog)")
+    p.add_argument("--catalog-uri", metavar="URI",
+                   help="a pyiceberg catalog uri (default: sqlite catalog.db inside the "
+                        "warehouse; http(s):// means a REST catalog)")
     p.add_argument("--catalog-prop", action="append", metavar="KEY=VALUE",
                    help="any further pyiceberg catalog property (repeatable)")
-
-
-def _output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table")
-    p.add_argument("--max-rows", type=int, default=10_000,
-                   help="rows shown by --format table (default 10000)")
 
 
 def register(subparsers: Any) -> None:
@@ -152,13 +148,14 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("ls", help="list the archives in the catalog")
     _common(p)
-    _output(p)
+    add_output_options(p)
     p.set_defaults(func=cmd_ls)
 
     p = sub.add_parser("sql", help="run a DuckDB query over the files and archives tables")
     _common(p)
-    p.add_argument("query", metavar="QUERY")
-    _output(p)
+    p.add_argument("query", metavar="QUERY",
+                   help="DuckDB SQL over the tables files and archives (';' separates several)")
+    add_output_options(p)
     p.set_defaults(func=cmd_sql)
 
     p = sub.add_parser("extract", help="extract the files a predicate selects")

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..format.schema import resolve_pkg_type
+from ..format.units import counted, human  # noqa: F401  (the CLI modules import them here)
 
 if TYPE_CHECKING:
     from ..read.reader import Archive
@@ -21,6 +21,8 @@ _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 # -- argument types (public: other CLI areas reuse them) -------------------------------------
 def pkg_type_arg(value: str) -> int:
     """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
+    from ..modules.pkgtypes import resolve_pkg_type  # (pyarrow: not for cli/fast.py's verify)
+
     try:
         return resolve_pkg_type(value)
     except ValueError as exc:
@@ -64,22 +66,59 @@ def level_arg(value: str) -> int:
     return level
 
 
+#: The help of every ARCHIVE argument.
+ARCHIVE_HELP = "the archive: a path, or a URL (s3://, gs://, az://, http(s)://, file://)"
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    """``--format`` and ``--max-rows`` of the commands that print query results."""
+    p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table",
+                   help="how results are printed: an aligned table (default), CSV, JSON "
+                        "lines, or an Arrow IPC stream")
+    p.add_argument("--max-rows", type=int, default=10_000, metavar="N",
+                   help="rows shown by --format table (default 10000)")
+
+
 def positive_int(value: str) -> int:
+    return _whole(value, 1, "must be positive")
+
+
+def count_arg(value: str) -> int:
+    """A whole number, 0 or more (``--strip-components``)."""
+    return _whole(value, 0, "must be 0 or more")
+
+
+def _whole(value: str, least: int, words: str) -> int:
     try:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    if number < least:
+        raise argparse.ArgumentTypeError(f"{words}: {value!r}")
     return number
+
+
+class PkgTypeHelp(str):
+    """A help text whose ``{types}`` becomes the registered package types' names when the
+    help is shown (argparse formats every help with ``%``): parsing arguments does not load
+    the module registry (its entry points cost ~0.1 s)."""
+
+    def __mod__(self, params: Any) -> str:
+        try:
+            from .. import modules
+
+            names = "|".join(m.name for m in modules.all_modules()) or "none"
+        except Exception:  # noqa: BLE001  (a broken plugin: the command that uses it says so)
+            names = "a module's name"
+        return str.__mod__(str(self).replace("{types}", names), params)
 
 
 def add_filter_options(parser: argparse.ArgumentParser) -> None:
     """``--repo``, ``--pkg-type`` and ``--glob``: the selection every reading command shares."""
     parser.add_argument("--repo", help="only files of this repo")
     parser.add_argument("--pkg-type", type=pkg_type_arg, metavar="TYPE",
-                        help="only files of this package type (a module's name: "
-                             "maven|cargo|npm|pypi|..., raw, or a number)")
+                        help=PkgTypeHelp("only files of this package type (a module's "
+                                         "name: {types}, raw, or a number)"))
     parser.add_argument("--glob", action="append", default=[], metavar="GLOB",
                         help="only paths matching this shell pattern ('*' spans '/'; "
                              "repeatable: any of them)")
@@ -100,19 +139,6 @@ def os_problem(exc: OSError) -> str:
 
 
 # -- output helpers ---------------------------------------------------------------------------
-def counted(n: int, noun: str) -> str:
-    """``1 file``, ``2 files``: a count and its noun for a summary line."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
-def human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"  # pragma: no cover
-
-
 #: seconds of progress after the first bytes before a rate (and an ETA) is shown
 RATE_AFTER = 1.0
 
@@ -198,8 +224,27 @@ def done(progress: Progress | None) -> None:
 
 
 def print_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False)
+    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=json_value)
     sys.stdout.write("\n")
+
+
+def json_value(value: Any) -> Any:
+    """A value JSON has no type for, as JSON (``json.dump``'s ``default``): a decimal as a
+    number (DuckDB's sums of integers: exact when integral), a duration as its seconds, a
+    date, time or timestamp as ISO 8601 text, bytes as hex, anything else (a UUID) as its
+    text. Every Arrow type a module column may have reaches ``ls --json`` and ``sql``."""
+    import datetime
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime.timedelta):  # pandas' Timedelta too
+        return value.total_seconds()
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    return str(value)
 
 
 def open_archive_arg(path: str) -> Archive:

@@ -22,9 +22,11 @@ import pyarrow as pa
 from ..errors import ChecksumError, CodecError, ZnippyError
 from ..format.codec import DEFAULT_LEVEL
 from ..format.ipc import metadata_text
-from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, pkg_type_name
+from ..format.schema import BASE_NAMES, DEFAULT_BLOCK_SIZE, GIT_OID
+from ..modules.pkgtypes import pkg_type_name
+from ..interop.vsource import laid_anew
 from ..read.foreign import own_writer, writer, writer_text
-from .common import (Progress, add_filter_options, counted, create_pkg_type_arg,
+from .common import (ARCHIVE_HELP, Progress, add_filter_options, counted, create_pkg_type_arg,
                      done, human, open_archive_arg, pkg_type_arg, positive_int, print_json,
                      progress_for, size_arg)
 from .create import register as register_create
@@ -59,8 +61,8 @@ def file_table(archive: Any, *, repo: str | None = None, pkg_type: int | None = 
     return take(files, order).combine_chunks()
 
 
-_FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size", "chunks",
-              "compressed")
+_FILE_KEYS = ("relative_path", "repo", "pkg_type", "module_name", "size", "stored_size",
+              "blob_size", "chunks", "compressed")
 
 
 def _json_row(row: dict[str, Any], facts: Any = None) -> dict[str, Any]:
@@ -215,7 +217,12 @@ def archive_info(archive: Any) -> dict[str, Any]:
     total = sum(g["bytes"] for g in groups)
     from ..write.dedup import distinct_blob_bytes
 
-    referenced = sum(g["stored_bytes"] for g in groups)
+    # stored_bytes of a group: its files' shares of the blobs (docs/format.md, "Stored
+    # sizes"): the groups' sum is the distinct blob bytes
+    from ..format.kernels import call_function
+
+    referenced = sum(call_function("sum", [archive.group_table(k).column("blob_size")]).as_py()
+                     or 0 for k in archive.groups)
     stored = distinct_blob_bytes(archive.group_table(k) for k in archive.groups)
     packs = pack_info(archive)
     rows = sum(g["chunks"] for g in groups)
@@ -241,8 +248,10 @@ def archive_info(archive: Any) -> dict[str, Any]:
         # packed blobs (docs/format.md §6): how many, the files in them, their stored bytes
         # and the bytes of the files they hold
         **packs,
-        # everything after the blob region, per chunk row (docs/format.md §2)
-        "index_bytes_per_row": round((size - archive.tail_offset) / rows, 1) if rows else 0.0,
+        # everything after the blob region, per chunk row (docs/format.md §2); None for an
+        # archive of git packs, whose tail is its git sections, not its few chunk rows
+        "index_bytes_per_row": round((size - archive.tail_offset) / rows, 1)
+        if rows and not archive.has_section(GIT_OID) else None,
         # no __lookup__/__trie__ (the Rust tool's layout): the reader builds them in memory
         "lookup": "in memory" if archive.lookup_in_memory else "section",
         "groups": groups,
@@ -250,6 +259,8 @@ def archive_info(archive: Any) -> dict[str, Any]:
         # another writer's reserved sections this reader skips (docs/format.md §10)
         "not_understood": archive.not_understood(),
         "writer": None if own_writer(archive) else writer(archive),
+        # a Rust hot archive or one with delta chunks: read laid out anew (docs/interop.md)
+        "read_as": laid_anew(archive.source),
         "manifest": manifest,
         **_git_info(archive),
     }
@@ -276,7 +287,7 @@ def pack_info(archive: Any) -> dict[str, int]:
     ``inner_offset``; its files, its stored bytes, and the bytes of its slices."""
     import numpy as np
 
-    c = archive._cols
+    c = archive.lookup_columns
     if not c.packed or c.n == 0:
         return {"packs": 0, "packed_files": 0, "pack_stored_bytes": 0, "pack_bytes": 0,
                 "_member_stored": 0}
@@ -311,8 +322,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"packs     {counted(info['packed_files'], 'file')} in "
               f"{counted(info['packs'], 'packed blob')}: {human(info['pack_bytes'])} stored as "
               f"{human(info['pack_stored_bytes'])}")
-    print(f"index     {info['index_bytes_per_row']:.0f} bytes a chunk row"
-          + (" (compressed streams)" if codec.get("znippy.index_compression") else ""))
+    if info["index_bytes_per_row"] is not None:
+        print(f"index     {info['index_bytes_per_row']:.0f} bytes a chunk row"
+              + (" (compressed streams)" if codec.get("znippy.index_compression") else ""))
     if codec and "znippy.codec" not in codec:  # another writer's keys (the Rust tool's)
         print("schema    " + " ".join(f"{k}={v}" for k, v in codec.items()))
     elif codec:
@@ -322,6 +334,8 @@ def cmd_info(args: argparse.Namespace) -> int:
               f" block_size={codec.get('znippy.block_size', '?')}")
     if info["writer"] is not None:
         print(f"writer    {writer_text(info['writer'])}")
+    if info["read_as"] is not None:  # (sizes and offsets are those of the layout read)
+        print(f"read as   {info['read_as']}")
     print(f"sections  {', '.join(info['sections']) or '(none)'}"
           + ("; lookup built in memory (the Rust tool's layout)"
              if info["lookup"] == "in memory" else ""))
@@ -356,7 +370,7 @@ def register(subparsers: Any) -> None:
     register_create(subparsers)
 
     p = subparsers.add_parser("ls", help="list the files of an archive")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     add_selection(p)
     p.add_argument("-l", "--long", action="store_true",
                    help="mode, repo, size and mtime before each path (as tar -tv), and a "
@@ -371,7 +385,7 @@ def register(subparsers: Any) -> None:
         description="Check the index structure, decode every blob and check its BLAKE3, "
                     "check __meta__, and check every signature of a signed archive (against "
                     "the --trust certificates when given). --signatures-only skips the blobs.")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("--json", action="store_true", help="the report as JSON")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every finding on its own line (repeated ones are grouped otherwise)")
@@ -379,7 +393,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=cmd_verify)
 
     p = subparsers.add_parser("info", help="manifest, groups, sizes and ratio")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("--json", action="store_true", help="the summary as JSON")
     p.set_defaults(func=cmd_info)
 

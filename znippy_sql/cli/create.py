@@ -12,10 +12,10 @@ import argparse
 import os
 from typing import Any
 
-from ..errors import ZnippyError
+from ..errors import ZnippyError, missing_or
 from ..format.codec import DEFAULT_LEVEL
 from ..write.compat import COMPAT_MODES
-from .common import (Interrupted, counted, create_pkg_type_arg, done, human,
+from .common import (Interrupted, PkgTypeHelp, counted, create_pkg_type_arg, done, human,
                      level_arg, os_problem, positive_int, progress_for, size_arg)
 
 
@@ -24,12 +24,18 @@ def cmd_create(args: argparse.Namespace) -> int:
     from ..write.writer import check_output, write_archive
 
     if not os.path.isdir(args.src):
-        raise ZnippyError("source is not a directory", path=args.src)
+        raise missing_or(args.src, "source is not a directory", "source")
     check_output(args.out)
     extra: dict[str, Any] = {}
     from . import provenance as prov
 
-    if args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
+    if args.compat == "rust-0.10":  # its facts as the Rust typed __znippy_meta__
+        given = [opt for opt in _SECTION_OPTIONS[2:] if getattr(args, opt[2:].replace("-", "_"))]
+        if given:
+            raise ZnippyError(f"--compat {args.compat} writes no signatures: "
+                              f"{', '.join(given)} cannot be used with it")
+        extra.update(prov.writer_kwargs(args))
+    elif args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
         given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
         if given:
             raise ZnippyError(f"--compat {args.compat} writes no metadata or signatures (the "
@@ -149,8 +155,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--out", required=True, metavar="OUT", help="archive to write")
     p.add_argument("--repo", default="", help="repo of every file (default: '')")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help="package type: a module's name (maven|cargo|npm|pypi|...), raw, auto "
-                        "(modules claim files) or a number (default: raw)")
+                   help=PkgTypeHelp("package type: a module's name ({types}), raw, auto "
+                                    "(modules claim files) or a number (default: raw)"))
     p.add_argument("--level", type=level_arg, default=None, metavar="L",
                    help=f"OpenZL compression level, 1..22 (default: {DEFAULT_LEVEL})")
     p.add_argument("--workers", type=positive_int, default=None, metavar="N",

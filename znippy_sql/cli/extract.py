@@ -3,7 +3,10 @@
 Selection as :mod:`.select` says (named members, ``--glob``, ``--exclude``, ``--repo``,
 ``--pkg-type``), checked before anything is written. ``-o -`` writes the selected files'
 bytes to stdout, in path order (as ``cat`` does with several paths). ``--strip-components``,
-``--preserve`` and ``--symlinks`` as tar has them (docs/posix.md). A full disk
+``--preserve`` and ``--symlinks`` as tar has them (docs/posix.md). A file already in DIR is
+replaced, as tar does, unless ``--keep-old-files`` (an error, nothing written) or
+``--skip-old-files`` (kept, listed); a member or a ``--glob`` that selects nothing is "Not
+found in archive" (exit 2), as tar says. A full disk
 or a read-only destination stops at the first failure and says what was written before it;
 Ctrl-C too (exit 130).
 """
@@ -11,13 +14,14 @@ Ctrl-C too (exit 130).
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import re
 import sys
-from collections import Counter
 from typing import Any
 
 from ..errors import ChecksumError, CodecError, NotFoundError, OutputError, ZnippyError
-from .common import (Interrupted, add_filter_options, counted, done, human, open_archive_arg,
-                     positive_int, progress_for)
+from .common import (ARCHIVE_HELP, Interrupted, add_filter_options, count_arg, counted, done,
+                     human, open_archive_arg, progress_for)
 from .findings import print_findings
 from .select import PathFilter
 
@@ -36,7 +40,13 @@ def selected_paths(archive: Any, args: argparse.Namespace, *, directories: bool 
         dirs = recorded(archive)
         if dirs:
             candidates = sorted({*candidates, *dirs}, key=lambda p: p.encode("utf-8"))
-    return paths_filter.apply(candidates, archive=archive.path)
+    kept = paths_filter.apply(candidates, archive=archive.path)
+    unmatched = [g for g in args.glob or ()
+                 if not any(map(re.compile(fnmatch.translate(g)).match, kept))]
+    if unmatched:  # as tar: a pattern that selects nothing is an error
+        raise NotFoundError(f"{', '.join(map(repr, unmatched))}: Not found in archive",
+                            path=archive.path)
+    return kept
 
 
 def to_stdout(archive: Any, paths: list[str], *, command: str) -> int:
@@ -98,7 +108,8 @@ def cmd_extract(args: argparse.Namespace) -> int:
         try:
             report = archive.extract(args.out, paths=paths, progress=progress,
                                      strip_components=args.strip_components,
-                                     preserve=args.preserve, symlinks=args.symlinks)
+                                     preserve=args.preserve, symlinks=args.symlinks,
+                                     existing=args.existing)
         except KeyboardInterrupt as exc:
             done(progress)
             partial = getattr(exc, "report", None)
@@ -119,9 +130,28 @@ def cmd_extract(args: argparse.Namespace) -> int:
           + (f", {len(report.failed)} failed" if report.failed else "")
           + (f", {counted(report.links, 'symbolic link')}" if report.links else "")
           + f" in {report.seconds:.2f} s")
-    for why, n in Counter(report.skipped.values()).most_common():
-        print(f"skipped {counted(n, 'path')}: {why}")
+    for line in skipped_lines(report.skipped, verbose=args.verbose):
+        print(line)
     return 0 if report.ok else 1
+
+
+def skipped_lines(skipped: dict[str, str], *, verbose: bool = False, shown: int = 3
+                  ) -> list[str]:
+    """What was left out, and why: each path named (``skipped 'a/l': symlink to ...``), or one
+    line a reason naming the first ``shown`` (every one on its own line with ``verbose``)."""
+    by_why: dict[str, list[str]] = {}
+    for path, why in skipped.items():
+        by_why.setdefault(why, []).append(path)
+    lines: list[str] = []
+    for why, paths in sorted(by_why.items(), key=lambda kv: -len(kv[1])):
+        paths.sort(key=lambda p: p.encode("utf-8", "surrogatepass"))
+        if len(paths) == 1 or verbose:
+            lines.extend(f"skipped {p!r}: {why}" for p in paths)
+            continue
+        named = ", ".join(map(repr, paths[:shown]))
+        more = ", ... (every one with -v)" if len(paths) > shown else ""
+        lines.append(f"skipped {counted(len(paths), 'path')}: {why}: {named}{more}")
+    return lines
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
@@ -135,7 +165,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
 def add_selection(p: argparse.ArgumentParser) -> None:
     """Named members, ``--repo``/``--pkg-type``, repeated ``--glob`` and ``--exclude``."""
     p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="files to extract, or directories to extract everything under")
+                   help="files, or directories for everything under them")
     add_filter_options(p)
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="leave out paths (or directories) matching this (repeatable)")
@@ -143,28 +173,29 @@ def add_selection(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("extract", help="extract files into a directory (or stdout)")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("-o", "--out", required=True, metavar="DIR",
                    help="destination directory, or '-' for the files' bytes on stdout")
     add_selection(p)
-    p.add_argument("--strip-components", type=_components, default=0, metavar="N",
+    p.add_argument("--strip-components", type=count_arg, default=0, metavar="N",
                    help="drop the first N components of every path (shorter paths skipped)")
     p.add_argument("--preserve", action="store_true",
                    help="set the recorded permission bits and mtimes (never setuid/setgid, "
                         "never ownership)")
     p.add_argument("--symlinks", action="store_true",
                    help="make recorded symbolic links (only those that resolve inside DIR)")
+    old = p.add_mutually_exclusive_group()
+    old.add_argument("-k", "--keep-old-files", dest="existing", action="store_const",
+                     const="error", default="replace",
+                     help="a file already in DIR is an error: nothing is extracted (exit 2); "
+                          "by default existing files are replaced, as tar does")
+    old.add_argument("--skip-old-files", dest="existing", action="store_const", const="skip",
+                     help="keep the files already in DIR, extract the others, list those kept")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every failure on its own line (repeated ones are grouped otherwise)")
     p.set_defaults(func=cmd_extract)
 
     p = subparsers.add_parser("cat", help="write files' bytes to stdout")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     p.add_argument("paths", nargs="+", metavar="PATH", help="relative_path inside the archive")
     p.set_defaults(func=cmd_cat)
-
-
-def _components(value: str) -> int:
-    if value.strip() == "0":
-        return 0
-    return positive_int(value)

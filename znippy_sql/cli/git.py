@@ -17,9 +17,13 @@ import dataclasses
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .common import ARCHIVE_HELP
 from .core import human
+
+if TYPE_CHECKING:
+    from ..read.reader import Archive
 
 
 class _NoPandas:
@@ -67,13 +71,24 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _git_archive(path: str) -> Iterator[Archive]:
+    """The archive at ``path``, refused unless it holds git sections (every git command that
+    reads an archive opens it here, so each says "no git sections" the same way)."""
+    from ..git.objects import require_git
+    from ..read.reader import open_archive
+
+    with open_archive(path) as archive:
+        require_git(archive)
+        yield archive
+
+
 def cmd_cat_file(args: argparse.Namespace) -> int:
     from ..errors import NotFoundError
     from ..git.objects import GitObjects
     from ..git.revparse import Names
-    from ..read.reader import open_archive
 
-    with open_archive(args.archive) as archive:
+    with _git_archive(args.archive) as archive:
         objects = GitObjects(archive)
         try:
             oid = Names(objects).resolve(args.oid)
@@ -97,10 +112,8 @@ def cmd_cat_file(args: argparse.Namespace) -> int:
 def cmd_show_ref(args: argparse.Namespace) -> int:
     from ..git.objects import GitObjects
     from ..git.refs import load_refs, show_ref
-    from ..read.reader import open_archive
 
-    _show_ref_rest(args)
-    with open_archive(args.archive) as archive:
+    with _git_archive(args.archive) as archive:
         refs = load_refs(archive)
         objects = GitObjects(archive) if args.dereference and not refs.stored else None
         lines = show_ref(refs, objects, head=args.head, dereference=args.dereference,
@@ -116,18 +129,19 @@ def register(subparsers: Any) -> None:
     git.set_defaults(func=lambda args: (git.print_help(sys.stderr), 2)[1])
 
     imp = sub.add_parser("import", help="push a repository's objects and seal an archive")
-    imp.add_argument("repo_dir", help="a git repository (work tree or bare)")
-    imp.add_argument("-o", "--output", required=True, help="the archive to write")
+    imp.add_argument("repo_dir", metavar="REPO", help="a git repository (work tree or bare)")
+    imp.add_argument("-o", "--output", required=True, metavar="OUT", help="the archive to write")
     imp.add_argument("--mode", choices=("packs", "one-pack"), default="packs",
                      help="the repository's own packs verbatim (+ its loose objects), or one "
                           "pack of every object (default: packs)")
     imp.add_argument("--json", action="store_true", help="print the report as JSON")
-    imp.set_defaults(func=cmd_import)
+    imp.set_defaults(func=cmd_import, local_only=True)
 
     cat = sub.add_parser("cat-file", help="one object of an archive, like git cat-file")
-    cat.add_argument("archive")
-    cat.add_argument("oid", help="an object name as git rev-parse takes it: an id, a unique "
-                                 "prefix of 4+ hex digits, a branch or tag name, HEAD")
+    cat.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
+    cat.add_argument("oid", metavar="NAME",
+                     help="an object name as git rev-parse takes it: an id, a unique prefix of "
+                          "4+ hex digits, a branch or tag name, HEAD")
     how = cat.add_mutually_exclusive_group(required=True)
     how.add_argument("-t", action="store_true", help="print the object's type")
     how.add_argument("-s", action="store_true", help="print the object's size")
@@ -136,29 +150,13 @@ def register(subparsers: Any) -> None:
     cat.set_defaults(func=cmd_cat_file)
 
     show = sub.add_parser("show-ref", help="the archive's refs, like git show-ref")
-    show.add_argument("archive")
-    _show_ref_options(show)
-    show.add_argument("pattern", nargs=argparse.REMAINDER,
+    show.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
+    show.add_argument("--head", action="store_true", help="show HEAD too (first)")
+    show.add_argument("-d", "--dereference", action="store_true",
+                      help="after an annotated tag, the object it peels to (NAME^{})")
+    show.add_argument("--heads", "--branches", action="store_true", help="only refs/heads/")
+    show.add_argument("--tags", action="store_true", help="only refs/tags/")
+    show.add_argument("-s", "--hash", action="store_true", help="only the object ids")
+    show.add_argument("pattern", nargs="*", metavar="PATTERN",
                       help="only refs named PATTERN or ending in /PATTERN (options may follow)")
     show.set_defaults(func=cmd_show_ref)
-
-
-def _show_ref_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--head", action="store_true", help="show HEAD too (first)")
-    p.add_argument("-d", "--dereference", action="store_true",
-                   help="after an annotated tag, the object it peels to (NAME^{})")
-    p.add_argument("--heads", "--branches", action="store_true", help="only refs/heads/")
-    p.add_argument("--tags", action="store_true", help="only refs/tags/")
-    p.add_argument("-s", "--hash", action="store_true", help="only the object ids")
-
-
-def _show_ref_rest(args: argparse.Namespace) -> None:
-    """Options and patterns after the archive, in any order (``ARCHIVE -d v1``, as git's
-    ``show-ref -d v1``): parsed here, since argparse takes positionals in one go."""
-    rest = argparse.ArgumentParser(prog="znippy-sql git show-ref ARCHIVE", add_help=False)
-    _show_ref_options(rest)
-    rest.add_argument("pattern", nargs="*")
-    more = rest.parse_intermixed_args(args.pattern)
-    for flag in ("head", "dereference", "heads", "tags", "hash"):
-        setattr(args, flag, getattr(args, flag) or getattr(more, flag))
-    args.pattern = more.pattern

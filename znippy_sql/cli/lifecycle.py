@@ -15,8 +15,8 @@ import os
 import sys
 from typing import Any
 
-from ..errors import ZnippyError
-from .common import Interrupted, os_problem
+from ..errors import ZnippyError, missing_or
+from .common import Interrupted, PkgTypeHelp, os_problem
 from .core import counted, create_pkg_type_arg, human, positive_int, size_arg
 from .create import (add_dedup_option, add_layout_options, add_unreadable_option,
                      option_kwargs, unreadable_lines)
@@ -68,7 +68,7 @@ def cmd_append(args: argparse.Namespace) -> int:
     from ..write.append import append_archive
 
     if not os.path.isdir(args.source):
-        raise ZnippyError("source is not a directory", path=args.source)
+        raise missing_or(args.source, "source is not a directory", "source")
     try:
         r = append_archive(args.archive, args.source, repo=args.repo, pkg_type=args.pkg_type,
                            drop_signatures=args.drop_signatures, move=args.move,
@@ -133,7 +133,7 @@ def _open_store(args: argparse.Namespace, *, writable: bool) -> Any:
 
 def cmd_store_add(args: argparse.Namespace) -> int:
     if not os.path.isdir(args.source):
-        raise ZnippyError("source is not a directory", path=args.source)
+        raise missing_or(args.source, "source is not a directory", "source")
     store = _open_store(args, writable=True)
     try:
         r = store.add(args.source, repo=args.repo, pkg_type=args.pkg_type, workers=args.workers,
@@ -216,8 +216,9 @@ def _store_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sidecar", required=True, help="the blob file (pure blobs)")
     p.add_argument("--warehouse", required=True, help="the Iceberg warehouse directory")
     p.add_argument("--namespace", required=True, help="the Iceberg namespace of this store")
-    p.add_argument("--catalog-uri", help="a pyiceberg catalog uri (default: sqlite catalog.db "
-                                         "inside the warehouse; http(s):// means a REST catalog)")
+    p.add_argument("--catalog-uri", metavar="URI",
+                   help="a pyiceberg catalog uri (default: sqlite catalog.db inside the "
+                        "warehouse; http(s):// means a REST catalog)")
     p.add_argument("--catalog-prop", action="append", metavar="KEY=VALUE",
                    help="any further pyiceberg catalog property (repeatable)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -225,12 +226,13 @@ def _store_common(p: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser("append", help="append files to an archive (replacing same paths)")
-    p.add_argument("archive")
-    p.add_argument("source", help="a directory to add")
+    p.add_argument("archive", metavar="ARCHIVE", help="the archive to append to (a local path)")
+    p.add_argument("source", metavar="SRC", help="a directory to add")
     p.add_argument("--repo", default="", help="repo of the new files")
     p.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                   help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
-    p.add_argument("--workers", type=int, help="compression threads")
+                   help=PkgTypeHelp("package type of the new files ({types}|raw|N|auto)"))
+    p.add_argument("--workers", type=positive_int, metavar="N",
+                   help="compression threads (default: CPU count)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--drop-signatures", action="store_true",
                    help="append to a signed archive by dropping its signatures (or re-sign "
@@ -246,15 +248,15 @@ def register(subparsers: Any) -> None:
     add_dedup_option(p)
     add_layout_options(p)
     _add_provenance_options(p)
-    p.set_defaults(func=cmd_append)
+    p.set_defaults(func=cmd_append, local_only=True)
 
     p = subparsers.add_parser(
         "compact", help="rewrite an archive without the dead bytes appends left",
         description="Copy every live blob verbatim into a new archive (byte-identical to a "
                     "one-shot write of the live files) and rename it over ARCHIVE.")
-    p.add_argument("archive")
+    p.add_argument("archive", metavar="ARCHIVE", help="the archive to compact (a local path)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=cmd_compact)
+    p.set_defaults(func=cmd_compact, local_only=True)
 
     store = subparsers.add_parser("store", help="the dynamic store: sidecar blobs + Iceberg index")
     sub = store.add_subparsers(dest="store_command", metavar="ACTION")
@@ -262,14 +264,15 @@ def register(subparsers: Any) -> None:
 
     add = sub.add_parser("add", help="add a directory (paths re-added replace older rows)")
     _store_common(add)
-    add.add_argument("source", help="a directory to add")
+    add.add_argument("source", metavar="SRC", help="a directory to add")
     add.add_argument("--repo", default="", help="repo of the new files")
     add.add_argument("--pkg-type", type=create_pkg_type_arg, default=0, metavar="TYPE",
-                     help="package type of the new files (maven|cargo|npm|pypi|raw|N|auto)")
-    add.add_argument("--workers", type=int, help="compression threads")
-    add.add_argument("--level", type=positive_int,
+                     help=PkgTypeHelp("package type of the new files ({types}|raw|N|auto)"))
+    add.add_argument("--workers", type=positive_int, metavar="N",
+                     help="compression threads (default: CPU count)")
+    add.add_argument("--level", type=positive_int, metavar="L",
                      help="OpenZL level (fixed when the store is created; default 3)")
-    add.add_argument("--block-size", type=size_arg, metavar="SIZE",
+    add.add_argument("--block-size", type=size_arg, metavar="BYTES",
                      help="chunk size (fixed when the store is created; default 10M)")
     add_dedup_option(add)
     add_layout_options(add)  # fixed when the store is created, like --level
@@ -288,6 +291,7 @@ def register(subparsers: Any) -> None:
 
     seal = sub.add_parser("seal", help="freeze the store into a static archive")
     _store_common(seal)
-    seal.add_argument("-o", "--output", required=True, help="the archive to write")
+    seal.add_argument("-o", "--output", required=True, metavar="OUT",
+                      help="the archive to write")
     _add_provenance_options(seal)
     seal.set_defaults(func=cmd_store_seal)

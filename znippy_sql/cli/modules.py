@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import ZnippyError
+from .common import ARCHIVE_HELP
 
 if TYPE_CHECKING:
     from ..modules.commands import Command
@@ -34,7 +35,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("modules", help="list the package-type modules, their columns "
                               "and commands")
     p.add_argument("--json", action="store_true", help="the list as JSON")
-    p.set_defaults(func=cmd_modules)
+    p.set_defaults(func=cmd_modules, local_only=True)
 
 
 def register_module(subparsers: Any, name: str) -> None:
@@ -57,7 +58,7 @@ def register_module(subparsers: Any, name: str) -> None:
         name, help=f"commands of the {name} module",
         description=f"Commands of the {name} package-type module (pkg_type "
                     f"{module.pkg_type}) over an archive.")
-    p.add_argument("archive", metavar="ARCHIVE")
+    p.add_argument("archive", metavar="ARCHIVE", help=ARCHIVE_HELP)
     sub = p.add_subparsers(dest="module_command", metavar="COMMAND", required=True)
     for command in commands:
         c = sub.add_parser(command.name, help=command.help, description=command.help)

@@ -19,25 +19,26 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import ZnippyError
+from .common import add_output_options, json_value
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
-        "sql", help="run a SQL query over archives (DuckDB)",
-        description="Run one DuckDB query with every ARCHIVE registered as <stem>_files, "
-                    "<stem>_chunks, ... views. An ARCHIVE may be a glob (quote it): its "
-                    "archives, like archives given separately that share a stem, are "
-                    "registered together, with an 'archive' column.")
-    p.add_argument("archives", nargs="+", metavar="ARCHIVE... QUERY",
-                   help="archive files or globs, then the query (last argument; '-' reads "
-                        "it from stdin; none: stdin, or a prompt on a terminal)")
+        "sql", help="run SQL over archives (DuckDB)",
+        usage="%(prog)s [options] ARCHIVE... QUERY|-",
+        description="Run DuckDB SQL with every ARCHIVE registered as <stem>_files, "
+                    "<stem>_chunks, ... views: one statement, or several separated by ';', "
+                    "each one's result printed (as duckdb -c does). An ARCHIVE may be a glob "
+                    "(quote it): its archives, like archives given separately that share a "
+                    "stem, are registered together, with an 'archive' column.")
+    p.add_argument("archives", nargs="+", metavar="ARCHIVE",
+                   help="archive files, URLs or globs, then the QUERY (the last argument; "
+                        "'-' reads it from stdin; none: stdin, or a prompt on a terminal)")
     p.add_argument("-f", "--file", metavar="FILE",
                    help="read the query from FILE ('-': stdin); every argument is an archive")
     p.add_argument("--as", dest="named", action="append", default=[], metavar="NAME=PATH",
                    help="register PATH (a file or a glob) under NAME; may be repeated")
-    p.add_argument("--format", choices=("table", "csv", "json", "arrow"), default="table")
-    p.add_argument("--max-rows", type=int, default=10_000,
-                   help="rows shown by --format table (default 10000)")
+    add_output_options(p)
     p.set_defaults(func=run)
 
 
@@ -135,20 +136,9 @@ def _print(table: pa.Table, fmt: str, max_rows: int) -> None:
         return
     if fmt == "json":
         for row in _printable(table).to_pylist():
-            sys.stdout.write(json.dumps(row, ensure_ascii=False, default=_json_value) + "\n")
+            sys.stdout.write(json.dumps(row, ensure_ascii=False, default=json_value) + "\n")
         return
     sys.stdout.write(render_table(_printable(table), max_rows=max_rows))
-
-
-def _json_value(value: Any) -> Any:
-    """Decimals (DuckDB's sums of integers) as numbers, dates and times as ISO text."""
-    from decimal import Decimal
-
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if hasattr(value, "isoformat"):
-        return value.isoformat()
-    return str(value)
 
 
 def _printable(table: pa.Table) -> pa.Table:

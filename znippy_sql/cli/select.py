@@ -52,7 +52,6 @@ class PathFilter:
         missing = [m for m in self.members if m not in self.used]
         if missing:
             names = ", ".join(repr(m) for m in missing[:5])
-            raise NotFoundError(f"not in the archive: {names}"
-                                + (f" and {len(missing) - 5} more" if len(missing) > 5 else ""),
-                                path=archive)
+            raise NotFoundError(names + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                         else "") + ": Not found in archive", path=archive)
         return kept

@@ -25,7 +25,7 @@ from daft.io.source import DataSource, DataSourceTask
 from ..views import Part, Where
 from .catalog import CatalogPart, CatalogScan
 from .parts import ARCHIVE, CONTENT, TARGET_BYTES, Scan, contents
-from .predicates import Conjunct, where_kwargs, where_of
+from .predicates import Conjunct, Node, conjuncts_of, where_kwargs, where_of
 from .sources import expand
 
 
@@ -220,97 +220,77 @@ class CatalogTask(_Task):
 def conjuncts(expr: "daft.Expression") -> list[Conjunct]:
     """The AND-ed ``col == lit``, ``col.is_in([...])``, ``startswith`` tests of ``expr``."""
     try:
-        return _Conjuncts().visit(expr) or []
+        return conjuncts_of(_Tree().visit(expr))
     except Exception:  # noqa: BLE001  (an expression shape Daft added later: push nothing)
         return []
 
 
-class _Conjuncts(PredicateVisitor):
-    """Visits a filter: a list of conjuncts, ``("col", name)``, ``("lit", value)`` or None."""
+class _Tree(PredicateVisitor):
+    """A Daft filter spelled as a :data:`~.predicates.Node` (the walk is
+    :func:`~.predicates.conjuncts_of`)."""
 
-    def visit_col(self, name: str) -> Any:
+    def visit_col(self, name: str) -> Node:
         return ("col", name)
 
-    def visit_lit(self, value: Any) -> Any:
+    def visit_lit(self, value: Any) -> Node:
         return ("lit", value)
 
-    def visit_alias(self, expr: Any, alias: str) -> Any:
-        return None
-
-    def visit_cast(self, expr: Any, dtype: Any) -> Any:
-        return None
-
-    def visit_coalesce(self, args: Any) -> Any:
-        return None
-
-    def visit_function(self, name: str, args: list[Any]) -> Any:
+    def visit_function(self, name: str, args: list[Any]) -> Node:
         if name in ("starts_with", "startswith") and len(args) == 2:
-            a, b = self.visit(args[0]), self.visit(args[1])
-            if _is(a, "col") and _is(b, "lit") and isinstance(b[1], str):
-                return [(a[1], "prefix", (b[1],))]
-        return []
+            return ("prefix", self.visit(args[0]), self.visit(args[1]))
+        return None
 
-    def visit_and(self, left: Any, right: Any) -> Any:
-        return [*(self._list(left)), *(self._list(right))]
+    def visit_and(self, left: Any, right: Any) -> Node:
+        return ("and", self.visit(left), self.visit(right))
 
-    def _list(self, expr: Any) -> list[Conjunct]:
-        got = self.visit(expr)
-        return got if isinstance(got, list) else []
+    def visit_or(self, left: Any, right: Any) -> Node:
+        return ("or", self.visit(left), self.visit(right))
 
-    def visit_or(self, left: Any, right: Any) -> Any:
-        # Daft hands ``is_in`` over as an OR of ``==`` on one column: an ``in`` again
-        a, b = self._list(left), self._list(right)
-        if len(a) == len(b) == 1 and a[0][0] == b[0][0] and a[0][1] == b[0][1] == "in":
-            return [(a[0][0], "in", tuple(dict.fromkeys(a[0][2] + b[0][2])))]
-        return []
+    def visit_equal(self, left: Any, right: Any) -> Node:
+        return ("eq", self.visit(left), self.visit(right))
 
-    def visit_not(self, expr: Any) -> Any:
-        return []
+    def visit_is_in(self, expr: Any, items: Any) -> Node:
+        values: list[Any] = []
+        for item in items if isinstance(items, list) else [items]:
+            lit = self.visit(item)
+            if not (isinstance(lit, tuple) and lit[0] == "lit"):
+                return None
+            values.extend(lit[1] if isinstance(lit[1], (list, tuple)) else [lit[1]])
+        return ("in", self.visit(expr), tuple(values))
 
-    def visit_equal(self, left: Any, right: Any) -> Any:
-        a, b = self.visit(left), self.visit(right)
-        if _is(b, "col") and _is(a, "lit"):
-            a, b = b, a
-        if _is(a, "col") and _is(b, "lit") and b[1] is not None:
-            return [(a[1], "in", (b[1],))]
-        return []
+    # what a Where cannot express: nothing pushed (Daft filters the rows)
+    def visit_alias(self, expr: Any, alias: str) -> Node:
+        return None
 
-    def visit_is_in(self, expr: Any, items: Any) -> Any:
-        a = self.visit(expr)
-        values = [self.visit(i) for i in (items if isinstance(items, list) else [items])]
-        if _is(a, "col") and values and all(_is(v, "lit") for v in values):
-            flat: list[Any] = []
-            for v in values:
-                flat.extend(v[1] if isinstance(v[1], (list, tuple)) else [v[1]])
-            if all(v is not None for v in flat):
-                return [(a[1], "in", tuple(flat))]
-        return []
+    def visit_cast(self, expr: Any, dtype: Any) -> Node:
+        return None
 
-    # comparisons a Where cannot express: nothing pushed (Daft filters the rows)
-    def visit_not_equal(self, left: Any, right: Any) -> Any:
-        return []
+    def visit_coalesce(self, args: Any) -> Node:
+        return None
 
-    def visit_less_than(self, left: Any, right: Any) -> Any:
-        return []
+    def visit_not(self, expr: Any) -> Node:
+        return None
 
-    def visit_less_than_or_equal(self, left: Any, right: Any) -> Any:
-        return []
+    def visit_not_equal(self, left: Any, right: Any) -> Node:
+        return None
 
-    def visit_greater_than(self, left: Any, right: Any) -> Any:
-        return []
+    def visit_less_than(self, left: Any, right: Any) -> Node:
+        return None
 
-    def visit_greater_than_or_equal(self, left: Any, right: Any) -> Any:
-        return []
+    def visit_less_than_or_equal(self, left: Any, right: Any) -> Node:
+        return None
 
-    def visit_between(self, expr: Any, lower: Any, upper: Any) -> Any:
-        return []
+    def visit_greater_than(self, left: Any, right: Any) -> Node:
+        return None
 
-    def visit_is_null(self, expr: Any) -> Any:
-        return []
+    def visit_greater_than_or_equal(self, left: Any, right: Any) -> Node:
+        return None
 
-    def visit_not_null(self, expr: Any) -> Any:
-        return []
+    def visit_between(self, expr: Any, lower: Any, upper: Any) -> Node:
+        return None
 
+    def visit_is_null(self, expr: Any) -> Node:
+        return None
 
-def _is(node: Any, kind: str) -> bool:
-    return isinstance(node, tuple) and len(node) == 2 and node[0] == kind
+    def visit_not_null(self, expr: Any) -> Node:
+        return None

@@ -5,13 +5,12 @@
 executor rebuilds nothing from local state. Planning reads manifests only
 (:func:`znippy_sql.views.plan`); a part's rows come from :func:`znippy_sql.views.read_part`;
 the ``content`` column (the files' bytes) is added after the ``where`` has thinned the rows,
-read with ``Archive.read_many`` from an archive kept open per worker process.
+read with ``Archive.read_many`` from an archive kept open per worker process
+(:mod:`znippy_sql.views.opened`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ import pyarrow as pa
 from .. import views
 from ..format import build
 from ..views import Part, Where
+from ..views.opened import opened
 
 CONTENT = pa.field("content", pa.large_binary(), nullable=True)
 ARCHIVE = "archive"
@@ -92,11 +92,13 @@ class Scan:
         for batch in reader:
             if not batch.num_rows:
                 continue
+            if not want_content:  # a select keeps the length, with no column too
+                yield batch.select(names)
+                continue
             cols = {n: batch.column(n) for n in need}
-            if want_content:
-                cols[CONTENT.name] = contents(cols[ARCHIVE].to_pylist(),
-                                              cols["relative_path"].to_pylist(),
-                                              self.storage_options)
+            cols[CONTENT.name] = contents(cols[ARCHIVE].to_pylist(),
+                                          cols["relative_path"].to_pylist(),
+                                          self.storage_options)
             yield pa.RecordBatch.from_arrays([cols[n] for n in names], schema=out)
 
 
@@ -124,35 +126,11 @@ def pack(units: Sequence[Part], target: int) -> list[Part]:
 
 # -- content ----------------------------------------------------------------------------------
 
-_OPEN: "OrderedDict[tuple[str, tuple[tuple[str, str], ...]], Any]" = OrderedDict()
-_OPEN_LOCK = threading.Lock()
-_KEEP_OPEN = 32
-
-
-def archive(uri: str, storage_options: Mapping[str, Any] | None = None) -> Any:
-    """The open archive ``uri`` in this process (the last ``_KEEP_OPEN`` stay open)."""
-    from ..read.reader import open_archive
-
-    key = (uri, tuple(sorted((str(k), str(v)) for k, v in (storage_options or {}).items())))
-    with _OPEN_LOCK:
-        arc = _OPEN.get(key)
-        if arc is not None:
-            _OPEN.move_to_end(key)
-            return arc
-    arc = open_archive(uri, storage_options=storage_options) if storage_options else \
-        open_archive(uri)
-    with _OPEN_LOCK:
-        _OPEN[key] = arc
-        while len(_OPEN) > _KEEP_OPEN:
-            _OPEN.popitem(last=False)[1].close()
-    return arc
-
-
 def read_files(uri: str, paths: Sequence[str],
                storage_options: Mapping[str, Any] | None = None) -> dict[str, bytes]:
     """path → bytes of ``paths`` of one archive (``Archive.read_many``: blob order, worker
     threads, coalesced ranged GETs remotely)."""
-    arc = archive(uri, storage_options)
+    arc = opened(uri, storage_options)
     wanted = list(dict.fromkeys(paths))
     if hasattr(arc, "read_many"):
         return dict(arc.read_many(wanted))

@@ -1,8 +1,10 @@
 """Predicates an engine hands over, as a :class:`~znippy_sql.views.Where`.
 
-Every engine speaks its own filter language (Daft expressions, Spark ``Filter`` objects, a
-Ray/Python keyword); each adapter turns what it can into *conjuncts*: ``(column, "in",
-values)`` for ``=``/``IN`` and ``(column, "prefix", values)`` for ``startswith``. Only the
+Every engine speaks its own filter language (Daft expressions, Spark ``Filter`` objects, Ray
+expressions); each adapter only spells its filter as a :data:`Node` tree, and
+:func:`conjuncts_of` walks that tree into *conjuncts*: ``(column, "in", values)`` for
+``=``/``IN`` (an ``OR`` of them on one column too) and ``(column, "prefix", values)`` for
+``startswith``, through ``AND``. Only the
 columns a ``Where`` tests are kept (``repo``, ``pkg_type``, ``pkg_type_name``,
 ``module_name``, ``relative_path``); anything else is left to the engine, which filters the
 rows again after the read (a pushed conjunct only prunes: it never decides a row alone).
@@ -16,8 +18,45 @@ from typing import Any
 from ..views import Where
 
 Conjunct = tuple[str, str, tuple[Any, ...]]
+#: an engine's filter as the adapters spell it: ``("and" | "or", a, b)``, ``("eq", a, b)``,
+#: ``("in", a, (value, ...))``, ``("prefix", a, b)``, ``("col", name)``, ``("lit", value)``;
+#: None for anything else (nothing is pushed for it)
+Node = tuple[Any, ...] | None
 #: the columns a Where can test (``pkg_type_name`` goes to ``pkg_type`` by name)
 PUSHABLE = ("repo", "pkg_type", "pkg_type_name", "module_name", "relative_path")
+
+
+def conjuncts_of(node: Node) -> list[Conjunct]:
+    """The AND-ed tests of ``node`` a :class:`Where` may use (any column; the rest: none)."""
+    if not node:
+        return []
+    kind = node[0]
+    if kind == "and":
+        return [*conjuncts_of(node[1]), *conjuncts_of(node[2])]
+    if kind == "or":  # an OR of equalities on one column is an IN (Daft's is_in is one)
+        a, b = conjuncts_of(node[1]), conjuncts_of(node[2])
+        if len(a) == len(b) == 1 and a[0][0] == b[0][0] and a[0][1] == b[0][1] == "in":
+            return [(a[0][0], "in", tuple(dict.fromkeys(a[0][2] + b[0][2])))]
+        return []
+    if kind == "eq":
+        left, right = node[1], node[2]
+        if _is(left, "lit") and _is(right, "col"):
+            left, right = right, left
+        if _is(left, "col") and _is(right, "lit") and right[1] is not None:
+            return [(left[1], "in", (right[1],))]
+    elif kind == "in":
+        column, values = node[1], tuple(node[2])
+        if _is(column, "col") and values and all(v is not None for v in values):
+            return [(column[1], "in", values)]
+    elif kind == "prefix":
+        column, prefix = node[1], node[2]
+        if _is(column, "col") and _is(prefix, "lit") and isinstance(prefix[1], str):
+            return [(column[1], "prefix", (prefix[1],))]
+    return []
+
+
+def _is(node: Node, kind: str) -> bool:
+    return isinstance(node, tuple) and len(node) == 2 and node[0] == kind
 
 
 def where_of(conjuncts: Iterable[Conjunct]) -> Where:

@@ -22,8 +22,13 @@ from ray.data.block import BlockMetadata
 
 from ..views import Part, Where
 from .parts import TARGET_BYTES, Scan
-from .predicates import Conjunct, where_kwargs, where_of
+from .predicates import Conjunct, Node, conjuncts_of, where_kwargs, where_of
 from .sources import expand
+
+try:  # Ray's name for the null column a block of no column keeps its length with
+    from ray.data._internal.arrow_block import _BATCH_SIZE_PRESERVING_STUB_COL_NAME as STUB
+except ImportError:  # pragma: no cover  (a Ray that moved it: the name it has used)
+    STUB = "__bsp_stub"
 
 
 def read_archives(archives: Any, view: str = "files", *, content: bool = False,
@@ -77,7 +82,8 @@ class ZnippyDatasource(Datasource):
         need = list(names)
         if pred is not None:
             need = [n for n in self._arrow.names if n in set(names) | _columns(pred)]
-        out = pa.schema([self._arrow.field(n) for n in names])
+        out = pa.schema([self._arrow.field(n) for n in names]) if names else \
+            pa.schema([pa.field(STUB, pa.null())])  # a count: rows, no column
         tasks = []
         for part in self._scan.plan(where):
             meta = BlockMetadata(num_rows=None, size_bytes=part.est_bytes, exec_stats=None,
@@ -97,7 +103,8 @@ def _reader(scan: Scan, part: Part, arrow: pa.Schema, need: list[str], names: li
             if flt is not None:
                 table = table.filter(flt)
             if table.num_rows:
-                yield table.select(names)
+                yield table.select(names) if names else \
+                    table.select([]).append_column(STUB, pa.nulls(table.num_rows))
     return read
 
 
@@ -111,20 +118,25 @@ def _columns(expr: Any) -> set[str]:
 
 
 def conjuncts(expr: Any) -> list[Conjunct]:
-    """The AND-ed ``col == lit`` and ``col.is_in([...])`` tests of a Ray expression."""
+    """The AND-ed ``col == lit`` and ``col.is_in([...])`` tests of a Ray expression (an OR
+    of equalities on one column too)."""
+    return conjuncts_of(_tree(expr))
+
+
+def _tree(expr: Any) -> Node:
+    """A Ray expression spelled as a :data:`~.predicates.Node`."""
     from ray.data.expressions import BinaryExpr, ColumnExpr, LiteralExpr, Operation
 
+    if isinstance(expr, ColumnExpr):
+        return ("col", expr.name)
+    if isinstance(expr, LiteralExpr):
+        return ("lit", expr.value)
     if not isinstance(expr, BinaryExpr):
-        return []
-    if expr.op == Operation.AND:
-        return conjuncts(expr.left) + conjuncts(expr.right)
-    left, right = expr.left, expr.right
-    if isinstance(left, LiteralExpr) and isinstance(right, ColumnExpr):
-        left, right = right, left
-    if not (isinstance(left, ColumnExpr) and isinstance(right, LiteralExpr)):
-        return []
-    if expr.op == Operation.EQ and right.value is not None:
-        return [(left.name, "in", (right.value,))]
-    if expr.op == Operation.IN and isinstance(right.value, (list, tuple, set)):
-        return [(left.name, "in", tuple(right.value))]
-    return []
+        return None
+    kind = {Operation.AND: "and", Operation.OR: "or", Operation.EQ: "eq"}.get(expr.op)
+    if kind is not None:
+        return (kind, _tree(expr.left), _tree(expr.right))
+    if expr.op == Operation.IN and isinstance(expr.right, LiteralExpr) \
+            and isinstance(expr.right.value, (list, tuple, set)):
+        return ("in", _tree(expr.left), tuple(expr.right.value))
+    return None

@@ -22,7 +22,7 @@ Options:
   ``catalog.<key>`` = value or ``catalog`` = a JSON object (pyiceberg catalog properties).
 
 Unsigned integers become Spark ``long`` (``uint64`` values above 2**63 do not occur in an
-archive's sizes and offsets), fixed-size binaries ``binary``.
+archive's sizes and offsets), fixed-size binaries ``binary``, timestamps microseconds.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, In, I
 
 from .catalog import CatalogPart, CatalogScan
 from .parts import TARGET_BYTES, Scan
-from .predicates import PUSHABLE, Conjunct, where_of
+from .predicates import PUSHABLE, Conjunct, Node, conjuncts_of, where_of
 from .sources import expand
 
 FILTER_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -108,6 +108,8 @@ def spark_arrow_type(t: pa.DataType) -> pa.DataType:
         return pa.binary()
     if pa.types.is_large_string(t):
         return pa.utf8()
+    if pa.types.is_timestamp(t):  # Spark's timestamps are microseconds
+        return pa.timestamp("us", t.tz)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return pa.list_(spark_arrow_field(t.value_field))
     if pa.types.is_struct(t):
@@ -135,25 +137,34 @@ def struct_type(schema: pa.Schema) -> Any:
 
 def _batches(rows: Iterator[pa.RecordBatch], out: pa.Schema) -> Iterator[pa.RecordBatch]:
     for batch in rows:
+        if not out:  # no column: the rows still count
+            yield batch.select([])
+            continue
         yield pa.RecordBatch.from_arrays([c.cast(f.type) for c, f in zip(batch.columns, out)],
                                          schema=out)
 
 
 def _conjuncts(filters: list[Any]) -> tuple[list[Conjunct], list[Any]]:
     """(conjuncts to prune with, every filter: Spark evaluates them all again)."""
-    got: list[Conjunct] = []
+    tree: Node = None
     for f in filters:
-        attribute: tuple[str, ...] = getattr(f, "attribute", ())  # Not, And, Or: none
-        column = attribute[0] if len(attribute) == 1 else None
-        if column not in PUSHABLE:
-            continue
-        if isinstance(f, EqualTo):
-            got.append((column, "in", (f.value,)))
-        elif isinstance(f, In):
-            got.append((column, "in", tuple(f.value)))
-        elif isinstance(f, StringStartsWith):
-            got.append((column, "prefix", (f.value,)))
-    return got, list(filters)
+        tree = ("and", tree, _node(f))
+    return [c for c in conjuncts_of(tree) if c[0] in PUSHABLE], list(filters)
+
+
+def _node(f: Any) -> Node:
+    """A Spark filter spelled as a :data:`~.predicates.Node` (a list of them is AND-ed)."""
+    attribute: tuple[str, ...] = getattr(f, "attribute", ())  # Not, And, Or: none
+    if len(attribute) != 1:
+        return None
+    column = ("col", attribute[0])
+    if isinstance(f, EqualTo):
+        return ("eq", column, ("lit", f.value))
+    if isinstance(f, In):
+        return ("in", column, tuple(f.value))
+    if isinstance(f, StringStartsWith):
+        return ("prefix", column, ("lit", f.value))
+    return None
 
 
 # -- format "znippy" ---------------------------------------------------------------------------

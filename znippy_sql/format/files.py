@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import b3 as blake3
-from .build import binary
+from .build import binary, numpy_of
 from .kernels import call_function, one_array, utf8_parts
 
 #: FORMAT §4: the file digest starts with this domain-separation prefix.
@@ -28,6 +28,14 @@ def file_digest(path: str, checksums: Sequence[bytes]) -> bytes:
         h.update(struct.pack("<I", seq))
         h.update(checksum)
     return h.digest()
+
+
+def file_starts(chunk_seq: Any) -> np.ndarray:
+    """The rows where a file starts: its ``chunk_seq = 0`` row (FORMAT §2, §3), in rows where
+    each file's chunks are contiguous and in order (a sub-index, the lookup). ``chunk_seq``:
+    an Arrow column or a NumPy array."""
+    seq = chunk_seq if isinstance(chunk_seq, np.ndarray) else numpy_of(one_array(chunk_seq))
+    return np.flatnonzero(seq == 0)
 
 
 def binary_view(arr: Any) -> pa.Array:

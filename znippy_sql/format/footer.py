@@ -23,3 +23,13 @@ def decode_footer(tail16: bytes) -> int | None:
     if len(tail16) != FOOTER_LEN or tail16[:8] != MAGIC:  # bytes [-16..-8]: magic
         return None
     return int(_U64.unpack(tail16[8:])[0])  # bytes [-8..]: manifest offset
+
+
+def footer_left(end: bytes) -> int:
+    """How many bytes of a footer a cut file still ends with (4 to 15), else 0: its last
+    bytes are the magic's start, or the whole magic and part of the offset."""
+    for k in range(min(len(end), FOOTER_LEN - 1), 3, -1):
+        piece = end[len(end) - k :]
+        if piece[: min(k, len(MAGIC))] == MAGIC[: min(k, len(MAGIC))]:
+            return k
+    return 0

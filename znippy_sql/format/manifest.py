@@ -8,6 +8,7 @@ the key (the Rust tool) ignore it; an archive without it is read without those c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -68,10 +69,13 @@ def _digests(table: pa.Table, path: str) -> list[bytes | None]:
     return [bytes.fromhex(p) for p in parts]
 
 
-def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, list[ManifestRow]]:
+def decode_manifest(src: RangeSource, manifest_offset: int, *,
+                    adapt: Callable[[list[ManifestRow]], list[ManifestRow]] | None = None
+                    ) -> tuple[pa.Table, list[ManifestRow]]:
     """Read and check the manifest: exact schema, ranges inside the tail, disjoint. Offsets
     need not be 64-byte aligned: that is a rule for writers (FORMAT §1; the Rust tool's
-    streams follow each other directly)."""
+    streams follow each other directly). ``adapt``: turns the rows as written into this
+    reader's terms before they are checked (the Rust 0.9+ names, ``interop/layouts.py``)."""
     end = src.size - FOOTER_LEN
     if not 0 <= manifest_offset < end:
         raise FormatError(f"manifest offset {manifest_offset} is outside the file", path=src.path)
@@ -84,6 +88,8 @@ def decode_manifest(src: RangeSource, manifest_offset: int) -> tuple[pa.Table, l
             cols["index_len"], cols["row_count"], _digests(table, src.path),
         )
     ]
+    if adapt is not None:
+        rows = adapt(rows)
     seen: set[GroupKey] = set()
     prev_end = None
     for row in sorted(rows, key=lambda r: r.index_offset):

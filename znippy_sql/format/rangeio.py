@@ -17,7 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
-from ..errors import FormatError
+from ..errors import FormatError, PathNotFoundError
 
 
 @runtime_checkable
@@ -59,6 +59,8 @@ class MappedSource:
         self.path = os.fspath(path)
         try:
             size = os.path.getsize(self.path)
+        except FileNotFoundError:
+            raise PathNotFoundError("archive not found", path=self.path) from None
         except OSError as exc:
             raise FormatError(f"cannot open: {exc.strerror or exc}", path=self.path) from None
         if size == 0:

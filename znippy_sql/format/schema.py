@@ -6,8 +6,6 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from ..errors import OptionError
-
 #: Data sub-index base columns, exact names, order and types (FORMAT §3).
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("relative_path", pa.utf8(), nullable=False),
@@ -49,8 +47,8 @@ META_SCHEMA = pa.schema(
 )
 
 #: FORMAT §3's pkg_type numbers: the built-in defaults, which keep their names. Any other name
-#: or number resolves through the module registry (``znippy_sql.modules``: a module's name is
-#: its pkg_type's name), loaded only then (a plain archive loads no module).
+#: or number resolves through the module registry (``znippy_sql.modules.pkgtypes``: a module's
+#: name is its pkg_type's name), loaded only then (a plain archive loads no module).
 PKG_TYPES: dict[str, int] = {
     "raw": 0,
     "untyped": 0,
@@ -110,46 +108,6 @@ class GroupKey(NamedTuple):
 
 
 UNTYPED = GroupKey(0, "", "")
-
-
-def resolve_pkg_type(value: int | str | None) -> int:
-    """A pkg_type given as a number or a name (``'maven'``) → its number; anything else is
-    an :class:`~znippy_sql.errors.OptionError` (a ``ValueError`` too)."""
-    if value is None:
-        return 0
-    if isinstance(value, bool):
-        raise OptionError(f"pkg_type must be a number or a name, not {value!r}")
-    if isinstance(value, int):
-        if not -128 <= value <= 127 or value < 0:
-            raise OptionError(f"pkg_type {value} is not in 0..127")
-        return value
-    text = str(value).strip().lower()
-    if text.lstrip("-").isdigit():
-        return resolve_pkg_type(int(text))
-    if text in PKG_TYPES:
-        return PKG_TYPES[text]
-    from .. import modules  # the same layer: the registry names the other package types
-
-    module = modules.by_name(text)
-    if module is not None:
-        return module.pkg_type
-    known = {*PKG_TYPES, *(m.name for m in modules.all_modules())}
-    raise OptionError(f"unknown pkg_type {value!r}; known: {', '.join(sorted(known))}")
-
-
-def pkg_type_name(value: int) -> str:
-    """The name of a pkg_type: FORMAT §3's, else its module's (the registry), else the
-    number."""
-    name = PKG_TYPE_NAMES.get(value)
-    if name is not None:
-        return name
-    if 1 <= value <= 127:
-        from .. import modules
-
-        module = modules.for_pkg_type(value)
-        if module is not None:
-            return module.name
-    return str(value)
 
 
 #: Reserved sections stored as raw bytes (everything else reserved is an Arrow IPC stream).

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -126,6 +127,27 @@ def subindex_schema_problem(schema: pa.Schema) -> str | None:
         if f.type not in MODULE_TYPES and _nesting(f.type) > MAX_NESTING:
             return f"has column {f.name!r} of a type nested more than {MAX_NESTING} deep"
     return schema_metadata(schema)[1]
+
+
+def module_type_problem(t: pa.DataType) -> str | None:
+    """Why a writer refuses a module column of type ``t`` (None: it writes it). Every other
+    Arrow type is read through every path (:func:`portable`); a union is not written
+    (pyarrow builds none from values; another writer's is read as its text), nor a type
+    nested deeper than readers accept."""
+    if _has(t, pa.types.is_union):
+        return "a union type cannot be written (declare one column per alternative)"
+    if _nesting(t) > MAX_NESTING:
+        return f"nested more than {MAX_NESTING} deep"
+    return None
+
+
+def _has(t: pa.DataType, pred: Any) -> bool:
+    """Whether ``t`` or a type inside it satisfies ``pred``."""
+    if pred(t):
+        return True
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        return _has(t.value_type, pred)
+    return any(_has(t.field(i).type, pred) for i in range(t.num_fields))
 
 
 def lookup_schema_problem(schema: pa.Schema) -> str | None:
@@ -283,19 +305,111 @@ def duplicate_paths(groups: Iterable[tuple[GroupKey, pa.Table]]) -> list[str]:
 
 
 def _portable_type(t: pa.DataType) -> pa.DataType | None:
-    """What an extra column of type ``t`` is read as so that pyarrow's kernels, DuckDB and
-    Polars all take it (None: as it is): a string or binary view as its plain kind, a decimal
-    wider than 38 digits as its text, a timestamp in a time zone no tz database knows in UTC
-    (the instants are the same; only the label goes)."""
+    """What an extra column of type ``t`` is read as so that pyarrow's kernels, DuckDB,
+    Polars, Spark and Daft all take it (None: as it is), at any depth: a string or binary view
+    as its plain kind, a half float as a float, a time32 as a time64, a date64 as a date32, a
+    list view as a list, a 32/64/256-bit decimal of at most 38 digits as a 128-bit one and a
+    wider decimal as its text, a timestamp in a time zone no tz database knows in UTC (the
+    instants are the same; only the label goes), a dictionary or a run-end encoded column as
+    its values, an extension type (UUID, JSON) as its storage; a type no engine takes
+    everywhere (a union, an interval: Polars has neither), and a run-end encoding inside
+    another type, makes the whole column its JSON text (:func:`_as_text`)."""
+    if _text_only(t, top=True):
+        return pa.utf8()
+    if pa.types.is_run_end_encoded(t):
+        return _portable_type(t.value_type) or t.value_type
+    if pa.types.is_dictionary(t):  # Daft takes none
+        return _portable_type(t.value_type) or t.value_type
+    if isinstance(t, pa.BaseExtensionType):  # UUID, JSON, ...: Spark and Daft take none
+        return _portable_type(t.storage_type) or t.storage_type
+    if pa.types.is_map(t):
+        key, item = _portable_type(t.key_type), _portable_type(t.item_type)
+        if key is None and item is None:
+            return None
+        return pa.map_(t.key_field.with_type(key or t.key_type),
+                       t.item_field.with_type(item or t.item_type), t.keys_sorted)
+    leaf = _portable_leaf(t)
+    if leaf is not None or t.num_fields == 0:
+        return leaf
+    kids = [t.field(i) for i in range(t.num_fields)]
+    mapped = [_portable_type(f.type) for f in kids]
+    if all(m is None for m in mapped):
+        return None
+    fields = [f.with_type(m or f.type) for f, m in zip(kids, mapped)]
+    if pa.types.is_struct(t):
+        return pa.struct(fields)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(fields[0], t.list_size)
+    if pa.types.is_large_list(t):
+        return pa.large_list(fields[0])
+    return pa.list_(fields[0])
+
+
+def _portable_leaf(t: pa.DataType) -> pa.DataType | None:
     if t == pa.string_view():
         return pa.utf8()
     if t == pa.binary_view():
         return pa.binary()
+    if pa.types.is_float16(t):
+        return pa.float32()
+    if pa.types.is_time32(t):  # Spark and Daft take time64 only
+        return pa.time64("us")
+    if pa.types.is_date64(t):  # Spark takes date32 only
+        return pa.date32()
+    if pa.types.is_decimal32(t) or pa.types.is_decimal64(t):  # Daft takes decimal128
+        return pa.decimal128(t.precision, t.scale)
+    if pa.types.is_list_view(t):
+        return pa.list_(t.value_field.with_type(_portable_type(t.value_type) or t.value_type))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list(t.value_field.with_type(_portable_type(t.value_type)
+                                                     or t.value_type))
     if pa.types.is_decimal(t) and t.precision > 38:
         return pa.utf8()
+    if pa.types.is_decimal256(t):
+        return pa.decimal128(t.precision, t.scale)
     if pa.types.is_timestamp(t) and t.tz not in (None, "UTC") and not _known_zone(t.tz):
         return pa.timestamp(t.unit, "UTC")
     return None
+
+
+def _text_only(t: pa.DataType, top: bool = False) -> bool:
+    """Whether ``t`` holds a type no cast makes portable (see :func:`_portable_type`)."""
+    if pa.types.is_union(t) or pa.types.is_interval(t):
+        return True
+    if pa.types.is_run_end_encoded(t):
+        return not top or _text_only(t.value_type)
+    if pa.types.is_dictionary(t):
+        return _text_only(t.value_type)
+    return any(_text_only(t.field(i).type) for i in range(t.num_fields))
+
+
+def _as_text(col: pa.ChunkedArray) -> pa.Array:
+    """Each value as JSON text (null stays null): what a column of a type no engine takes
+    everywhere is read as."""
+    import json
+
+    def text(v: object) -> str:
+        return json.dumps(v, ensure_ascii=False, default=str)
+
+    return pa.array([None if v is None else text(v) for v in col.to_pylist()], pa.utf8())
+
+
+def _portable_column(col: pa.ChunkedArray, t: pa.DataType, new: pa.DataType
+                     ) -> pa.ChunkedArray | pa.Array:
+    if _text_only(t, top=True):
+        return _as_text(col)
+    if _has_list_view(t):  # pyarrow's cast from a list view can lose values: rebuilt
+        return pa.array(col.to_pylist(), new)
+    if pa.types.is_run_end_encoded(t):
+        from .kernels import call_function
+
+        col = pa.chunked_array([call_function("run_end_decode", [c]) for c in col.chunks],
+                               t.value_type)
+    return col.cast(new)
+
+
+def _has_list_view(t: pa.DataType) -> bool:
+    return _has(t, lambda k: pa.types.is_list_view(k) or pa.types.is_large_list_view(k))
 
 
 def _known_zone(name: str) -> bool:
@@ -320,5 +434,6 @@ def portable(table: pa.Table) -> pa.Table:
     for i, f in enumerate(table.schema):
         new = _portable_type(f.type)
         if new is not None:
-            table = table.set_column(i, f.with_type(new), table.column(i).cast(new))
+            table = table.set_column(i, f.with_type(new),
+                                     _portable_column(table.column(i), f.type, new))
     return table

@@ -1,7 +1,7 @@
 """``git import``: a real repository's packs, indexed (from their checked ``.idx``) and sealed.
 
 ``mode="packs"`` (default) pushes the repository's own pack files verbatim (oldest first),
-each indexed from its ``.idx`` when it has one (checked: git/fastindex.py), then one pack of
+each indexed from its ``.idx`` when it has one (checked by the core), then one pack of
 its loose objects made by ``git pack-objects``; ``mode="one-pack"`` pushes
 one pack of every object (``git pack-objects`` over ``--batch-all-objects``), a mirror. Either
 way the archive holds exactly the objects ``git cat-file --batch-all-objects`` lists. The refs
@@ -15,8 +15,10 @@ is left. The output is a local file (a ``file://`` URL is one); other URLs are r
 
 from __future__ import annotations
 
+import mmap
 import os
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from collections.abc import Sequence
@@ -24,14 +26,13 @@ from typing import Literal
 
 import pyarrow as pa
 
-from ..errors import ZnippyError
+from ..errors import ZnippyError, missing_or
 from ..format.schema import GIT_REFS, META, META_SCHEMA
 from ..format.sections import ReservedSection
-from .fastindex import IdxMismatch, index_with_idx
 from .pack import TAG, ParsedPack, index_pack
-from .refs import Ref, repo_refs
+from .refs import repo_refs
 from .seal import PackSet, StagedPacks
-from .sections import WALK_BOUND, no_gc
+from .sections import WALK_BOUND
 
 Mode = Literal["packs", "one-pack"]
 
@@ -49,22 +50,31 @@ class ImportReport:
 
 
 def _git(repo: str, *args: str, stdin: bytes | None = None) -> bytes:
-    try:
-        done = subprocess.run(["git", "-C", repo, *args], input=stdin, capture_output=True,
-                              check=False)
-    except FileNotFoundError:
-        raise ZnippyError("the git command is not installed", path=repo) from None
-    if done.returncode:
-        why = done.stderr.decode(errors="replace").strip().splitlines()
-        raise ZnippyError(f"git {args[0]} failed: {why[-1] if why else done.returncode}",
-                          path=repo)
+    """git's output. Its input and errors go through files, so the output is its one pipe,
+    read in one call (two pipes are served by a select loop whose rounds grow with the
+    output: Python work per ref or object, issue 33)."""
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as feed:
+        if stdin is not None:
+            feed.write(stdin)
+            feed.seek(0)
+        try:
+            done = subprocess.run(["git", "-C", repo, *args],
+                                  stdin=feed if stdin is not None else subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=err, check=False)
+        except FileNotFoundError:
+            raise ZnippyError("the git command is not installed", path=repo) from None
+        if done.returncode:
+            err.seek(0)
+            why = err.read().decode(errors="replace").strip().splitlines()
+            raise ZnippyError(f"git {args[0]} failed: {why[-1] if why else done.returncode}",
+                              path=repo)
     return done.stdout
 
 
 def _git_paths(repo: str) -> tuple[str, str]:
     """The repository's objects folder and its shallow file (which may not exist)."""
     if not os.path.isdir(repo):
-        raise ZnippyError("not a directory", path=repo)
+        raise missing_or(repo, "not a directory", "repository")
     try:
         got = _git(repo, "rev-parse", "--git-path", "objects", "--git-path", "shallow")
     except ZnippyError:
@@ -96,11 +106,11 @@ def _loose_ids(objects: str) -> list[str]:
 def _refs(repo: str) -> pa.Table:
     """The ``__meta__`` facts of the refs: key = ref name (and ``HEAD``), value = id."""
     named = repo_refs(repo, _git)
-    return _meta_refs(named.refs)
+    return _meta_refs(named.names, named.targets)
 
 
-def _meta_refs(refs: Sequence[Ref]) -> pa.Table:
-    rows = sorted((r.name, r.target.hex()) for r in refs if r.target is not None)
+def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> pa.Table:
+    rows = sorted([(n, t.hex()) for n, t in zip(names, targets) if t is not None])
     return pa.table({"relative_path": pa.array([None] * len(rows), pa.utf8()),
                      "key": pa.array([r[0] for r in rows], pa.utf8()),
                      "value": pa.array([r[1] for r in rows], pa.utf8())},
@@ -110,8 +120,7 @@ def _meta_refs(refs: Sequence[Ref]) -> pa.Table:
 def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *,
                       mode: Mode = "packs", walk_bound: int = WALK_BOUND) -> ImportReport:
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
-    with no_gc():
-        return _import(repo_dir, out, mode=mode, walk_bound=walk_bound)
+    return _import(repo_dir, out, mode=mode, walk_bound=walk_bound)
 
 
 def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
@@ -131,10 +140,11 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
         packs: list[ParsedPack] = []
         bases = PackSet()
 
-        def add(data: bytes, pack: ParsedPack) -> None:
+        def add(data: bytes | memoryview, pack: ParsedPack) -> None:
             bases.add(memoryview(data), pack)
             packs.append(pack)
 
+        data: bytes | memoryview
         if mode == "one-pack":
             ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
             data = _made(repo, ids)
@@ -144,7 +154,7 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
             for path in _pack_files(objects):
                 data, idx = _read_pack(path)
                 stage.add(data)
-                add(data, _index_pack(path, data, idx))
+                add(data, index_pack(data, name=path, idx=idx))
             loose = _loose_ids(objects)
             if loose:
                 data = _made(repo, "\n".join(loose).encode() + b"\n")
@@ -152,11 +162,10 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
                 add(data, index_pack(data, name="<git pack-objects of the loose objects>",
                                      external=bases))
         named = listing.result()
-        refs = _meta_refs(named.refs)
-        tags = {o for p in packs for o, t in zip(p.oids, p.types) if t == TAG}
-        prefer = {r.target for r in named.refs if r.target is not None}
+        refs = _meta_refs(named.names, named.targets)
+        prefer = {t for t in named.targets if t is not None}
         reserved = [ReservedSection(META, refs),
-                    ReservedSection(GIT_REFS, named.table(_git, tags=tags))]
+                    ReservedSection(GIT_REFS, named.table(_git, tags=_tag_ids(packs)))]
         report = stage.seal(packs, reserved, walk_bound=walk_bound, prefer=prefer)
     return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
                         report.blob_bytes, report.sealed_total_bytes,
@@ -176,11 +185,16 @@ def _local_output(out: str) -> str:
     return path
 
 
-def _read_pack(path: str) -> tuple[bytes, bytes | None]:
-    """A pack file's bytes and its ``.idx``'s (None: it has none)."""
+def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None]:
+    """A pack file's bytes (mapped read-only: the page cache's pages, no copy into this
+    process; git replaces a pack by rename, never rewrites one in place) and its ``.idx``'s
+    (None: it has none)."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            data: bytes | memoryview = (memoryview(mmap.mmap(fh.fileno(), 0,
+                                                             access=mmap.ACCESS_READ))
+                                        if size else b"")
         idx_path = path[:-len(".pack")] + ".idx"
         idx = None
         if os.path.exists(idx_path):
@@ -191,15 +205,10 @@ def _read_pack(path: str) -> tuple[bytes, bytes | None]:
     return data, idx
 
 
-def _index_pack(path: str, data: bytes, idx: bytes | None) -> ParsedPack:
-    """A pack indexed from its ``.idx`` when it has one (checked: git/fastindex.py), else
-    parsed and hashed whole."""
-    if idx is not None:
-        try:
-            return index_with_idx(memoryview(data), idx, name=path)
-        except IdxMismatch:
-            pass                  # a stale or damaged .idx: the whole parse decides
-    return index_pack(data, name=path)
+def _tag_ids(packs: Sequence[ParsedPack]) -> set[bytes]:
+    """The ids of every tag object of the packs (from the core's type column)."""
+    raw = b"".join([p.columns[0][p.columns[1] == TAG].tobytes() for p in packs])
+    return {raw[i:i + 20] for i in range(0, len(raw), 20)}
 
 
 def _made(repo: str, ids: bytes) -> bytes:

@@ -31,12 +31,17 @@ from .pack import (OFS_DELTA, REF_DELTA, TREE, PackError, entry_header, object_i
 HEX = frozenset("0123456789abcdef")
 
 
+def require_git(archive: Archive) -> None:
+    """A ``FormatError`` unless the archive holds git sections (every git command checks)."""
+    if not archive.has_section(GIT_OID):
+        raise FormatError("no git sections: not an archive of git packs", path=archive.path)
+
+
 class GitObjects:
     """The git objects of one open archive."""
 
     def __init__(self, archive: Archive) -> None:
-        if not archive.has_section(GIT_OID):
-            raise FormatError("no git sections: not an archive of git packs", path=archive.path)
+        require_git(archive)
         self.archive = archive
         self.index = OidIndex(archive.section(GIT_OID), path=archive.path)
         self._packs: dict[int, tuple[memoryview, str]] = {}

@@ -1,4 +1,4 @@
-"""Git packfiles: parsed and checked whole at push, one object read back at an offset.
+"""Git packfiles: indexed by the compiled core at push and import, one object read back here.
 
 Pack layout (git's ``Documentation/gitformat-pack.txt``)::
 
@@ -11,10 +11,12 @@ Pack layout (git's ``Documentation/gitformat-pack.txt``)::
                    then a zlib stream that inflates to exactly ``size`` bytes
     end-20   20    SHA-1 of everything before it
 
-:func:`parse_pack` inflates every entry once (to find where it ends), hashes the full objects,
-and resolves the deltas base first along each delta chain, so each object's bytes exist once
-at a time. Delta instructions are applied by dulwich's C ``apply_delta``. Every problem is a
-:class:`PackError` naming the pack and the object (its index and offset).
+:func:`index_pack` hands a pack to the core (``native/src/git``, through
+``znippy_sql.corelib``): from its checked ``.idx`` when it has one, else parsed whole (every
+entry inflated, the deltas resolved base first along each chain, every object hashed). The
+core keeps the ids, types, offsets, commits and trees as columns (:class:`ParsedPack`);
+every problem is a :class:`PackError` naming the pack and the object (its index and offset).
+:func:`read_object` reads one object at an offset (cat-file, thin-pack bases).
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
 
 from dulwich.errors import ApplyDeltaError
 
@@ -33,9 +36,8 @@ try:                                   # the C function alone: dulwich.pack cost
 except ImportError:                    # a dulwich built without its extension
     from dulwich.pack import apply_delta
 
+from .. import corelib
 from ..errors import PackError
-from .bulk import PackGraph, pack_graph
-from .bulk import tree_links as tree_links  # re-exported: readers parse one tree with it
 
 COMMIT, TREE, BLOB, TAG, OFS_DELTA, REF_DELTA = 1, 2, 3, 4, 6, 7
 TYPE_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
@@ -43,8 +45,6 @@ HEADER_LEN, TRAILER_LEN = 12, 20
 
 #: ``(oid) -> (type, content)`` of a delta base outside this pack, or ``None``.
 ExternalBase = Callable[[bytes], "tuple[int, bytes] | None"]
-#: called once per resolved object: ``(oid, type, content)``.
-Visit = Callable[[bytes, int, bytes], None]
 
 
 def object_id(kind: int, content: bytes) -> bytes:
@@ -54,18 +54,38 @@ def object_id(kind: int, content: bytes) -> bytes:
     return h.digest()
 
 
-@dataclass
 class ParsedPack:
-    """Every object of one pack: id, resolved type and entry offset, in entry order."""
+    """Every object of one pack: id, resolved type and entry offset, in entry order, and its
+    commits and trees, held by the core (``corelib.PackIndex``) as columns."""
 
-    name: str
-    oids: list[bytes] = field(default_factory=list)
-    types: list[int] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
-    external_bases: int = 0  # REF deltas resolved against objects of earlier packs
-    #: its commits (tree, parents, committer time) and trees (subtrees, blobs; gitlinks left
-    #: out, as ``rev-list`` does), as arrays: filled by :func:`index_pack`
-    graph: PackGraph = field(default_factory=PackGraph.empty)
+    def __init__(self, name: str, core: corelib.PackIndex) -> None:
+        self.name = name
+        self.core = core
+
+    @property
+    def external_bases(self) -> int:
+        """REF deltas resolved against objects of earlier packs."""
+        return int(self.core.external_bases)
+
+    @cached_property
+    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ids uint8[n, 20], types uint8[n], offsets uint64[n])``, in entry order."""
+        ids, types, offsets = self.core.objects()
+        return (np.frombuffer(ids, dtype=np.uint8).reshape(-1, 20),
+                np.frombuffer(types, dtype=np.uint8), np.frombuffer(offsets, dtype="<u8"))
+
+    @property
+    def oids(self) -> list[bytes]:
+        raw = self.columns[0].tobytes()
+        return [raw[i:i + 20] for i in range(0, len(raw), 20)]
+
+    @property
+    def types(self) -> list[int]:
+        return list(self.columns[1].tolist())
+
+    @property
+    def offsets(self) -> list[int]:
+        return list(self.columns[2].tolist())
 
 
 def entry_header(data: memoryview, pos: int, end: int) -> tuple[int, int, int]:
@@ -127,151 +147,6 @@ def inflate(data: memoryview, pos: int, end: int, size: int) -> tuple[bytes, int
 
 class PackEntryError(Exception):
     """A problem found at one entry; :func:`parse_pack` adds the pack and entry to it."""
-
-
-def check_header(data: memoryview, name: str) -> int:
-    """The object count, after checking length, magic and version."""
-    if len(data) < HEADER_LEN + TRAILER_LEN:
-        raise PackError(f"pack {name}: {len(data)} bytes, too short for a pack")
-    if bytes(data[:4]) != b"PACK":
-        raise PackError(f"pack {name}: wrong magic {bytes(data[:4])!r} (not a git pack)")
-    version = int.from_bytes(data[4:8], "big")
-    if version not in (2, 3):
-        raise PackError(f"pack {name}: unsupported pack version {version}")
-    return int.from_bytes(data[8:12], "big")
-
-
-def check_trailer(data: memoryview, name: str) -> None:
-    """The trailing SHA-1 over everything before it (checked after the objects, so a
-    truncated pack is reported at the object it cuts)."""
-    if hashlib.sha1(data[:-TRAILER_LEN]).digest() != bytes(data[-TRAILER_LEN:]):
-        raise PackError(f"pack {name}: trailing SHA-1 does not match its bytes (damaged)")
-
-
-def parse_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | None = None,
-               visit: Visit | None = None) -> ParsedPack:
-    """Parse and check a whole pack; ``visit`` sees every object once, bases first."""
-    view = memoryview(data).cast("B")
-    count = check_header(view, name)
-    end = len(view) - TRAILER_LEN
-    pack = ParsedPack(name)
-    kinds: list[int] = []          # entry type as stored (6/7 for deltas)
-    deltas: dict[int, bytes] = {}  # entry -> inflated delta instructions
-    by_offset: dict[int, int] = {}
-    ofs_children: dict[int, list[int]] = defaultdict(list)   # base entry -> delta entries
-    ref_children: dict[bytes, list[int]] = defaultdict(list)  # base oid -> delta entries
-    ref_base: dict[int, bytes] = {}
-    oids: list[bytes | None] = []
-    types: list[int] = []
-    pos = HEADER_LEN
-
-    def fail(i: int, at: int, why: str) -> PackError:
-        return PackError(f"pack {name}: object {i} at offset {at}: {why}")
-
-    for i in range(count):
-        at = pos
-        if pos >= end:
-            raise fail(i, at, f"the pack ends before it (truncated: the header says {count} "
-                              "objects)")
-        try:
-            kind, size, pos = entry_header(view, pos, end)
-            base: int | bytes | None = None
-            if kind == OFS_DELTA:
-                dist, pos = ofs_distance(view, pos, end)
-                base = at - dist
-            elif kind == REF_DELTA:
-                if pos + 20 > end:
-                    raise IndexError
-                base = bytes(view[pos:pos + 20])
-                pos += 20
-            elif kind not in TYPE_NAMES:
-                raise PackEntryError(f"unknown object type {kind}")
-            content, pos = inflate(view, pos, end, size)
-        except IndexError:
-            raise fail(i, at, "entry header runs past the end of the pack (truncated)") from None
-        except PackEntryError as exc:
-            raise fail(i, at, str(exc)) from None
-        except zlib.error as exc:
-            raise fail(i, at, f"bad zlib stream ({exc})") from None
-        by_offset[at] = i
-        pack.offsets.append(at)
-        kinds.append(kind)
-        if kind == OFS_DELTA:
-            assert isinstance(base, int)
-            if base not in by_offset:
-                raise fail(i, at, f"its delta base offset {base} is not an object before it "
-                                  "in this pack")
-            ofs_children[by_offset[base]].append(i)
-            deltas[i] = content
-            oids.append(None)
-            types.append(0)
-        elif kind == REF_DELTA:
-            assert isinstance(base, bytes)
-            ref_children[base].append(i)
-            ref_base[i] = base
-            deltas[i] = content
-            oids.append(None)
-            types.append(0)
-        else:
-            oid = object_id(kind, content)
-            oids.append(oid)
-            types.append(kind)
-            if visit is not None:
-                visit(oid, kind, content)
-    if pos != end:
-        raise PackError(f"pack {name}: {end - pos} bytes after its last object "
-                        f"(the header says {count} objects)")
-    check_trailer(view, name)
-
-    def resolve(seeds: list[tuple[int, int, bytes]]) -> None:
-        """Apply the deltas of ``(entry, type, base content)``, then theirs, depth first."""
-        todo = seeds
-        while todo:
-            c, kind, base = todo.pop()
-            try:
-                out = apply_delta(base, deltas.pop(c))
-            except (ApplyDeltaError, ValueError) as exc:
-                raise fail(c, pack.offsets[c], f"delta does not apply to its base ({exc})"
-                           ) from None
-            data_c = out[0] if len(out) == 1 else b"".join(out)
-            oid = object_id(kind, data_c)
-            oids[c], types[c] = oid, kind
-            if visit is not None:
-                visit(oid, kind, data_c)
-            todo.extend((g, kind, data_c) for g in children(c))
-
-    def children(i: int) -> list[int]:
-        kids = ofs_children.pop(i, [])
-        oid = oids[i]
-        if oid is not None and oid in ref_children:
-            kids = kids + ref_children.pop(oid)
-        return kids
-
-    for i in range(count):
-        if kinds[i] in TYPE_NAMES and (i in ofs_children or oids[i] in ref_children):
-            _kind, size, start = entry_header(view, pack.offsets[i], end)
-            base_content = inflate(view, start, end, size)[0]
-            resolve([(c, kinds[i], base_content) for c in children(i)])
-    for base_oid in sorted(ref_children):
-        if base_oid not in ref_children:
-            continue  # resolved meanwhile, as a delta of an external base
-        found = external(base_oid) if external is not None else None
-        if found is None:
-            continue
-        kids = ref_children.pop(base_oid)
-        pack.external_bases += len(kids)
-        resolve([(c, found[0], found[1]) for c in kids])
-    missing = [i for i in range(count) if oids[i] is None]
-    if missing:
-        i = missing[0]
-        base = ref_base.get(i)
-        why = (f"its delta base {base.hex()} is in neither this pack nor an earlier one"
-               if base is not None and base in ref_children
-               else "its delta chain never reaches a full object")
-        raise fail(i, pack.offsets[i], why)
-    pack.oids = oids  # type: ignore[assignment]  # every entry resolved
-    pack.types = types
-    return pack
 
 
 def read_object(data: memoryview, offset: int, *, name: str,
@@ -347,18 +222,25 @@ def tree_entries(content: bytes) -> list[tuple[int, bytes, bytes]]:
     return out
 
 
-def index_pack(data: bytes | memoryview, *, name: str, external: ExternalBase | None = None
-               ) -> ParsedPack:
-    """:func:`parse_pack`, keeping each commit's links and each tree's children."""
-    commits: list[tuple[bytes, bytes]] = []
-    trees: list[tuple[bytes, bytes]] = []
+def index_pack(data: bytes | memoryview, *, name: str, idx: bytes | None = None,
+               external: ExternalBase | None = None) -> ParsedPack:
+    """One pack indexed by the core: from its ``.idx`` when given and it describes the pack
+    (checked: docs/git-sections.md), else parsed whole. ``external(oid)``: a REF delta's base
+    outside this pack (a thin push). A damaged pack is a :class:`PackError` naming it."""
+    return ParsedPack(name, corelib.git_index_pack(data, idx, name=name, external=external))
 
-    def visit(oid: bytes, kind: int, content: bytes) -> None:
-        if kind == COMMIT:
-            commits.append((oid, content))
-        elif kind == TREE:
-            trees.append((oid, content))
 
-    pack = parse_pack(data, name=name, external=external, visit=visit)
-    pack.graph = pack_graph(commits, trees, name=name)
-    return pack
+_ENTRY = re.compile(rb"([0-7]+) [^\x00]*\x00(.{20})", re.S)
+
+
+def tree_links(content: bytes) -> tuple[list[bytes], list[bytes]]:
+    """``(subtree oids, blob oids)`` of a tree object's bytes; gitlinks (mode 160000, a
+    commit of another repository) left out, as ``git rev-list --objects`` leaves them (the
+    core's import reads trees the same way, ``native/src/git/parse.rs``)."""
+    subtrees, blobs = [], []
+    for mode, oid in _ENTRY.findall(content):
+        if mode == b"40000":
+            subtrees.append(oid)
+        elif mode != b"160000":
+            blobs.append(oid)
+    return subtrees, blobs

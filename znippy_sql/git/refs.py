@@ -25,9 +25,8 @@ import pyarrow as pa
 
 from ..errors import FormatError, NotFoundError, ZnippyError
 from ..format.schema import GIT_REFS, META
-from ..read.reader import Archive
-
 if TYPE_CHECKING:
+    from ..read.reader import Archive      # the readers' (an import need not load it)
     from .objects import GitObjects
 
 SHALLOW = "shallow"
@@ -66,11 +65,19 @@ class Refs:
 class RepoRefs:
     """A repository's refs as read before its objects are pushed (names and ids only, no
     object read, so a damaged pack is reported by the push, not here); :meth:`table` peels
-    the tags once the objects are known good."""
+    the tags once the objects are known good. Kept as columns (one entry per ref, in git's
+    listing order, ``HEAD`` last): a mirror has thousands of refs and an import makes no
+    Python object per ref beyond its name and id."""
 
     repo: str
-    refs: tuple[Ref, ...]
+    names: list[str]
+    targets: list[bytes | None]
+    symbolic: list[str | None]
     shallow: tuple[bytes, ...]
+
+    @property
+    def refs(self) -> list[Ref]:
+        return [Ref(n, t, None, s) for n, t, s in zip(self.names, self.targets, self.symbolic)]
 
     def table(self, git: Callable[..., bytes], *,
               tags: Collection[bytes] | None = None) -> pa.Table:
@@ -78,19 +85,18 @@ class RepoRefs:
         ``tags``: the ids of every tag object the repository holds, when the caller knows
         them (``git import`` does, from the packs' entry types): only refs naming one are
         asked about (a ref naming anything else peels to itself)."""
-        rows = list(self.refs)
-        asked = [(i, r.target) for i, r in enumerate(rows) if r.target is not None
-                 and (tags is None or r.target in tags)]
-        ask = "".join(f"{target.hex()}^{{}}\n" for _i, target in asked)
+        targets = self.targets
+        peeled: list[bytes | None] = [None] * len(targets)
+        asked = [i for i, t in enumerate(targets)
+                 if t is not None and (tags is None or t in tags)]
+        ask = "".join([f"{targets[i].hex()}^{{}}\n" for i in asked])  # type: ignore[union-attr]
         if ask:
-            out = iter(git(self.repo, "cat-file", "--batch-check=%(objectname)",
-                           stdin=ask.encode()).decode().split("\n"))
-            for i, _target in asked:
-                r = rows[i]
-                peeled = next(out, "")
-                if len(peeled) == 40 and bytes.fromhex(peeled) != r.target:  # a tag
-                    rows[i] = Ref(r.name, r.target, bytes.fromhex(peeled), r.symbolic)
-        return refs_table(rows, self.shallow)
+            out = git(self.repo, "cat-file", "--batch-check=%(objectname)",
+                      stdin=ask.encode()).decode().split("\n")
+            for i, got in zip(asked, out):
+                if len(got) == 40 and bytes.fromhex(got) != targets[i]:  # a tag
+                    peeled[i] = bytes.fromhex(got)
+        return _table(self.names, targets, peeled, self.symbolic, self.shallow)
 
 
 def repo_refs(repo: str, git: Callable[..., bytes], *, shallow: str | None = None
@@ -98,24 +104,26 @@ def repo_refs(repo: str, git: Callable[..., bytes], *, shallow: str | None = Non
     """The refs of the repository at ``repo``; ``git(repo, *args, stdin=...)`` runs git there
     (the importer's runner, errors as ``ZnippyError``). ``shallow``: the path of its shallow
     file when the caller asked git for it already."""
-    rows: dict[str, Ref] = {}
     listing = git(repo, "for-each-ref", "--format=%(refname)%00%(objectname)%00%(symref)")
-    for line in listing.decode().split("\n"):
-        if line:
-            name, oid, symref = line.split("\0")
-            rows[name] = Ref(name, bytes.fromhex(oid), None, symref or None)
+    rows = [line.split("\0") for line in listing.decode().split("\n") if line]
+    names = [r[0] for r in rows]
+    targets: list[bytes | None] = [bytes.fromhex(r[1]) for r in rows]
+    symbolic: list[str | None] = [r[2] or None for r in rows]
     head = _quiet(repo, "rev-parse", "-q", "--verify", "HEAD")
     branch = _quiet(repo, "symbolic-ref", "-q", "HEAD")
     if head or branch:
-        rows["HEAD"] = Ref("HEAD", bytes.fromhex(head) if head else None, None, branch or None)
+        names.append("HEAD")
+        targets.append(bytes.fromhex(head) if head else None)
+        symbolic.append(branch or None)
     if shallow is None:
         shallow = git(repo, "rev-parse", "--git-path", "shallow").decode().strip()
         shallow = shallow if os.path.isabs(shallow) else os.path.join(repo, shallow)
-    return RepoRefs(repo, tuple(rows.values()), tuple(_shallow_file(shallow)))
+    return RepoRefs(repo, names, targets, symbolic, tuple(_shallow_file(shallow)))
 
 
 def _quiet(repo: str, *args: str) -> str:
-    done = subprocess.run(["git", "-C", repo, *args], capture_output=True, check=False)
+    done = subprocess.run(["git", "-C", repo, *args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
     return done.stdout.decode().strip() if done.returncode == 0 else ""
 
 
@@ -133,15 +141,24 @@ def refs_table(refs: Sequence[Ref], shallow: Iterable[bytes] = ()) -> pa.Table:
     """``refs`` (and the shallow boundary) as the ``__gunnar_refs__`` table, in name order.
     A writer that knows its refs (an import, a push server at seal time) passes this as a
     :class:`~znippy_sql.format.sections.ReservedSection` named ``GIT_REFS``."""
-    rows = sorted(refs, key=lambda r: r.name.encode())
-    if any(r.name == SHALLOW for r in rows):
+    return _table([r.name for r in refs], [r.target for r in refs], [r.peeled for r in refs],
+                  [r.symbolic for r in refs], shallow)
+
+
+def _table(names: Sequence[str], targets: Sequence[bytes | None],
+           peeled: Sequence[bytes | None], symbolic: Sequence[str | None],
+           shallow: Iterable[bytes]) -> pa.Table:
+    """The table of refs given as columns, rows in name order (a ``str`` sorts as its UTF-8
+    bytes do), then one ``shallow`` row per boundary commit."""
+    if SHALLOW in names:
         raise ZnippyError(f"a ref may not be named {SHALLOW!r} (the shallow boundary's rows)")
-    rows += [Ref(SHALLOW, oid) for oid in sorted(set(shallow))]
+    order = [i for _n, i in sorted(zip(names, range(len(names))))]
+    bounds = sorted(set(shallow))
     return pa.table([
-        pa.array([r.name for r in rows], pa.utf8()),
-        pa.array([r.target for r in rows], OID),
-        pa.array([r.peeled for r in rows], OID),
-        pa.array([r.symbolic for r in rows], pa.utf8()),
+        pa.array([names[i] for i in order] + [SHALLOW] * len(bounds), pa.utf8()),
+        pa.array([targets[i] for i in order] + bounds, OID),
+        pa.array([peeled[i] for i in order] + [None] * len(bounds), OID),
+        pa.array([symbolic[i] for i in order] + [None] * len(bounds), pa.utf8()),
     ], schema=REFS_SCHEMA)
 
 

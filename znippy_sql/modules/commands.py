@@ -18,19 +18,33 @@ import argparse
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from ..format.kernels import call_function, filter_by
 from ..format.schema import GroupKey
-
-if TYPE_CHECKING:
-    from ..read.extract import ExtractReport
-    from ..read.reader import FileInfo
+from ..format.units import counted  # noqa: F401  (the modules' commands import it here)
 
 #: a command's name: lower case words joined by dashes (``extract-closure``)
 COMMAND_NAME = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+
+
+class FileInfo(Protocol):
+    """What a command reads of a file found in the archive (``read.FileInfo`` is one)."""
+
+    @property
+    def size(self) -> int: ...
+
+
+class ExtractReport(Protocol):
+    """What a command reads of an extract's report (``read.ExtractReport`` is one)."""
+
+    @property
+    def bytes_written(self) -> int: ...
+
+    @property
+    def failed(self) -> Mapping[str, str]: ...
 
 
 class ArchiveView(Protocol):
@@ -140,11 +154,6 @@ def with_sizes(archive: ArchiveView, rows: Iterable[dict[str, Any]]) -> list[dic
         info = archive.find(row["relative_path"])
         out.append({**row, "size": None if info is None else info.size})
     return out
-
-
-def counted(n: int, noun: str) -> str:
-    """``1 file``, ``2 files``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def files_text(rows: Sequence[dict[str, Any]]) -> str:

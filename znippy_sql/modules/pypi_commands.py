@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass, field
 from email.message import Message
 from email.parser import BytesHeaderParser
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .commands import Answer, ArchiveView, Command, NameVersion, counted, module_rows
 
@@ -27,7 +27,14 @@ if TYPE_CHECKING:  # packaging is imported when a command runs, not with the mod
     from packaging.tags import Tag
     from packaging.version import Version
 
-    from .pypi import PypiModule
+
+class PypiModule(Protocol):
+    """What the commands use of the pypi module (``pypi.PypiModule`` is one)."""
+
+    name: str
+    pkg_type: int
+
+    def normalize(self, name: str) -> str: ...
 
 COLUMNS = ("pypi_name", "pypi_version", "pypi_kind", "pypi_python_tag", "pypi_abi_tag",
            "pypi_platform_tag", "pypi_build_tag")

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any, Union
 
 import pyarrow as pa
 
-from ..errors import FormatError, ZnippyError
+from ..errors import ZnippyError
 from ..format import build
 from ..format.paths import check_relative_path
 from ..format.schema import META, META_SCHEMA
-from ..format.validate import meta_problem
+from ..read.metasection import read_meta
 from ..format.sections import ReservedSection
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def created_at(now: float | None = None) -> str:
 
 
 def created_by() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return f"znippy-sql {__version__}"
 
@@ -115,17 +115,6 @@ def with_source(meta: Any, source: str | os.PathLike[str]) -> Any:
 def meta_section(meta: Any) -> ReservedSection:
     """The ``__meta__`` section the writer adds for ``write_archive(..., meta=meta)``."""
     return ReservedSection(META, meta_table(meta))
-
-
-def read_meta(archive: "Archive") -> pa.Table | None:
-    """The ``__meta__`` rows, or ``None`` when the archive records no metadata at all."""
-    if not archive.understands(META):  # absent, or another writer's (reported by info)
-        return None
-    table = archive.section(META)
-    problem = meta_problem(table)
-    if problem is not None:
-        raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)
-    return table
 
 
 def facts(archive: "Archive", relative_path: str | None = None) -> dict[str, list[str]] | None:

@@ -20,17 +20,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-import numpy as np
 import pyarrow as pa
 
 from . import cms
 from ..errors import FormatError, SignatureError, ZnippyError
 from ..format import build
-from ..format.files import file_digests as digests_of, root_digest
-from ..format.kernels import call_function, numpy_of, one_array, take
+from ..format.files import file_digests as digests_of, file_starts, root_digest
+from ..format.kernels import numpy_of, one_array, take
 from ..format.ipc import read_table
 from ..format.schema import SIGN_ARCHIVE, SIGN_ARTIFACTS
 from ..format.sections import ReservedSection
+from ..interop.sign import archive_root as rust_root
+from ..interop.sign import file_digests as rust_digests
+from ..interop.sign import rust_signed
 
 if TYPE_CHECKING:
     from cryptography import x509
@@ -67,10 +69,9 @@ def file_digests(lookup: pa.Table) -> tuple[list[str], list[bytes]]:
     if n == 0:
         return [], []
     names = one_array(lookup.column("relative_path"))
-    change = call_function("not_equal", [names.slice(1), names.slice(0, n - 1)])
-    starts = np.flatnonzero(np.append(True, numpy_of(change)))
-    paths = take(names, starts)
     seqs = numpy_of(one_array(lookup.column("chunk_seq")))
+    starts = file_starts(seqs)
+    paths = take(names, starts)
     digests = digests_of(paths, lookup.column("checksum"), starts, seqs)
     return paths.to_pylist(), digests.to_pylist()
 
@@ -359,7 +360,8 @@ def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
     table, root_der = found
     anchors_der = None if anchors is None else [a.public_bytes(Encoding.DER) for a in anchors]
     verify = anchors is not None
-    paths, digests = file_digests(archive.lookup)
+    rust = rust_signed(archive)  # the Rust tool's digests (interop/sign.py)
+    paths, digests = (rust_digests if rust else file_digests)(archive.lookup)
     digest_of = dict(zip(paths, digests))
     signed: dict[str, bytes] = {}
     rows: list[dict[str, Any]] = []
@@ -403,7 +405,8 @@ def _rows(archive: "Archive", anchors: list["x509.Certificate"] | None,
         rows.append(row)
     if deep:
         _deep(archive, rows)
-    rows.append(_root_row(anchors_der, root_der, archive_root(paths, digests), verify))
+    root = (rust_root if rust else archive_root)(paths, digests)
+    rows.append(_root_row(anchors_der, root_der, root, verify))
     return rows
 
 

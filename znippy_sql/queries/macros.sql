@@ -20,18 +20,24 @@ CREATE OR REPLACE TEMP MACRO znippy_cat(name, path) AS TABLE
     FROM query_table(name || '__archive') AS s
     WHERE znippy_has(s.archive, path);
 
--- Extract the matching files under dest: one row per file (relative_path, bytes_written,
--- checksum_ok). The paths are gathered into one list so the writing UDF runs once per query;
--- it goes through Archive.extract, so the result equals `znippy-sql extract` byte for byte.
+-- Extract the matching files under dest as `znippy-sql extract` does, through the same
+-- Python function (read/extract.py): recorded directories made, links skipped or (symlinks :=
+-- true) made when they stay inside dest, preserve := true for modes and mtimes,
+-- strip_components, existing := 'replace' | 'error' | 'skip' (tar's --keep-old-files /
+-- --skip-old-files). One row per path it dealt with, in path order: relative_path,
+-- bytes_written, checksum_ok, status ('extracted', 'link', 'skipped', 'failed'), problem.
+-- The UDF runs once per query (one row in, a list out).
 CREATE OR REPLACE TEMP MACRO znippy_extract(name, dest, repo := NULL, pkg_type := NULL,
-                                       "glob" := NULL) AS TABLE
-    SELECT w.relative_path, w.bytes_written, w.checksum_ok
+                                       "glob" := NULL, symlinks := false, preserve := false,
+                                       strip_components := 0, existing := 'replace') AS TABLE
+    SELECT w.relative_path, w.bytes_written, w.checksum_ok, w.status, w.problem
     FROM (
-        SELECT unnest(znippy_extract_paths(
+        SELECT unnest(znippy_extract_files(
             (SELECT s.archive FROM query_table(name || '__archive') AS s),
             dest,
-            (SELECT list(x.relative_path ORDER BY x.relative_path)
-             FROM znippy_ls(name, repo := repo, pkg_type := pkg_type, glob := "glob") AS x),
+            {'repo': repo, 'pkg_type': pkg_type::VARCHAR, 'glob': "glob",
+             'symlinks': symlinks, 'preserve': preserve,
+             'strip_components': strip_components, 'existing': existing},
             txid_current())) AS w
     );
 

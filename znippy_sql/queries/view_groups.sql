@@ -1,5 +1,6 @@
 -- <name>_groups: one row per data sub-index with its byte range and what it holds
--- (the columns of views/files.py GROUPS_SCHEMA, in its order).
+-- (the columns of views/files.py GROUPS_SCHEMA, in its order); stored_size: the sum of its
+-- files' shares of the blobs ({share}, views/shares.py).
 SELECT {columns},
        coalesce(a.files, 0)::UBIGINT AS files,
        coalesce(a.size, 0)::UBIGINT AS size,
@@ -10,7 +11,7 @@ LEFT JOIN (
     SELECT c.pkg_type, c.repo, c.module_name,
            count(*) FILTER (WHERE c.chunk_seq = 0) AS files,
            sum(c.uncompressed_size) AS size,
-           sum(c.blob_size) AS stored_size,
+           sum({share}(c.relative_path)) FILTER (WHERE c.chunk_seq = 0) AS stored_size,
            count(*) FILTER (WHERE c.compressed) AS compressed_chunks
     FROM {chunks} AS c
     GROUP BY ALL

@@ -61,6 +61,7 @@ class _State:
         self.installed = False
         self.capabilities: set[str] = set()
         self.objects: dict[str, list[str]] = {}
+        self.functions: dict[str, list[str]] = {}
 
 
 _STATES: "weakref.WeakKeyDictionary[Any, _State]" = weakref.WeakKeyDictionary()
@@ -132,7 +133,7 @@ def capabilities_of(archive: Any) -> list[str]:
     caps = []
     if any(views.present(archive, n) for n in _GIT_VIEWS):
         caps.append("git")
-    from ..format.schema import pkg_type_name  # a module's name is its pkg_type's name
+    from ..modules.pkgtypes import pkg_type_name  # a module's name is its pkg_type's name
 
     for pkg_type in sorted({k.pkg_type for k in archive.groups}):
         if pkg_type_name(pkg_type) in CAPABILITIES:
@@ -217,6 +218,12 @@ def register(con: "duckdb.DuckDBPyConnection", archives: ArchivesLike,
     for obj_name, table in objects.items():
         con.register(obj_name, table)
     _state(con).objects[name] = list(objects)
+    functions = {k: v for plan in plans for k, v in plan.functions.items()}
+    for fn_name, (fn, params, returns) in functions.items():
+        con.create_function(  # type: ignore[call-overload]  # stubs want an enum for "arrow"
+            fn_name, fn, [duckdb.sqltype(p) for p in params], duckdb.sqltype(returns),
+            type="arrow", side_effects=False)
+    _state(con).functions[name] = list(functions)
     try:
         _run(con, ";\n".join(f'CREATE OR REPLACE TEMP VIEW "{name}_{suffix}" AS {sql}'
                              for suffix, sql in views.items()))
@@ -232,6 +239,8 @@ def unregister(con: "duckdb.DuckDBPyConnection", name: str) -> None:
     _run(con, ";\n".join(f'DROP VIEW IF EXISTS "{name}_{suffix}"' for suffix in VIEW_SUFFIXES))
     for obj in _state(con).objects.pop(name, []):
         con.unregister(obj)
+    for fn in _state(con).functions.pop(name, []):
+        con.remove_function(fn)
 
 
 def connect(*archives: str | os.PathLike[str], database: str = ":memory:"

@@ -12,6 +12,7 @@ NAME`` of the archives' own, with an ``archive`` column (the path) first: a filt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,12 +22,14 @@ import pyarrow as pa
 from ..errors import FormatError, ZnippyError
 from .. import views
 from ..format import build
-from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey, pkg_type_name
+from ..format.schema import ARROW_SECTIONS, LOOKUP, LOOKUP_SCHEMA, RESERVED_PKG_TYPE, GroupKey
+from ..modules.pkgtypes import pkg_type_name
 from ..format.validate import lookup_schema_problem, union_problem
 from ..read.reader import Archive, group_what, open_archive
 from .sql import ident, literal, template
 from ..views.files import GROUPS_SCHEMA, module_fields
 from ..views.heads import fetch_heads, group_schema, peek_schema
+from ..views.shares import file_shares
 from .tables import CHANGED, ArrowPart, Stamp, group_table, section_table
 
 #: the views planned as SQL over the zero-copy sub-indexes (the rest: ``_sections``)
@@ -41,6 +44,8 @@ class ArchiveViews:
     stamp: Stamp | None = None
     objects: dict[str, Any] = field(default_factory=dict)
     views: dict[str, str] = field(default_factory=dict)
+    #: scalar functions the views call, by name: (function, parameter types, return type)
+    functions: dict[str, tuple[Any, list[str], str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.prefix = self.prefix or self.object_prefix(self.name)
@@ -62,6 +67,21 @@ class ArchiveViews:
     def add_view(self, suffix: str, sql: str) -> None:
         self.views[suffix] = sql
 
+    def add_share_function(self) -> str:
+        """A scalar function ``(relative_path) -> stored_size`` of this archive's files
+        (``views/shares.py``): its shares are computed at its first call, so a query that
+        does not ask for ``stored_size`` reads no more sub-indexes than before."""
+        name = re.sub(r"\W", "_", self.prefix) + "stored_size"
+        archive, stamp = self.archive, self.stamp
+
+        def stored_size(paths: Any) -> pa.Array:
+            if stamp is not None:
+                stamp.check()
+            return file_shares(archive, paths)
+
+        self.functions[name] = (stored_size, ["VARCHAR"], "UBIGINT")
+        return ident(name)
+
 
 def plan_views(path: str, name: str, *, prefix: str = "") -> ArchiveViews:
     """The views of one archive, by suffix (``files``, ``chunks``, ...)."""
@@ -78,9 +98,10 @@ def _stamp(archive: Archive) -> Stamp | None:
     what was opened (a remote archive has none: it is read as the object it was)."""
     if archive.source.fetches:
         return None
-    stamp = Stamp.of(archive.source.path)
-    footer = archive.source.read(archive.source.size - len(stamp.footer), len(stamp.footer))
-    if stamp.size != archive.source.size or stamp.footer != footer.to_pybytes():
+    src = getattr(archive.source, "base", archive.source)  # laid anew (interop/): its file
+    stamp = Stamp.of(src.path)
+    footer = src.read(src.size - len(stamp.footer), len(stamp.footer))
+    if stamp.size != src.size or stamp.footer != footer.to_pybytes():
         raise ZnippyError(CHANGED.replace("since it was registered", "while it was opened"),
                           path=archive.path)
     return stamp
@@ -132,14 +153,16 @@ def _plan(plan: ArchiveViews) -> ArchiveViews:
     problem = union_problem((group_what(k), s) for k, s in schemas)
     if problem is not None:
         raise FormatError(problem, path=archive.path)
-    chunk_parts, file_parts = [], []
+    chunk_parts: list[str] = []
+    file_parts: list[str] = []
     empty = not schemas
+    share = plan.add_share_function()
     for i, (key, schema) in enumerate(schemas or [(GroupKey(0, "", ""), LOOKUP_SCHEMA)]):
         obj = plan.add_part(f"g{i}", schema, (lambda: LOOKUP_SCHEMA.empty_table()) if empty
                             else (lambda k=key: archive.group_table(k)), group_what(key))
         consts = dict(repo=literal(key.repo), pkg_type=str(key.pkg_type),
                       pkg_type_name=literal(pkg_type_name(key.pkg_type)),
-                      module_name=literal(key.module_name), table=obj)
+                      module_name=literal(key.module_name), table=obj, share=share)
         extra = "".join(f", {'' if single else 'f.'}{ident(f.name)}"
                         for f in module_fields(schema))
         mods = [ident(f.name) for f in module_fields(schema)]
@@ -156,7 +179,7 @@ def _plan(plan: ArchiveViews) -> ArchiveViews:
     manifest = plan.add_object("manifest", views.table(archive, "manifest"))
     plan.add_view("manifest", f"SELECT * FROM {manifest}")
     plan.add_view("groups", template("view_groups.sql", groups=plan.add_object(
-        "group_rows", _group_rows(archive)), chunks=f"({chunks})",
+        "group_rows", _group_rows(archive)), chunks=f"({chunks})", share=share,
         columns=", ".join(f"g.{c}" for c in _MANIFEST_COLUMNS)))
     plan.add_view("lookup", "SELECT * FROM " + plan.add_part(
         "lookup", lookup_schema, lambda: archive.lookup, LOOKUP))

@@ -41,6 +41,7 @@ from ..format.schema import GroupKey
 from ..read.reader import Archive, group_what, open_archive
 from ..remote import is_url, local_path
 from ..views.files import GROUP_COLUMNS
+from ..views.opened import opened
 from .tables import Stamp
 
 Section = Literal["files", "chunks", "groups", "manifest", "lookup", "meta", "signatures",
@@ -207,7 +208,7 @@ class _Scan:
         src, key = part
         out: dict[str, tuple[Any, Any]] = {}
         if key is not None:
-            from ..format.schema import pkg_type_name
+            from ..modules.pkgtypes import pkg_type_name
 
             out = {"repo": (key.repo, pl.String), "pkg_type": (key.pkg_type, pl.Int8),
                    "pkg_type_name": (pkg_type_name(key.pkg_type), pl.String),
@@ -303,12 +304,11 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
                                                                             Archive)):
         if "archive" not in frame.columns:
             raise ValueError("read_files needs an archive, or a frame with an archive column")
-        opened: dict[str, Archive] = {}
         names = frame.get_column("archive").to_list()
         got: dict[tuple[str, str], bytes] = {}
         for name in dict.fromkeys(names):
             wanted = dict.fromkeys(p for a, p in zip(names, paths) if a == name)
-            got.update(((name, p), data) for p, data in _open(opened, name).read_many(wanted))
+            got.update(((name, p), data) for p, data in opened(name).read_many(wanted))
         contents = [got[(a, p)] for a, p in zip(names, paths)]
     else:
         archive = archive_path if isinstance(archive_path, Archive) else \
@@ -318,10 +318,6 @@ def read_files(archive_path: str | os.PathLike[str] | Archive | None,
     return frame.with_columns(pl.Series("content", contents, dtype=pl.Binary))
 
 
-def _open(opened: dict[str, Archive], path: str) -> Archive:
-    if path not in opened:
-        opened[path] = open_archive(path)
-    return opened[path]
 
 
 __all__ = ["scan", "read_files"]

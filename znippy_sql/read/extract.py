@@ -15,8 +15,14 @@ temporary sibling (``.NAME.znippy-part-PID``, created with ``O_EXCL``, never thr
 and renamed to its name only once its bytes are complete and checked (:mod:`.partfile`): a
 failure, Ctrl-C or even SIGKILL never leaves a partly written file under its name, and an
 existing file stays as it was until replaced whole. The next extract into the same directories
-removes temporaries left by a killed one. No symlink is ever created; modes are plain files
-(0o644 under umask).
+removes temporaries left by a killed one. Links and recorded directories are made after the
+files (``symlinks=True``: only links that resolve inside ``dest``); modes are plain files
+(0o644 under umask) unless ``preserve=True``.
+
+An existing file is replaced, as tar does by default; ``existing="error"`` (tar's
+``--keep-old-files``) refuses the extract before anything is written when a name is taken,
+``existing="skip"`` (``--skip-old-files``) leaves such files as they are and reports them in
+``report.skipped``. Either way the final rename never replaces a file that appeared meanwhile.
 """
 
 from __future__ import annotations
@@ -33,21 +39,24 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import TYPE_CHECKING, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Union
 
 import numpy as np
 
-from ..errors import FormatError, NotFoundError, OutputError, ZnippyError
+from ..errors import FormatError, NotFoundError, OptionError, OutputError, ZnippyError
 from ..format.fsio import write_all
 from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, plain_paths
+from ..format.units import human
+from ..format.validate import MAX_CHUNK_BYTES
 from . import partfile
 from .fileviews import file_views
 from .partfile import Sink
 
 if TYPE_CHECKING:
     from .posix import Facts
-    from .reader import Archive, Chunk
+    from .columns import Chunk
+    from .core import ArchiveCore as Archive
 
 _OPEN = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
@@ -63,6 +72,12 @@ RELEASE_BYTES = 256 << 10
 WRITEV_BYTES = 1 << 20  # a file's chunks are written in one writev up to this many bytes
 WRITEV_PIECES = 256  # or this many chunks (IOV_MAX is 1024)
 
+#: what to do with a name taken already under ``dest``: replace it (tar's default), refuse the
+#: whole extract (``--keep-old-files``), keep it and go on (``--skip-old-files``)
+Existing = Literal["replace", "error", "skip"]
+EXISTING: tuple[Existing, ...] = ("replace", "error", "skip")
+KEPT = "exists already, kept (--skip-old-files)"
+
 
 @dataclass
 class ExtractReport:
@@ -77,6 +92,8 @@ class ExtractReport:
     skipped: dict[str, str] = field(default_factory=dict)
     links: int = 0
     directories: int = 0
+    #: the links made (archive paths), with ``symlinks=True``
+    linked: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -118,7 +135,8 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             pkg_type: int | str | None = None, glob: str | None = None,
             paths: list[str] | None = None, workers: int | None = None,
             progress: Callable[[int, int], None] | None = None, strip_components: int = 0,
-            preserve: bool = False, symlinks: bool = False) -> ExtractReport:
+            preserve: bool = False, symlinks: bool = False, existing: Existing = "replace"
+            ) -> ExtractReport:
     """Extract the selected files under ``dest`` (see the module doc).
 
     ``strip_components=N`` drops the first N components of every path (a path with no more
@@ -128,13 +146,17 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     recorded permission bits (never setuid/setgid) and mtimes. A progress object with
     ``total``/``total_bytes`` attributes gets the totals first. A full disk or a read-only
     destination stops the extract at once (:class:`~znippy_sql.errors.OutputError`, with the
-    report as its ``report``).
+    report as its ``report``). ``existing``: what a name taken already under ``dest`` gets
+    (the module doc; ``"error"`` raises :class:`~znippy_sql.errors.OutputError` before
+    anything is written).
     """
     from . import posix
 
     started = time.perf_counter()
     if strip_components < 0:
         raise ValueError("strip_components must be 0 or more")
+    if existing not in EXISTING:
+        raise OptionError(f"existing={existing!r}: one of {', '.join(EXISTING)}")
     files = _files(archive)
     link_text = posix.links(archive)
     recorded_dirs = posix.directories(archive)
@@ -171,6 +193,9 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
         selected, found, names = _stripped(selected, found, strip_components, report)
         out_links = _strip_names(list(links), strip_components, report)
         out_dirs = _strip_names(dirs, strip_components, None)
+    if existing != "replace":  # names taken already: refused, or kept and left out
+        selected, found, names = _old_files(dest, selected, found, names, out_links, existing,
+                                            report)
     n = workers if workers is not None else (os.cpu_count() or 1)
     if n < 1:
         raise ValueError("workers must be at least 1")
@@ -181,7 +206,7 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
     work = sum(max(sizes[i], PER_FILE_BYTES) if i >= 0 else PER_FILE_BYTES for i in found)
     pool: ThreadPoolExecutor | None = None
     if n > 1 and work >= THREAD_BYTES:
-        archive.trie, archive._cols  # noqa: B018  (load them before the threads share them)
+        archive.trie, archive.lookup_columns  # noqa: B018  (load them before the threads share them)
         pool = ThreadPoolExecutor(n, thread_name_prefix="znippy-extract")
     finish = None
     facts = posix.facts(archive) if preserve else None
@@ -189,7 +214,7 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
 
         def finish(tmp: str, path: str) -> None:
             posix.preserve(tmp, facts.modes.get(path), facts.mtimes.get(path))
-    sink = Sink("", finish)
+    sink = Sink("", finish, replace=existing == "replace")
     try:
         _extract(archive, dest, selected, found, files, pool, n, progress, report, names, sink)
     except KeyboardInterrupt:
@@ -206,6 +231,60 @@ def extract(archive: "Archive", dest: str, *, repo: str | None = None,
             {out: d for d, out in out_dirs.items()}, symlinks=symlinks, facts=facts)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _old_files(dest: str, selected: list[str], found: list[int], names: list[str] | None,
+               out_links: dict[str, str], existing: Existing, report: ExtractReport
+               ) -> tuple[list[str], list[int], list[str] | None]:
+    """``existing="error"``: an OutputError naming the files and links whose name is taken
+    (nothing written yet); ``"skip"``: those left out (``report.skipped``). A directory
+    already there is no problem (the files go into it)."""
+    root = os.path.join(dest, "")
+    if not os.path.isdir(root):  # a new destination: nothing can be in the way
+        return selected, found, names
+    outs = names if names is not None else selected
+    taken = [k for k, out in enumerate(outs) if os.path.lexists(root + out)]
+    links = [p for p, out in out_links.items() if os.path.lexists(root + out)]
+    if existing == "error" and (taken or links):
+        old = [selected[k] for k in taken] + links
+        shown = ", ".join(repr(p) for p in old[:5]) + (f" and {len(old) - 5:,} more"
+                                                         if len(old) > 5 else "")
+        raise OutputError(f"would replace {len(old):,} existing file(s) ({shown}); nothing "
+                          "was extracted (--keep-old-files)", path=dest)
+    for k in taken:
+        report.skipped[selected[k]] = KEPT
+    for p in links:
+        del out_links[p]
+        report.skipped[p] = KEPT
+    if not taken:
+        return selected, found, names
+    gone = set(taken)
+    keep = [k for k in range(len(selected)) if k not in gone]
+    return ([selected[k] for k in keep], [found[k] for k in keep],
+            None if names is None else [names[k] for k in keep])
+
+
+def outcomes(archive: "Archive", report: ExtractReport) -> list[dict[str, Any]]:
+    """One row per path the extract dealt with, in path order (UTF-8 byte order): its
+    ``relative_path``, ``status`` (``extracted``, ``link``, ``skipped``, ``failed``),
+    ``bytes_written``, ``checksum_ok`` (None for a link or a skipped path) and ``problem``
+    (why it was skipped or failed). What ``znippy_extract`` (SQL) returns."""
+    sizes = dict(zip(*_files(archive)[:2])) if report.written else {}
+    rows: dict[str, dict[str, Any]] = {}
+
+    def row(path: str, status: str, size: int, ok: bool | None, problem: str | None) -> None:
+        rows[path] = {"relative_path": path, "status": status, "bytes_written": size,
+                      "checksum_ok": ok, "problem": problem}
+
+    for path in report.written:  # written whole and checked: its size is the archive's
+        row(path, "extracted", sizes.get(path, 0), True, None)
+    for path in report.linked:
+        row(path, "link", 0, None, None)
+    for path, why in report.skipped.items():
+        row(path, "skipped", 0, None, why)
+    for path, why in report.failed.items():
+        row(path, "failed", 0, False, why)
+    return [rows[p] for p in sorted(rows, key=lambda p: p.encode("utf-8", "surrogatepass"))]
 
 
 def _stripped(selected: list[str], found: list[int], n: int, report: ExtractReport
@@ -287,6 +366,7 @@ def _finish(archive: "Archive", dest: str, report: ExtractReport,
         made, refused = posix.make_links(dest, ready)
         report.skipped.update({links[out][0]: why for out, why in refused.items()})
         report.links = len(made)
+        report.linked = [links[out][0] for out in made]
     else:
         for path, _ in links.values():
             report.skipped[path] = "symbolic link, not made (give --symlinks)"
@@ -371,19 +451,10 @@ def _extract(archive: "Archive", dest: str, selected: list[str], found: list[int
         path, why = fatal
         error = OutputError(
             f"stopped at the first {why!r} (writing {path!r}): {report.files:,} files "
-            f"({_size(report.bytes_written)}) were extracted before it, complete and checked; "
+            f"({human(report.bytes_written)}) were extracted before it, complete and checked; "
             "no partly written file is left", path=dest)
         error.report = report  # type: ignore[attr-defined]  # what was extracted, for callers
         raise error
-
-
-def _size(n: int) -> str:
-    size: float = n
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"  # pragma: no cover
 
 
 def _finish_split(split: tuple[str, str, int], results: list[Outcome], sink: Sink,
@@ -416,9 +487,7 @@ class _Files(NamedTuple):
 
 
 def _files(archive: "Archive") -> _Files:
-    from .reader import MAX_CHUNK_BYTES
-
-    c = archive._cols
+    c = archive.lookup_columns
     if c.n == 0 or len(c.first_rows) == 0:
         return _Files([], [], [], c.n, [])
     tail = archive.tail_offset
@@ -455,7 +524,7 @@ def _parts(archive: "Archive", targets: Targets, selected: list[str], found: lis
     pre: dict[str, tuple[str, str, int]] = {}
     sizes, firsts, last = files.sizes, files.firsts, len(files.firsts) - 1
     new_part = tuple.__new__  # _Part(...) goes through a Python-level __new__: ~1 µs a file
-    c = archive._cols
+    c = archive.lookup_columns
     # packed archives: each row's compressed blob (-1: raw), so no pack spans two units
     pack_of = np.where(c.compressed, c.blob_offset.astype(np.int64), -1).tolist() \
         if c.packed else None
@@ -656,7 +725,7 @@ def _write_file(archive: "Archive", part: _Part, target: str, made: set[str], si
 
 def _release_rows(archive: "Archive", row: int, end: int) -> None:
     """Drop the mapped pages of the blobs of lookup rows ``[row, end)`` (one span)."""
-    c = archive._cols
+    c = archive.lookup_columns
     start = int(c.blob_offset[row:end].min())
     archive.source.release(start, int((c.blob_offset[row:end] + c.blob_size[row:end]).max())
                            - start)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing_extensions import Buffer
 
-    from .reader import Archive, FileInfo
+    from .columns import FileInfo
+    from .core import ArchiveCore as Archive
 
 
 class ArchiveFile(io.RawIOBase):

@@ -1,8 +1,8 @@
 """The checked bytes of one file of many chunks, from its lookup rows, in one go.
 
 A cut jar is one file of hundreds of small chunks (the Maven repository: 2,887 files, 77,480
-chunk rows). Read chunk by chunk, each costs a :class:`~.reader.Chunk` object, the row checks
-of :meth:`~.reader.Archive.file_at`, a frame parse and a decode call: ~100 µs of Python, more
+chunk rows). Read chunk by chunk, each costs a :class:`~.columns.Chunk` object, the row checks
+of :meth:`~.core.ArchiveCore.file_at`, a frame parse and a decode call: ~100 µs of Python, more
 than the bytes themselves. :func:`file_views` checks the file's rows with NumPy (the same
 checks ``file_at`` makes), decodes its compressed frames in one call that holds the GIL only
 before and after (``codec.Decoder.decode_views``), a packed blob once, and checks every
@@ -22,7 +22,7 @@ from ..format import b3 as blake3
 from ..format import codec
 
 if TYPE_CHECKING:
-    from .reader import Archive
+    from .core import ArchiveCore as Archive
 
 #: a file is held whole only up to this many bytes (bigger ones stream chunk by chunk)
 MAX_BYTES = 8 << 20
@@ -31,34 +31,12 @@ MAX_BYTES = 8 << 20
 SHARED_PACK = 256 << 10
 
 
-def pack_ends(archive: "Archive") -> tuple[np.ndarray, np.ndarray]:
-    """Each compressed blob's offset (sorted, distinct) and the end of the furthest slice any
-    lookup row takes of it: a packed blob's decoded size, as its rows imply (FORMAT §3; the
-    frame declares it too, and a frame that declares another size is not decoded here)."""
-    cached = archive.__dict__.get("_pack_ends")
-    if cached is not None:
-        return cached
-    c = archive._cols
-    comp = np.flatnonzero(c.compressed)
-    blobs = c.blob_offset[comp]
-    ends = c.inner_offset[comp] + c.uncompressed_size[comp]
-    order = np.argsort(blobs, kind="stable")
-    blobs, ends = blobs[order], ends[order]
-    if len(blobs):
-        starts = np.flatnonzero(np.concatenate(([True], blobs[1:] != blobs[:-1])))
-        out = (blobs[starts], np.maximum.reduceat(ends, starts))
-    else:
-        out = (blobs, ends)
-    archive.__dict__["_pack_ends"] = out
-    return out
-
-
 def file_views(archive: "Archive", path: str, row: int, end: int, *, verify: bool
                ) -> list[memoryview] | None:
     """The checked bytes of each chunk of ``path``, whose rows are ``[row, end)`` of the
     lookup, in order; None when the caller must read it chunk by chunk (see the module doc).
     The views are of the memory map or of decoded buffers: write them, do not keep them."""
-    c = archive._cols
+    c = archive.lookup_columns
     n = end - row
     if not 0 <= row < end <= c.n:
         return None
@@ -81,14 +59,14 @@ def file_views(archive: "Archive", path: str, row: int, end: int, *, verify: boo
     if bool(np.any(~comp & (stored != size))):
         return None
     if archive.packed and bool(comp.any()):
-        offsets, ends = pack_ends(archive)
+        offsets, ends = c.pack_ends
         expect = np.where(comp, ends[np.minimum(np.searchsorted(offsets, blob),
                                                 len(offsets) - 1)], size)
     else:
         expect = size
     if bool(np.any(comp & ((expect > codec.STREAM_BYTES) | (inner + size > expect)))):
         return None
-    whole = archive._bytes
+    whole = archive.mapped
     view = archive.source.view
     out: list[memoryview | None] = [None] * n
     frames: list[tuple[bytes | memoryview, int]] = []

@@ -16,26 +16,28 @@ every Arrow message walked and bounded before it is decoded).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format import b3 as blake3
-from ..format.schema import LOOKUP, RESERVED_PKG_TYPE, TRIE, GroupKey
+from ..format.schema import LOOKUP, TRIE
 from ..format.trie import TrieMap
+from .columns import FileInfo
+from .search import Batches, batches_of
+from .tail import Tail, section_digest, section_key
 
-if TYPE_CHECKING:
-    from .reader import Archive, FileInfo
-
-#: what :func:`first_find` returns when it leaves the call to :meth:`Archive.find`
+#: what :func:`first_find` finds when it leaves the call to :meth:`Archive.find`
 NOT_HANDLED = object()
 
 
-def section_digest(buf: pa.Buffer) -> bytes:
-    """BLAKE3 of a section's bytes (every core for a big one)."""
-    threads = blake3.blake3.AUTO if buf.size > 8 << 20 else 1
-    return blake3.blake3(memoryview(buf), max_threads=threads).digest()
+class First(NamedTuple):
+    """What :func:`first_find` read and checked: the answer (or ``NOT_HANDLED``), and the
+    trie and the lookup's batches, for the archive to keep."""
+
+    found: "FileInfo | None | object"
+    trie: TrieMap | None
+    batches: Batches | None
 
 
 class _Digests(threading.Thread):
@@ -54,18 +56,17 @@ class _Digests(threading.Thread):
             self.error = exc
 
 
-def first_find(archive: "Archive", path: str, key: bytes) -> "FileInfo | None | object":
+def first_find(tail: Tail, path: str, key: bytes) -> First | None:
     """:meth:`Archive.find` of the first call (neither the trie nor the lookup read yet);
-    ``NOT_HANDLED`` when this archive's sections are not both recorded with a digest
-    still to check, or its lookup is one record batch (then ``find`` goes its plain way)."""
-    keys = [GroupKey(RESERVED_PKG_TYPE, "", name) for name in (TRIE, LOOKUP)]
-    if not archive.verify_sections or any(
-            k not in archive._by_key or archive._by_key[k].blake3 is None or k in archive._sound
-            for k in keys):
-        return NOT_HANDLED
-    archive._fetch_paths()
-    rows = [archive.manifest_row(k) for k in keys]
-    bufs = [archive.source.read(r.index_offset, r.index_len, n)
+    None when this archive's sections are not both recorded with a digest still to check
+    (nothing read); ``found`` is ``NOT_HANDLED`` when its lookup is one record batch or the
+    batches leave the file to the whole lookup (then ``find`` goes its plain way)."""
+    keys = [section_key(name) for name in (TRIE, LOOKUP)]
+    if not tail.verify_sections or not all(tail.digest_pending(k) for k in keys):
+        return None
+    tail.fetch_paths()
+    rows = [tail.manifest_row(k) for k in keys]
+    bufs = [tail.source.read(r.index_offset, r.index_len, n)
             for r, n in zip(rows, (TRIE, LOOKUP))]
     digests = _Digests(bufs)
     digests.start()
@@ -74,25 +75,23 @@ def first_find(archive: "Archive", path: str, key: bytes) -> "FileInfo | None | 
     trie: TrieMap | None = None
     lazy = row = None
     try:
-        trie = TrieMap(bufs[0], archive.path)
+        trie = TrieMap(bufs[0], tail.path)
         row = trie.get(key)
-        lazy = archive._batches_of(bufs[1])
+        lazy = batches_of(tail, bufs[1])
         if row is not None and lazy is not None:
-            found = lazy.file_at(archive, path, key, row)
+            found = lazy.file_at(tail, path, key, row)
     except Exception as exc:  # said below, unless the digests say the bytes are damaged
         problem = exc
     digests.join()
     if digests.error is not None:
         raise digests.error
-    for k, name, digest in zip(keys, (TRIE, LOOKUP), digests.digests):
-        if digest != archive._by_key[k].blake3:
+    for k, r, name, digest in zip(keys, rows, (TRIE, LOOKUP), digests.digests):
+        if digest != r.blake3:
             raise FormatError(f"{name}: its bytes do not match the BLAKE3 the manifest records "
-                              "(damaged)", path=archive.path)
-        archive._sound.add(k)
+                              "(damaged)", path=tail.path)
+        tail.sound.add(k)
     if problem is not None:
         raise problem
-    archive.__dict__.setdefault("trie", trie)
-    archive.__dict__.setdefault("_lazy_lookup", lazy)
     if lazy is None or (row is not None and found is None):
-        return NOT_HANDLED  # one batch, or a file the batches leave to the whole lookup
-    return found
+        return First(NOT_HANDLED, trie, lazy)  # one batch, or a file left to the whole lookup
+    return First(found, trie, lazy)

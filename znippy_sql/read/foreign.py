@@ -24,26 +24,49 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 
 from ..errors import NotFoundError, ZnippyError
 from ..format.ipc import describe, read_schema
+from ..format.manifest import ManifestRow
+from ..format.rangeio import RangeSource
 from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP,
                              META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.validate import lookup_schema_problem
+from ..interop.layouts import DELTA, FSMETA
+from ..interop.meta import is_typed
 
-if TYPE_CHECKING:
-    from .reader import Archive
+
+class Manifested(Protocol):
+    """What this module reads of an archive: its manifest and the ranges it points at (a
+    :class:`~.tail.Tail`, or the ``Archive`` over one), and where it keeps what it found."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def source(self) -> RangeSource: ...
+    @property
+    def manifest_rows(self) -> list[ManifestRow]: ...
+    @property
+    def memo(self) -> dict[str, Any]: ...
+    @property
+    def groups(self) -> list[GroupKey]: ...
+    @property
+    def sections(self) -> list[str]: ...
+    def manifest_row(self, key: GroupKey) -> ManifestRow: ...
+    def range_bytes(self, key: GroupKey, what: str) -> pa.Buffer: ...
+    def has_section(self, name: str) -> bool: ...
+    def fetch_paths(self) -> None: ...
 
 #: The newest ``znippy_format_version`` this reader was written against (Rust 0.7/0.8 write 3).
 KNOWN_RUST_FORMAT_VERSION = 3
 RUST_VERSION_KEY = "znippy_format_version"
 #: Reserved names this reader knows (any other reserved name is not understood).
 KNOWN_SECTIONS = frozenset({LOOKUP, TRIE, META, GIT_OID, GIT_GRAPH, GIT_REACH, SIGN_ARTIFACTS,
-                            SIGN_ARCHIVE})
+                            SIGN_ARCHIVE, DELTA, FSMETA})  # the last two: interop/
 #: fst format versions the Rust ``fst`` crate 0.4 (and ``ducer``) reads: the header's first u64
 _FST_VERSIONS = range(1, 4)
 _ARROW_MARK = b"\xff\xff\xff\xff"
@@ -51,27 +74,27 @@ _ARROW_MARK = b"\xff\xff\xff\xff"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def own_writer(archive: "Archive") -> bool:
+def own_writer(archive: Manifested) -> bool:
     """Written by this project: its manifest records the sections' BLAKE3s."""
     return any(r.blake3 is not None for r in archive.manifest_rows)
 
 
-def rust_writer(archive: "Archive") -> bool:
+def rust_writer(archive: Manifested) -> bool:
     """Written by the Rust tool: no section digests, and its data sub-indexes carry the Rust
     writer's ``znippy_format_version`` (every release that is public writes it). Only such an
     archive's unexpected sections are "not understood"; in any other archive they are damage.
     Decided once per archive (one read of a schema message, for an archive without digests)."""
-    known = archive.__dict__.get("_rust_writer")
+    known = archive.memo.get("rust_writer")
     if known is None:
         try:
             known = not own_writer(archive) and writer(archive) is not None
         except ZnippyError:
             known = False
-        archive.__dict__["_rust_writer"] = known
+        archive.memo["rust_writer"] = known
     return bool(known)
 
 
-def section_status(archive: "Archive", name: str) -> str | None:
+def section_status(archive: Manifested, name: str) -> str | None:
     """None when this reader understands the reserved section ``name`` of a foreign
     archive, else ``"not understood (schema …)"`` (``(raw bytes, N bytes)`` for a raw one)."""
     key = GroupKey(RESERVED_PKG_TYPE, "", name)
@@ -100,11 +123,12 @@ def _expected(name: str, schema: pa.Schema) -> bool:
     if name == LOOKUP:  # the base columns, and inner_offset with packed blobs (FORMAT §3)
         return lookup_schema_problem(schema) is None
     if name == META:  # names and types; nullability as meta_problem takes it
-        return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA]
+        return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in META_SCHEMA] \
+            or is_typed(schema)  # the Rust 0.9.13+ typed layout (interop/meta.py)
     return True  # the git sections: their readers check them (git-sections.md)
 
 
-def not_understood(archive: "Archive") -> dict[str, str]:
+def not_understood(archive: Manifested) -> dict[str, str]:
     """Each reserved section of a foreign archive that this reader does not understand, with
     why (empty for any other writer's archive: there a wrong shape is damage)."""
     if not rust_writer(archive):
@@ -125,16 +149,16 @@ def not_understood(archive: "Archive") -> dict[str, str]:
     return out
 
 
-def lookup_usable(archive: "Archive") -> bool:
+def lookup_usable(archive: Manifested) -> bool:
     """A foreign archive's ``__lookup__`` and ``__trie__`` are both there and understood."""
     if not (archive.has_section(LOOKUP) and archive.has_section(TRIE)):
         return False
     if getattr(archive.source, "fetches", False):
-        archive._fetch_paths()  # one request for both, as reading them would
+        archive.fetch_paths()  # one request for both, as reading them would
     return all(section_status(archive, name) is None for name in (LOOKUP, TRIE))
 
 
-def writer(archive: "Archive") -> dict[str, Any] | None:
+def writer(archive: Manifested) -> dict[str, Any] | None:
     """Who wrote a foreign archive, from its first data sub-index's schema metadata:
     ``{"key", "version", "newer"}`` (None when it names no version)."""
     for key in archive.groups:
@@ -148,7 +172,7 @@ def writer(archive: "Archive") -> dict[str, Any] | None:
     return None
 
 
-def _schema_message(archive: "Archive", key: GroupKey) -> pa.Schema:
+def _schema_message(archive: Manifested, key: GroupKey) -> pa.Schema:
     """The schema of a stream, reading its first message only (continuation marker, metadata
     length, metadata: the whole range of a big sub-index is not fetched for it)."""
     row = archive.manifest_row(key)
@@ -171,10 +195,10 @@ def writer_text(info: dict[str, Any]) -> str:
     return text
 
 
-def newer_writer_note(archive: "Archive") -> str | None:
+def newer_writer_note(archive: Manifested) -> str | None:
     """What a read failure adds on an archive of a newer writer (None otherwise); computed
     once, and never itself a failure."""
-    cached = archive.__dict__.get("_newer_note", False)
+    cached = archive.memo.get("newer_note", False)
     if cached is not False:
         return cached
     note = None
@@ -185,14 +209,14 @@ def newer_writer_note(archive: "Archive") -> str | None:
                 note = f"written by a newer znippy: {writer_text(info)}"
     except (ZnippyError, ValueError):
         note = None
-    archive.__dict__["_newer_note"] = note
+    archive.memo["newer_note"] = note
     return note
 
 
 def with_writer(fn: _F) -> _F:
     """An :class:`~.reader.Archive` method whose read failures name a newer writer."""
     @functools.wraps(fn)
-    def wrapper(self: "Archive", *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Manifested, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(self, *args, **kwargs)
         except ZnippyError as exc:
@@ -200,7 +224,7 @@ def with_writer(fn: _F) -> _F:
     return wrapper  # type: ignore[return-value]  # wraps(fn): fn's signature
 
 
-def noted(archive: "Archive", exc: ZnippyError) -> ZnippyError:
+def noted(archive: Manifested, exc: ZnippyError) -> ZnippyError:
     """``exc``, or the same error saying which newer writer made the archive."""
     if getattr(exc, "writer_noted", False) or isinstance(exc, NotFoundError) \
             or exc.path != archive.path:
@@ -215,38 +239,30 @@ def noted(archive: "Archive", exc: ZnippyError) -> ZnippyError:
 
 
 # -- unsealed (hot) archives --------------------------------------------------------------------
-#: An OpenZL frame starts with this u32 (LE) plus its format version (docs/format.md §6).
-_OPENZL_MAGIC = 0xD7B1A5C0
-_OPENZL_VERSIONS = range(1, 64)
-#: The columns that make an Arrow stream an index (a hot archive's journal, FORMAT §3).
-_INDEX_COLUMNS = ("relative_path", "blob_offset")
+#: The columns that make an Arrow stream an index journal: a hot archive's index rows (FORMAT
+#: §3), or the git push path's acked pack extents (git/journal.py).
+_JOURNAL_COLUMNS = (("relative_path", "blob_offset"), ("blob_offset", "blob_size"))
 #: This project's own siblings of an archive (the append journal, staging copies).
 _OWN_SIBLINGS = (".znippy-journal", ".znippy-staging")
 UNSEALED = "this is an unsealed archive: seal it with the tool that wrote it"
 
 
 def unsealed_problem(src: Any, path: str) -> str | None:
-    """Why a file without a footer looks like an unsealed archive (None: it does not).
+    """Why a file without a footer is an unsealed archive (None: its bytes do not say so).
 
     Recognised: (1) the file is an index journal — an Arrow IPC stream whose schema has
-    ``relative_path`` and ``blob_offset``; (2) the file starts with an OpenZL frame (the
-    blob region of an archive in its hot phase, or an Iceberg sidecar's pure blobs) — with
-    an index journal beside it (a sibling ``<name>.*`` that is such a stream) said so."""
+    ``relative_path`` and ``blob_offset`` (a hot archive's index rows) or ``blob_offset`` and
+    ``blob_size`` (a git push's extents); (2) such a journal lies beside it (a sibling
+    ``<name>.*``). A file of blobs alone is told by :mod:`.nofooter`."""
     head = src.read(0, min(src.size, 1 << 16), "file start") if src.size else None
     data = b"" if head is None else head.slice(0, min(head.size, 8)).to_pybytes()
     if data[:4] == _ARROW_MARK and head is not None and _is_index(head, path):
         return f"{UNSEALED} (this file is the index journal of an archive in its hot phase, " \
                "an Arrow IPC stream of index rows)"
-    frame = len(data) >= 4 and (struct.unpack("<I", data[:4])[0] - _OPENZL_MAGIC) \
-        in _OPENZL_VERSIONS
     journal = _journal_beside(path)
     if journal is not None:
         return f"{UNSEALED} (no footer yet; its index rows are in the journal {journal} " \
                "beside it)"
-    if frame:
-        return f"{UNSEALED} (no ZNPYMIDX footer, and it starts with an OpenZL frame: the " \
-               "blob region of an archive in its hot phase or of an Iceberg sidecar, whose " \
-               "index lives elsewhere; a truncated archive looks the same)"
     return None
 
 
@@ -255,7 +271,7 @@ def _is_index(buf: pa.Buffer, path: str) -> bool:
         names = read_schema(buf, "journal", path).names
     except (ZnippyError, UnicodeDecodeError):
         return False
-    return all(n in names for n in _INDEX_COLUMNS)
+    return any(all(n in names for n in columns) for columns in _JOURNAL_COLUMNS)
 
 
 def _journal_beside(path: str) -> str | None:

@@ -36,7 +36,8 @@ from ..errors import NotFoundError
 from .fileviews import file_views
 
 if TYPE_CHECKING:
-    from .reader import Archive, Chunk, FileInfo
+    from .columns import Chunk, FileInfo
+    from .core import ArchiveCore as Archive
 
 #: original bytes per unit of work
 UNIT_BYTES = 8 << 20
@@ -82,7 +83,7 @@ def unit_views(archive: "Archive", items: Sequence[tuple[str, int, int]],
     fetched ranges, and the mapped pages of its one-chunk files' blobs, are released: the
     yielded views must not be kept."""
     src = archive.source
-    c = archive._cols
+    c = archive.lookup_columns
     rows = [r for _, row, end in items if 0 <= row < end <= c.n for r in range(row, end)]
     offsets = c.blob_offset[rows].tolist() if rows else []
     sizes = c.blob_size[rows].tolist() if rows else []

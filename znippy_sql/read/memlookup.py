@@ -28,7 +28,7 @@ from ..format.lookup import build_lookup, with_inner
 from ..format.schema import BASE_NAMES, INNER, GroupKey
 
 if TYPE_CHECKING:
-    from .reader import _Columns
+    from .columns import Columns
 
 
 def memory_lookup(keys: Iterable[GroupKey], table: Callable[[GroupKey], pa.Table]) -> pa.Table:
@@ -44,7 +44,7 @@ class SortedPaths:
     """Path → first lookup row, by binary search over a sorted lookup's ``chunk_seq = 0``
     rows: the in-memory stand-in for ``__trie__`` (the same ``get`` and ``len``)."""
 
-    def __init__(self, lookup: pa.Table, cols: "_Columns") -> None:
+    def __init__(self, lookup: pa.Table, cols: "Columns") -> None:
         self._lookup = lookup
         self._offsets = cols.path_offsets
         self._data = cols.path_data

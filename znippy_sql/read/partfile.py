@@ -10,6 +10,7 @@ same directories removes (:func:`remove_leftovers`: those of processes no longer
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -65,11 +66,14 @@ def remove(path: str) -> None:
 class Sink:
     """Where finished files go: ``publish`` renames a complete temporary over its target (after
     ``finish(tmp, archive_path)``, e.g. ``--preserve``'s mode and mtime) and records the path
-    as done, from any thread: ``done`` is what is on disk under its final name."""
+    as done, from any thread: ``done`` is what is on disk under its final name. With
+    ``replace=False`` a target that exists is left alone (``FileExistsError``)."""
 
-    def __init__(self, prefix: str, finish: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, prefix: str, finish: Callable[[str, str], None] | None = None, *,
+                 replace: bool = True) -> None:
         self.prefix = prefix
         self.finish = finish
+        self.replace = replace
         self.done: list[str] = []
         self._lock = threading.Lock()
 
@@ -77,12 +81,31 @@ class Sink:
         try:
             if self.finish is not None:
                 self.finish(tmp, path)
-            os.replace(tmp, target)
+            if self.replace:
+                os.replace(tmp, target)
+            else:
+                place_new(tmp, target)
         except BaseException:
             remove(tmp)
             raise
         with self._lock:
             self.done.append(path)
+
+
+def place_new(tmp: str, target: str) -> None:
+    """Give ``tmp`` the name ``target`` unless that name exists (``FileExistsError``): a hard
+    link, atomic (``O_EXCL``-like), then ``tmp`` removed; a file system without hard links
+    falls back to a check and a rename."""
+    try:
+        os.link(tmp, target, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError:  # no hard links here (EPERM, ENOTSUP, ...): as close as a rename gets
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, "File exists", target) from None
+        os.replace(tmp, target)
+        return
+    os.unlink(tmp)
 
 
 def remove_leftovers(directories: Iterable[str]) -> int:

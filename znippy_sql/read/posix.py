@@ -21,11 +21,13 @@ from ..format.build import column
 from ..format.kernels import call_function, filter_by
 from ..format.schema import META
 from ..format.validate import meta_problem
+from ..interop.fsmeta import fsmeta_facts
+from ..interop.meta import as_text, is_typed
 
 if TYPE_CHECKING:
     from pyarrow.compute import SetLookupOptions
 
-    from .reader import Archive
+    from .core import ArchiveCore as Archive
 
 MODE, MTIME, SYMLINK = "posix.mode", "posix.mtime", "posix.symlink"
 #: what --preserve may set: permissions and the sticky bit, never setuid or setgid
@@ -47,10 +49,15 @@ class Facts:
 
 
 def _rows(archive: "Archive", keys: tuple[str, ...]) -> pa.Table | None:
+    shape = fsmeta_facts(archive)  # the Rust tool's __znippy_fsmeta__ (interop/fsmeta.py)
     if not archive.understands(META):  # absent, or another writer's (reported by info)
-        return None
+        return shape if shape is None or MODE in keys else None
     table = archive.section(META)
-    assert not isinstance(table, memoryview)  # META is an Arrow section: always a table
+    assert isinstance(table, pa.Table)  # META is an Arrow section: always a table
+    if is_typed(table.schema):  # the Rust tool's typed __znippy_meta__ (interop/meta.py)
+        table = as_text(table, archive.path)
+    if shape is not None:
+        table = pa.concat_tables([table, shape])
     problem = meta_problem(table)
     if problem is not None:  # damaged facts are not guessed at
         raise FormatError(f"{META} {problem}".replace(" :", ":"), path=archive.path)

@@ -26,14 +26,16 @@ import pyarrow as pa
 from ..errors import FormatError, UnsafePathError, ZnippyError
 from ..format.paths import check_relative_path
 from .foreign import newer_writer_note
-from .reader import Chunk, group_what
+from .columns import Chunk
+from .tail import group_what
+from ..interop.vsource import laid_anew
 from ..format.schema import (BASE_NAMES, INNER, LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              TRIE, GroupKey)
 from ..format.lookup import build_lookup
 from ..format.validate import duplicate_paths
 
 if TYPE_CHECKING:
-    from .reader import Archive
+    from .core import ArchiveCore as Archive
 
 Say = Callable[[str], None]
 
@@ -55,8 +57,10 @@ class VerifyReport:
 
 
 def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = None,
-           content: bool = True) -> VerifyReport:
-    """Check the structure and, unless ``content=False``, decode and hash every blob."""
+           content: bool = True, meta: Callable[[], object] | None = None) -> VerifyReport:
+    """Check the structure and, unless ``content=False``, decode and hash every blob.
+    ``meta`` reads the ``__meta__`` facts (``Archive.meta``): a present ``__meta__`` must
+    read."""
     started = time.perf_counter()
     report = VerifyReport(path=archive.path)
     say = report.problems.append
@@ -73,7 +77,10 @@ def verify(archive: "Archive", *, progress: Callable[[int, int], None] | None = 
     newer = newer_writer_note(archive)
     if newer is not None:
         report.notes.append(newer)
-    rows = _structure(archive, say)
+    laid = laid_anew(archive.source)  # a Rust hot archive, or one with delta chunks
+    if laid is not None:
+        report.notes.append(f"this is {laid}")
+    rows = _structure(archive, say, meta)
     if rows is not None and content:
         _content(archive, rows, report, progress)
         if INNER in rows.schema.names:
@@ -173,9 +180,10 @@ def _next_batch(archive: "Archive", cols: list[list[Any]], i: int,
     return start, max(o + n for o, n in zip(offsets, sizes)) - start
 
 
-def _structure(archive: "Archive", say: Say) -> pa.Table | None:
+def _structure(archive: "Archive", say: Say, meta: Callable[[], object] | None = None
+               ) -> pa.Table | None:
     """Report structural findings; return the rows whose content to check (None: none)."""
-    _sections(archive, say)
+    _sections(archive, say, meta)
     groups: dict[GroupKey, pa.Table] = {}
     for key in archive.groups:
         try:
@@ -213,6 +221,11 @@ def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None
     chunks in order), the trie (its checksum) and every path in one group only (``groups``:
     the sub-indexes, read already); and no reserved section of another writer that this
     reader does not understand (a rewritten tail would drop or replace it without a word)."""
+    laid = laid_anew(archive.source)
+    if laid is not None:
+        raise FormatError(f"this is {laid}: an append would write a tail of this reader's "
+                          "layout over it; append with the tool that wrote the archive",
+                          path=archive.path)
     foreign = archive.not_understood()
     if foreign:
         listed = "; ".join(f"{name}: {status}" for name, status in foreign.items())
@@ -229,7 +242,8 @@ def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None
                           path=archive.path)
 
 
-def _sections(archive: "Archive", say: Say) -> None:
+def _sections(archive: "Archive", say: Say, meta: Callable[[], object] | None = None
+              ) -> None:
     """Every row's recorded BLAKE3, raw sections' row counts, and __meta__ readable."""
     for row in archive.manifest_rows:
         key = row.key
@@ -243,9 +257,9 @@ def _sections(archive: "Archive", say: Say) -> None:
         if key.module_name in RAW_SECTIONS and key.pkg_type == RESERVED_PKG_TYPE \
                 and row.row_count != 0:
             say(f"{key.module_name}: a raw section with row_count {row.row_count} (must be 0)")
-    if archive.has_section(META):
+    if meta is not None and archive.has_section(META):
         try:
-            archive.meta
+            meta()
         except ZnippyError as exc:
             say(exc.problem)
 

@@ -58,7 +58,10 @@ def open_source(url: str, *, storage_options: Mapping[str, Any] | None = None,
     key = target.url + "|" + str(target.config.get("endpoint", ""))
     cached = store.get(key) if store is not None else None
     tail = obj.tail(TAIL_GUESS, unless=cached.meta if cached is not None else None)
-    if tail is None:  # 304: the cached tail is this version's
+    if tail is None or (cached is not None and tail.meta == cached.meta):
+        # 304, or a server that ignores If-None-Match on a range and answers the same
+        # ETag, size and version: the cached tail (and the index ranges it holds) is this
+        # version's
         assert cached is not None
         tail = cached
     elif store is not None:

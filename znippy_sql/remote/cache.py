@@ -1,8 +1,9 @@
 """The tail cache: the bytes an open fetched, kept on disk per URL and ETag (or version).
 
 A second open of an unchanged archive sends one conditional request (the suffix GET with
-``If-None-Match``): ``304 Not Modified`` and the cached tail is used; any other answer is the
-new tail, which replaces the entry. One file per URL under the cache directory
+``If-None-Match``): ``304 Not Modified``, or a reply with the cached ETag, size and version
+(a server that ignores ``If-None-Match`` on a range), and the cached tail is used; any other
+answer is the new tail, which replaces the entry. One file per URL under the cache directory
 (``$ZNIPPY_SQL_CACHE``, else ``$XDG_CACHE_HOME/znippy-sql/tails``, else
 ``~/.cache/znippy-sql/tails``), written atomically: a header line of JSON (URL, ETag,
 version, size, and the extents held: ``[start, length]`` each, the first one reaching the end

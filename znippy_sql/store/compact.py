@@ -15,16 +15,16 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .iceberg import read_rows, table_name
+from ..format.schema import GroupKey
+from .iceberg import GroupTable, read_rows, table_name
 
-if TYPE_CHECKING:
-    from .dynamic import Store
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,20 @@ def _data_files(table: Any) -> set[str]:
     return {task.file.file_path for task in table.scan().plan_files()}
 
 
-def compact_tables(store: "Store") -> StoreCompactReport:
+def compact_tables(namespace: str, groups: Mapping[GroupKey, GroupTable],
+                   stale_paths: dict[GroupKey, set[str]]) -> StoreCompactReport:
+    """Compact a store's ``groups`` (its namespace's tables); a group's ``stale_paths`` are
+    left out of its rewrite and dropped from the dict."""
     started = time.perf_counter()
     rewritten: list[str] = []
     untouched: list[str] = []
     before = after = expired = removed = 0
-    for key, group in sorted(store._groups.items()):
+    for key, group in sorted(groups.items()):
         table = group.table
-        ident = f"{store.namespace}.{table_name(key)}"
+        ident = f"{namespace}.{table_name(key)}"
         files = _data_files(table)
         before += len(files)
-        stale = store._stale.get(key)
+        stale = stale_paths.get(key)
         if len(files) <= 1 and not stale and len(table.snapshots()) <= 1:
             untouched.append(ident)
             after += len(files)
@@ -77,7 +80,7 @@ def compact_tables(store: "Store") -> StoreCompactReport:
         kept = _data_files(table)
         after += len(kept)
         removed += _remove_unreferenced(table, kept)
-        store._stale.pop(key, None)
+        stale_paths.pop(key, None)
         rewritten.append(ident)
     return StoreCompactReport(rewritten, before, after, expired, removed,
                               time.perf_counter() - started, untouched)

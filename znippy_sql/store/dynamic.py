@@ -32,7 +32,8 @@ from ..errors import LockError, StoreError
 from ..write.dedup import DedupIndex
 from ..write.ingest import Ingest, WriteOptions
 from ..write.options import resolve
-from ..format.schema import INNER, GroupKey, resolve_pkg_type
+from ..format.schema import INNER, GroupKey
+from ..modules.pkgtypes import resolve_pkg_type
 from ..write.feed import Feed
 from ..write.source import Entry
 from ..write.unchanged import same_content
@@ -395,7 +396,7 @@ class Store:
 
         if self._fd is None:
             raise StoreError("store is closed or read-only", path=self.sidecar)
-        return compact_tables(self)
+        return compact_tables(self.namespace, self._groups, self._stale)
 
     def _ordinals(self, orders: dict[GroupKey, np.ndarray]) -> dict[GroupKey, pa.Array]:
         """Each new row's place in production order over all new rows (recorded by the

@@ -20,20 +20,32 @@ import os
 import shutil
 import tempfile
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
 from ..errors import FormatError
 from ..format.rangeio import MappedSource, RangeSource
+from ..format.schema import GroupKey
 from ..read.reader import Archive
+from ..write.options import WriteOptions
 from ..write.tail import write_tail
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-    from .dynamic import Store
+
+class Store(Protocol):
+    """What a snapshot reads of a live store (:class:`~znippy_sql.store.dynamic.Store` is
+    one)."""
+
+    namespace: str
+    sidecar: str
+    options: WriteOptions
+
+    def group_rows(self) -> dict[GroupKey, pa.Table]: ...
+
 
 #: name → the snapshot its DuckDB views read (kept alive while registered)
 _REGISTERED: dict[tuple[int, str], "StoreArchive"] = {}

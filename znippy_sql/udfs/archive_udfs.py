@@ -1,9 +1,11 @@
 """Python UDFs behind the SQL macros: file digests, reading and extracting files, glob, pkg_type.
 
-All are Arrow UDFs (a whole batch per call). ``znippy_extract_paths`` has side effects: it is
-called once per query with the full, sorted list of paths (an aggregate), writes each file
-through ``Archive.extract`` (same path rules, checksums and bytes as ``znippy-sql extract``) and
-remembers what it wrote in the current transaction, so a re-invocation writes nothing twice.
+All are Arrow UDFs (a whole batch per call). ``znippy_extract_files`` has side effects: it is
+called once per query with the selection and the options (one row), runs
+:func:`znippy_sql.read.extract.extract` (the implementation ``znippy-sql extract`` runs: same
+selection, path rules, links, checksums and bytes) and returns its
+:func:`~znippy_sql.read.extract.outcomes`; it remembers them in the current transaction, so a
+re-invocation writes nothing twice (a file that has gone since is written again).
 """
 
 from __future__ import annotations
@@ -20,48 +22,35 @@ import pyarrow as pa
 
 from znippy_sql.format import build
 from znippy_sql.format.files import file_digest
-from znippy_sql.read.reader import Archive, open_archive
-from znippy_sql.remote import is_url, local_path
-from znippy_sql.format.schema import resolve_pkg_type
+from znippy_sql.read.extract import outcomes
+from znippy_sql.read.reader import Archive
+from znippy_sql.views.opened import bind, opened
+from znippy_sql.modules.pkgtypes import resolve_pkg_type
 
 _LOCK = threading.Lock()
-_OPEN: dict[str, tuple[tuple[int, int, int], Archive]] = {}
-#: (transaction id, archive, dest) → {relative_path: (bytes_written, checksum_ok)}
-_DONE: dict[tuple[int, str, str], dict[str, tuple[int, bool]]] = {}
+#: (transaction id, archive, dest, options) → the outcome rows of that extract
+_DONE: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
 
-EXTRACT_ROW = "STRUCT(relative_path VARCHAR, bytes_written UBIGINT, checksum_ok BOOLEAN)"
+EXTRACT_ROW = ("STRUCT(relative_path VARCHAR, bytes_written UBIGINT, checksum_ok BOOLEAN, "
+               "status VARCHAR, problem VARCHAR)")
+#: the options of ``znippy_extract`` (macros.sql), as ``Archive.extract`` takes them
+EXTRACT_OPTIONS = ("STRUCT(repo VARCHAR, pkg_type VARCHAR, \"glob\" VARCHAR, symlinks BOOLEAN, "
+                   "preserve BOOLEAN, strip_components INTEGER, existing VARCHAR)")
 
 
 def archive_at(path: str) -> Archive:
-    """One open :class:`Archive` per file, reopened when the file changes. A remote URL is
-    opened once: its reads are pinned to the version first seen (a changed object fails
-    them clearly, ``docs/remote.md``)."""
-    if is_url(path) and local_path(path) is None:
-        with _LOCK:
-            hit = _OPEN.get(path)
-            if hit is None:
-                hit = _OPEN[path] = ((0, 0, 0), open_archive(path))
-            return hit[1]
-    st = os.stat(path)
-    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    with _LOCK:
-        hit = _OPEN.get(path)
-        if hit is not None and hit[0] == stamp:
-            return hit[1]
-        archive = open_archive(path)
-        _OPEN[path] = (stamp, archive)
-        return archive
+    """The open :class:`Archive` of ``path`` (:func:`znippy_sql.views.opened.opened`)."""
+    return opened(path)
 
 
 def bind_archive(path: str, archive: Archive) -> None:
     """Serve ``path`` from ``archive`` (e.g. a store snapshot whose blobs live elsewhere)
     until the file at ``path`` changes."""
-    st = os.stat(path)
-    with _LOCK:
-        _OPEN[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), archive)
+    bind(path, archive)
 
 
-def _plain(arr: Any) -> pa.Array:
+def plain(arr: Any) -> pa.Array:
+    """A UDF argument as one Arrow array (DuckDB may hand a chunked one)."""
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
@@ -69,7 +58,7 @@ def digest_udf(paths: Any, checksums: Any) -> pa.Array:
     """``znippy_file_digest(relative_path, checksums BLOB[]) -> BLOB`` (FORMAT §4)."""
     out = [
         None if p is None or c is None else file_digest(p, c)
-        for p, c in zip(_plain(paths).to_pylist(), _plain(checksums).to_pylist())
+        for p, c in zip(plain(paths).to_pylist(), plain(checksums).to_pylist())
     ]
     return build.binary(out)  # (pa.array would import pandas: format/build.py)
 
@@ -77,7 +66,7 @@ def digest_udf(paths: Any, checksums: Any) -> pa.Array:
 def read_udf(archives: Any, paths: Any) -> pa.Array:
     """``znippy_read(archive_path, relative_path) -> BLOB``: the file's bytes, verified."""
     out = []
-    for a, p in zip(_plain(archives).to_pylist(), _plain(paths).to_pylist()):
+    for a, p in zip(plain(archives).to_pylist(), plain(paths).to_pylist()):
         out.append(None if a is None or p is None else archive_at(a).read(p))
     return pa.array(out, pa.binary())
 
@@ -85,43 +74,58 @@ def read_udf(archives: Any, paths: Any) -> pa.Array:
 def has_udf(archives: Any, paths: Any) -> pa.Array:
     """``znippy_has(archive_path, relative_path) -> BOOLEAN``: a trie lookup, no scan."""
     out = [None if a is None or p is None else archive_at(a).find(p) is not None
-           for a, p in zip(_plain(archives).to_pylist(), _plain(paths).to_pylist())]
+           for a, p in zip(plain(archives).to_pylist(), plain(paths).to_pylist())]
     return pa.array(out, pa.bool_())
 
 
-def extract_udf(archives: Any, dests: Any, path_lists: Any, txids: Any) -> pa.Array:
-    """``znippy_extract_paths(archive, dest, paths[], txid) -> STRUCT(...)[]``."""
+def extract_udf(archives: Any, dests: Any, options: Any, txids: Any) -> pa.Array:
+    """``znippy_extract_files(archive, dest, options, txid) -> STRUCT(...)[]``: one row per
+    path extracted, made (a link), skipped or failed (:func:`.extract.outcomes`)."""
     out: list[list[dict[str, Any]] | None] = []
-    rows = zip(*(_plain(x).to_pylist() for x in (archives, dests, path_lists, txids)))
-    for archive_path, dest, paths, txid in rows:
-        if archive_path is None or dest is None or paths is None:
+    rows = zip(*(plain(x).to_pylist() for x in (archives, dests, options, txids)))
+    for archive_path, dest, opts, txid in rows:
+        if archive_path is None or dest is None:
             out.append(None)
             continue
-        out.append(_extract_once(archive_path, dest, paths, int(txid or 0)))
+        out.append(_extract_once(archive_path, dest, opts or {}, int(txid or 0)))
     return pa.array(out, pa.list_(pa.struct([("relative_path", pa.utf8()),
                                               ("bytes_written", pa.uint64()),
-                                              ("checksum_ok", pa.bool_())])))
+                                              ("checksum_ok", pa.bool_()),
+                                              ("status", pa.utf8()),
+                                              ("problem", pa.utf8())])))
 
 
-def _extract_once(archive_path: str, dest: str, paths: list[str], txid: int
+def _extract_once(archive_path: str, dest: str, opts: dict[str, Any], txid: int
                   ) -> list[dict[str, Any]]:
-    key = (txid, os.path.realpath(archive_path), os.path.realpath(dest))
+    pkg_type = opts.get("pkg_type")
+    kwargs: dict[str, Any] = {
+        "repo": opts.get("repo"), "glob": opts.get("glob"),
+        "pkg_type": None if pkg_type is None else resolve_pkg_type(pkg_type),
+        "symlinks": bool(opts.get("symlinks")), "preserve": bool(opts.get("preserve")),
+        "strip_components": int(opts.get("strip_components") or 0),
+        "existing": opts.get("existing") or "replace"}
+    key = (txid, os.path.realpath(archive_path), os.path.realpath(dest),
+           tuple(sorted(kwargs.items())))
     with _LOCK:
-        done = _DONE.setdefault(key, {})
+        done = _DONE.get(key)
+    archive = archive_at(archive_path)
+    if done is None:
+        done = outcomes(archive, archive.extract(dest, **kwargs))
+    else:  # a re-invocation: only what has gone since is written again
+        strip = kwargs["strip_components"]
+        gone = [r["relative_path"] for r in done if r["status"] == "extracted" and not
+                os.path.lexists(os.path.join(dest, *r["relative_path"].split("/")[strip:]))]
+        if gone:
+            kwargs.update(repo=None, pkg_type=None, glob=None, existing="replace")
+            again = {r["relative_path"]: r
+                     for r in outcomes(archive, archive.extract(dest, paths=gone, **kwargs))}
+            done = [again.get(r["relative_path"], r) for r in done]
+    with _LOCK:
+        _DONE[key] = done
         if len(_DONE) > 64:  # old transactions: keep the memo small
             for old in list(_DONE)[:-64]:
                 del _DONE[old]
-    todo = [p for p in paths if p not in done or not os.path.exists(os.path.join(dest, p))]
-    if todo:
-        archive = archive_at(archive_path)
-        report = archive.extract(dest, paths=todo)
-        for path in report.written:  # written whole: its size is the archive's
-            info = archive.find(path)
-            done[path] = (info.size if info is not None else 0, True)
-        for path in report.failed:
-            done[path] = (0, False)
-    return [{"relative_path": p, "bytes_written": done[p][0], "checksum_ok": done[p][1]}
-            for p in paths]
+    return done
 
 
 @lru_cache(maxsize=256)
@@ -133,7 +137,7 @@ def glob_udf(paths: Any, patterns: Any) -> pa.Array:
     """``znippy_glob(path, pattern) -> BOOLEAN``: the same matching as ``Archive.select``."""
     out = [
         None if p is None or g is None else bool(_glob(g).match(p))
-        for p, g in zip(_plain(paths).to_pylist(), _plain(patterns).to_pylist())
+        for p, g in zip(plain(paths).to_pylist(), plain(patterns).to_pylist())
     ]
     return pa.array(out, pa.bool_())
 
@@ -141,7 +145,7 @@ def glob_udf(paths: Any, patterns: Any) -> pa.Array:
 def pkg_type_udf(values: Any) -> pa.Array:
     """``znippy_pkg_type(value VARCHAR) -> TINYINT``: a number or a name (``'maven'``)."""
     return pa.array([None if v is None else resolve_pkg_type(v)
-                     for v in _plain(values).to_pylist()], pa.int8())
+                     for v in plain(values).to_pylist()], pa.int8())
 
 
 #: name, function, parameter types, return type, side effects
@@ -149,7 +153,7 @@ UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_file_digest", digest_udf, ["VARCHAR", "BLOB[]"], "BLOB", False),
     ("znippy_read", read_udf, ["VARCHAR", "VARCHAR"], "BLOB", False),
     ("znippy_has", has_udf, ["VARCHAR", "VARCHAR"], "BOOLEAN", False),
-    ("znippy_extract_paths", extract_udf, ["VARCHAR", "VARCHAR", "VARCHAR[]", "UBIGINT"],
+    ("znippy_extract_files", extract_udf, ["VARCHAR", "VARCHAR", EXTRACT_OPTIONS, "UBIGINT"],
      f"{EXTRACT_ROW}[]", True),
     ("znippy_glob", glob_udf, ["VARCHAR", "VARCHAR"], "BOOLEAN", False),
     ("znippy_pkg_type", pkg_type_udf, ["VARCHAR"], "TINYINT", False),

@@ -20,7 +20,7 @@ import pyarrow as pa
 from znippy_sql.git.objects import GitObjects
 from znippy_sql.git.revparse import Names
 from znippy_sql.read.reader import Archive
-from znippy_sql.udfs.archive_udfs import _plain, archive_at
+from znippy_sql.udfs.archive_udfs import archive_at, plain
 
 _LOCK = threading.Lock()
 _OBJECTS: "weakref.WeakKeyDictionary[Archive, GitObjects]" = weakref.WeakKeyDictionary()
@@ -54,7 +54,7 @@ def _oid(objects: GitObjects, text: str) -> bytes | None:
 
 def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | None]:
     out: list[tuple[GitObjects, bytes | None] | None] = []
-    for a, o in zip(_plain(archives).to_pylist(), _plain(oids).to_pylist()):
+    for a, o in zip(plain(archives).to_pylist(), plain(oids).to_pylist()):
         if a is None or o is None:
             out.append(None)
             continue
@@ -111,7 +111,7 @@ def shallow_udf(archives: Any) -> pa.Array:
     """``znippy_git_shallow(archive) -> BLOB[]``: the shallow boundary's commits (git shows
     them without parents)."""
     return pa.array([None if a is None else sorted(_names(_objects(a)).refs.shallow)
-                     for a in _plain(archives).to_pylist()], pa.list_(pa.binary()))
+                     for a in plain(archives).to_pylist()], pa.list_(pa.binary()))
 
 
 def cat_udf(archives: Any, oids: Any) -> pa.Array:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from znippy_sql import modules
-from znippy_sql.udfs.archive_udfs import archive_at
+from znippy_sql.udfs.archive_udfs import archive_at, plain
 
 CLOSURE_FIELDS = [
     ("coordinates", pa.utf8()), ("group_id", pa.utf8()), ("artifact_id", pa.utf8()),
@@ -29,14 +29,10 @@ CLOSURE_ROW = "STRUCT(" + ", ".join(
     for n, t in CLOSURE_FIELDS) + ")"
 
 
-def _plain(arr: Any) -> pa.Array:
-    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-
-
 def _sorting(order: Callable[[list[str]], list[str]]) -> Callable[[Any], pa.Array]:
     def udf(lists: Any) -> pa.Array:
         return pa.array([None if v is None else order([x for x in v if x is not None])
-                         for v in _plain(lists).to_pylist()], pa.list_(pa.utf8()))
+                         for v in plain(lists).to_pylist()], pa.list_(pa.utf8()))
     return udf
 
 
@@ -74,7 +70,7 @@ def closure_rows(archive: Any, gav: str, scope: str | None) -> list[dict[str, An
 
 def _closure_udf(archives: Any, gavs: Any, scopes: Any) -> pa.Array:
     out = []
-    for a, g, s in zip(*(_plain(x).to_pylist() for x in (archives, gavs, scopes))):
+    for a, g, s in zip(*(plain(x).to_pylist() for x in (archives, gavs, scopes))):
         out.append(None if a is None or g is None else closure_rows(archive_at(a), g, s))
     return pa.array(out, pa.list_(pa.struct(CLOSURE_FIELDS)))
 

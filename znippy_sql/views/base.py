@@ -17,7 +17,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..format.kernels import call_function, one_array
-from ..format.schema import GroupKey, resolve_pkg_type
+from ..format.schema import GroupKey
+from ..modules.pkgtypes import resolve_pkg_type
 
 try:
     from pyarrow._compute import MatchSubstringOptions, SetLookupOptions

@@ -3,9 +3,10 @@
 
 ``files``: one row per file. Columns, in order: ``relative_path``, ``repo``, ``pkg_type``
 (Int8), ``pkg_type_name``, ``module_name``, ``size`` (sum of ``uncompressed_size``),
-``stored_size`` (sum of ``blob_size``: a packed or dedup-shared blob counts in full for every
-file in it), ``chunks`` (UInt32), ``compressed`` (true when any
-chunk is stored compressed), ``digest`` (the file digest of FORMAT §4), then the package-type
+``stored_size`` (the file's share of the blobs its chunks point at, :mod:`.shares`: a sum
+over any files is at most the bytes the archive spends on them), ``blob_size`` (sum of its
+chunks' ``blob_size``: the bytes a read of the file fetches, a packed or dedup-shared blob
+counted whole), ``chunks`` (UInt32), ``compressed`` (true when any chunk is stored compressed), ``digest`` (the file digest of FORMAT §4), then the package-type
 modules' own columns taken from the ``chunk_seq = 0`` row (nullable; the union over the
 archive's groups).
 
@@ -15,8 +16,9 @@ its module columns (as ``files``).
 
 ``groups``: one row per data group: its manifest row (``pkg_type``, ``pkg_type_name``,
 ``repo``, ``module_name``, ``index_offset``, ``index_len``, ``row_count``) and what it holds
-(``files``, ``size``, ``stored_size``, ``compressed_chunks``); the sub-index is read only when
-one of those is asked for.
+(``files``, ``size``, ``stored_size`` = the sum of its files' shares, ``compressed_chunks``);
+the sub-index is read only when one of those is asked for (and every sub-index for
+``stored_size``: a blob may be shared across groups).
 
 A group's rows are in canonical order, so each file's chunks are contiguous and in
 ``chunk_seq`` order; the per-file sums are ``reduceat`` over the positions of the
@@ -33,13 +35,15 @@ import pyarrow as pa
 
 from ..errors import FormatError
 from ..format import build
-from ..format.files import file_digests
+from ..format.files import file_digests, file_starts
 from ..format.kernels import call_function, one_array, take
-from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey, pkg_type_name
+from ..format.schema import BASE_FIELDS, BASE_NAMES, INNER, INNER_FIELD, GroupKey
+from ..modules.pkgtypes import pkg_type_name
 from ..format.validate import union_problem
 from ..read.reader import Archive, group_what
 from .base import Request, View
 from .heads import group_schemas
+from .shares import SHARE, group_shares, with_shares
 
 #: the columns every row of a data group shares (a predicate on them prunes groups)
 GROUP_FIELDS: tuple[pa.Field, ...] = (
@@ -54,6 +58,7 @@ FILES_FIELDS: tuple[pa.Field, ...] = (
     *GROUP_FIELDS,
     pa.field("size", pa.uint64(), nullable=False),
     pa.field("stored_size", pa.uint64(), nullable=False),
+    pa.field("blob_size", pa.uint64(), nullable=False),
     pa.field("chunks", pa.uint32(), nullable=False),
     pa.field("compressed", pa.bool_(), nullable=False),
     pa.field("digest", pa.binary(32), nullable=False),
@@ -118,7 +123,7 @@ def _contiguous(table: pa.Table) -> pa.Table:
     n = len(seq)
     if n == 0:
         return table
-    starts = np.flatnonzero(seq == 0)
+    starts = file_starts(seq)
     if len(starts) == n:
         return table
     counts = np.diff(np.append(starts, n))
@@ -131,16 +136,20 @@ def _contiguous(table: pa.Table) -> pa.Table:
     return table.sort_by([("relative_path", "ascending"), ("chunk_seq", "ascending")])
 
 
-def files_of_group(table: pa.Table, key: GroupKey, *,
-                   columns: Sequence[str] | None = None) -> pa.Table:
+def files_of_group(table: pa.Table, key: GroupKey, *, columns: Sequence[str] | None = None,
+                   shares: np.ndarray | None = None) -> pa.Table:
     """The ``files`` rows of one group (``table`` = its sub-index rows), only ``columns``
-    (in the view's order) if given; the one place a file row is computed."""
+    (in the view's order) if given; the one place a file row is computed. ``stored_size``
+    needs ``shares``: the group's row shares (:func:`.shares.group_shares`)."""
     schema = files_schema(module_fields(table.schema))
     want = list(schema.names) if columns is None else [c for c in schema.names if c in columns]
+    if "stored_size" in want:
+        if shares is None:
+            raise ValueError("stored_size needs the group's shares (views.shares)")
+        table = with_shares(table, shares)
     table = _contiguous(table)
     n = table.num_rows
-    seq = _numpy(table.column("chunk_seq"))
-    starts = np.flatnonzero(seq == 0)
+    starts = file_starts(table.column("chunk_seq"))
     single = len(starts) == n
     nfiles = len(starts)
     first = table if single else table.take(build.arrow_of(starts))
@@ -161,6 +170,8 @@ def files_of_group(table: pa.Table, key: GroupKey, *,
         elif name == "size":
             out[name] = summed("uncompressed_size")
         elif name == "stored_size":
+            out[name] = summed(SHARE)
+        elif name == "blob_size":
             out[name] = summed("blob_size")
         elif name == "chunks":
             counts = np.diff(np.append(starts, n)) if nfiles else np.zeros(0)
@@ -185,8 +196,10 @@ def _groups(archive: Archive, request: Request) -> tuple[GroupKey, ...]:
 
 
 def _read_files(archive: Archive, request: Request) -> Iterator[pa.Table]:
+    stored = request.wants("stored_size")
     for key in _groups(archive, request):
-        yield files_of_group(archive.group_table(key), key, columns=request.columns)
+        yield files_of_group(archive.group_table(key), key, columns=request.columns,
+                             shares=group_shares(archive, key) if stored else None)
 
 
 def _group_cost(archive: Archive, groups: tuple[GroupKey, ...] | None) -> int:
@@ -232,12 +245,13 @@ CHUNKS = View("chunks", _chunks_schema,
 
 
 # -- groups -----------------------------------------------------------------------------------
-def group_stats(table: pa.Table) -> dict[str, int]:
-    """What a data group holds: files, bytes, stored bytes, compressed chunks."""
+def group_stats(table: pa.Table, shares: np.ndarray | None) -> dict[str, int]:
+    """What a data group holds: files, bytes, stored bytes (the sum of its rows'
+    ``shares``; 0 without them), compressed chunks."""
     seq = _numpy(table.column("chunk_seq"))
-    return {"files": int(np.count_nonzero(seq == 0)),
+    return {"files": len(file_starts(seq)),
             "size": int(_numpy(table.column("uncompressed_size")).sum(dtype=np.uint64)),
-            "stored_size": int(_numpy(table.column("blob_size")).sum(dtype=np.uint64)),
+            "stored_size": 0 if shares is None else int(shares.sum(dtype=np.uint64)),
             "compressed_chunks": int(np.count_nonzero(_numpy(table.column("compressed"))))}
 
 
@@ -251,7 +265,8 @@ def _read_groups(archive: Archive, request: Request) -> Iterator[pa.Table]:
             "pkg_type": key.pkg_type, "pkg_type_name": pkg_type_name(key.pkg_type),
             "repo": key.repo, "module_name": key.module_name, "index_offset": row.index_offset,
             "index_len": row.index_len, "row_count": row.row_count}
-        values.update(group_stats(archive.group_table(key)) if stats
+        shares = group_shares(archive, key) if request.wants("stored_size") else None
+        values.update(group_stats(archive.group_table(key), shares) if stats
                       else dict.fromkeys(_GROUP_STATS, 0))
         for name, value in values.items():
             rows[name].append(value)

@@ -19,6 +19,9 @@ import pyarrow as pa
 
 from ..format.schema import GroupKey
 from .base import Where
+from .core import archive_name, batches, merge_schemas, open_or_use, project, with_archive
+from .core import schema as one_schema
+from .registry import get, names, present
 
 #: a part's size when none is asked for: 64 MiB of index streams
 TARGET_BYTES = 64 << 20
@@ -43,9 +46,6 @@ def plan(archives: Sequence[Any], name: str, where: Where | None = None, *,
          target_bytes: int = TARGET_BYTES) -> list[Part]:
     """The parts of view ``name`` over ``archives`` (see the module docstring). An archive
     that does not have the view contributes no part."""
-    from . import _open, archive_name
-    from .registry import get, names, present
-
     if name not in names():
         raise ValueError(f"unknown view {name!r}; one of {', '.join(names())}")
     if target_bytes <= 0:
@@ -63,7 +63,7 @@ def plan(archives: Sequence[Any], name: str, where: Where | None = None, *,
 
     for archive in archives:
         label = archive_name(archive)
-        arc, owned = _open(archive, storage_options)
+        arc, owned = open_or_use(archive, storage_options)
         try:
             if not present(arc, name):
                 continue
@@ -106,11 +106,8 @@ def read_part(part: Part, name: str, columns: Sequence[str] | None = None,
 
     ``schema``: the schema every part of a plan should have (``views.schema_many`` of the
     plan's archives, projected); by default the union over this part's archives."""
-    from . import _project, _with_archive, batches, merge_schemas
-    from . import schema as one_schema
-
     each = {a: one_schema(a, name, storage_options=storage_options) for a in part.archives}
-    out = schema if schema is not None else _project(merge_schemas(each, name), columns, name)
+    out = schema if schema is not None else project(merge_schemas(each, name), columns, name)
 
     def gen() -> Iterator[pa.RecordBatch]:
         for archive, groups in part.items:
@@ -118,6 +115,6 @@ def read_part(part: Part, name: str, columns: Sequence[str] | None = None,
             inner = None if columns is None else [c for c in out.names if c in own.names]
             reader = batches(archive, name, inner, where, storage_options=storage_options,
                              groups=groups)
-            yield from _with_archive(reader, archive, out)
+            yield from with_archive(reader, archive, out)
 
     return pa.RecordBatchReader.from_batches(out, gen())

@@ -22,18 +22,19 @@ from typing import Any, BinaryIO, Unpack
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import DuplicatePathError, FormatError, RemoteError, SignatureError, ZnippyError
+from ..errors import (DuplicatePathError, FormatError, PathNotFoundError, RemoteError,
+                      SignatureError, ZnippyError)
 from ..format.ipc import metadata_text, read_stream
 from ..format.rollback import (drop_journal, journal_path, lock, recover_locked, rollback,
                                write_journal)
 from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SECTIONS,
-                             RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey,
-                             pkg_type_name)
+                             RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.sections import ReservedSection
+from ..modules.pkgtypes import pkg_type_name
 from ..read.reader import open_archive
 from ..read.verify import refuse_damaged
-from .ingest import INDEX_KEY, PACK_KEY, Ingest, WriteOptions
-from .options import OptionKwargs, Provenance, resolve
+from .ingest import Ingest
+from .options import INDEX_KEY, PACK_KEY, OptionKwargs, Provenance, WriteOptions, resolve
 from .feed import Feed
 from .posix import with_rows
 from .source import Entry, as_entry
@@ -383,7 +384,7 @@ class Appender:
         try:
             self._fh = open(self.path, "r+b")
         except FileNotFoundError:
-            raise ZnippyError("no such archive", path=self.path) from None
+            raise PathNotFoundError("archive not found", path=self.path) from None
         except OSError as exc:
             raise ZnippyError(f"cannot open for append: {exc.strerror or exc}",
                               path=self.path) from None

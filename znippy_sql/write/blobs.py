@@ -15,7 +15,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from ..errors import ZnippyError
 from ..format import build
+from ..format.validate import module_type_problem
 from ..modules import Module
 from .dedup import DedupIndex
 from .pipeline import BatchResult, Job
@@ -38,6 +40,8 @@ class GroupRows:
         self.module = module
         #: whether rows carry module columns (asked once per row: computed once)
         self.has_extra = module is not None and bool(module.fields)
+        if module is not None:
+            _check_types(module)
         self.paths: list[str] = []
         self.seqs = array("I")
         self.offsets = array("Q")
@@ -81,9 +85,22 @@ class GroupRows:
             cols.append(pa.array([None if e is None else self.key.pkg_type for e in self.extra],
                                  pa.int8()))
             for f in self.module.fields:  # type: ignore[union-attr]
-                cols.append(pa.array([None if e is None else e.get(f.name) for e in self.extra],
-                                     f.type))
+                values = [None if e is None else e.get(f.name) for e in self.extra]
+                try:
+                    cols.append(pa.array(values, f.type))
+                except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+                    raise ZnippyError(
+                        f"module {self.module.name!r}: column {f.name!r} ({f.type}): "  # type: ignore[union-attr]
+                        f"a value it gave does not fit: {exc}") from None
         return pa.Table.from_arrays(cols, schema=self.schema(inner))
+
+
+def _check_types(module: Module) -> None:
+    """Refuse a module column of a type no read path can serve (``validate``)."""
+    for f in module.fields:
+        problem = module_type_problem(f.type)
+        if problem is not None:
+            raise ZnippyError(f"module {module.name!r}: column {f.name!r} ({f.type}): {problem}")
 
 
 def _ints(values: array, kind: pa.DataType, n: int) -> pa.Array:

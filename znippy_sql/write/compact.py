@@ -26,8 +26,7 @@ from ..format.fsio import copy_range
 from ..format.rollback import lock, recover_locked
 from ..format.schema import GroupKey
 from .append import _load
-from .ingest import INDEX_KEY, WriteOptions
-from .options import resolve
+from .options import INDEX_KEY, WriteOptions, resolve
 from .tail import write_tail
 from .staging import Staging
 
@@ -96,9 +95,9 @@ def compact_archive(path: str | os.PathLike[str], *, options: WriteOptions | Non
     try:
         fh = open(path, "r+b")
     except FileNotFoundError:
-        from ..errors import ZnippyError
+        from ..errors import PathNotFoundError
 
-        raise ZnippyError("no such archive", path=path) from None
+        raise PathNotFoundError("archive not found", path=path) from None
     with fh, Staging(path) as staged:
         lock(fh.fileno(), path)
         recover_locked(path, fh.fileno())

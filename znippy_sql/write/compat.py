@@ -24,8 +24,9 @@ import pyarrow as pa
 from ..errors import ZnippyError
 from ..format.schema import BASE_FIELDS, BASE_NAMES, PKG_TYPE_FIELD, GroupKey
 
-Compat = Literal["rust-0.8"]
-COMPAT_MODES: tuple[str, ...] = ("rust-0.8",)
+Compat = Literal["rust-0.8", "rust-0.10"]
+#: ``rust-0.10`` (:mod:`.rust10`) adds the Rust-named lookup and trie of the 0.9.1+ readers
+COMPAT_MODES: tuple[str, ...] = ("rust-0.8", "rust-0.10")
 #: recorded on every sub-index of such an archive, beside the writer's codec keys
 COMPAT_KEY = "znippy.compat"
 
@@ -36,7 +37,8 @@ def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
     itself and ``posix`` are checked by ``WriteOptions``); run once, by ``ArchiveWriter``."""
     if compat is None:
         return
-    given = [what for what, value in (("meta", meta), ("a signer", signer),
+    given = [what for what, value in (("meta", meta if compat != "rust-0.10" else None),
+                                      ("a signer", signer),
                                       ("reserved sections", sections),
                                       ("section builders", builders)) if value]
     if given:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import cast
 
 import pyarrow as pa
@@ -24,83 +23,23 @@ from ..format import codec
 from .. import corelib, modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
-from .compat import Compat
-from .limits import check
 from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, UnreadableSourceError, ZnippyError
 from ..format.paths import check_relative_path
 from .pipeline import BATCH_BYTES, BATCH_JOBS, DIR_PACK, PACK, BatchResult, Compressor, Job
-from ..format.schema import DEFAULT_BLOCK_SIZE, GroupKey, is_reserved, resolve_pkg_type
+from ..format.schema import GroupKey, is_reserved
+from ..modules.pkgtypes import resolve_pkg_type
+from .options import WriteOptions
 from .source import Entry, Walk, data_origin, unreadable_problem
 
 
-#: recorded on the sub-indexes of an archive written with packing on (append follows it)
-PACK_KEY = "znippy.pack"
-#: recorded when the index streams were written with body compression
-INDEX_KEY = "znippy.index_compression"
 #: the ``seen`` value of a path whose bytes came as ``data=``
 IN_MEMORY = "<data>"
 #: a zip-family file up to this size is read whole to be cut; a bigger one in pieces
 ZIP_READ_WHOLE = 64 << 20
 #: where :meth:`Ingest.add` sends a file (:meth:`Ingest._route`)
 _DIR_PACK, _ZIP_SPANS, _SMALL_PACK, _OWN_CHUNKS = range(4)
-
-
-@dataclass(frozen=True, kw_only=True)
-class WriteOptions:
-    """How every writer writes: ``write_archive``, ``ArchiveWriter``, ``append_archive``,
-    ``compact``, the store and its seal, and the CLI (``znippy_sql.WriteOptions``).
-
-    Frozen and checked once, when made: a bad value raises :class:`~znippy_sql.OptionError`
-    naming the option, the value and what is accepted. These fields are the one place the
-    defaults live (``write/options.py`` maps the keyword arguments onto them). With
-    ``compat="rust-0.8"``, ``pack`` and ``index_compression`` are off (the Rust 0.8 reader
-    reads neither) and ``posix`` is refused.
-
-    >>> WriteOptions(level=5).block_size == WriteOptions().block_size
-    True
-    """
-
-    #: ``"rust-0.8"``: an archive the Rust tool 0.8 reads (``write/compat.py``)
-    compat: Compat | None = None
-    #: record modes, mtimes, symbolic links and directories of a walked source (``__meta__``)
-    posix: bool = False
-    #: leave out (and report) files whose paths the format refuses, instead of failing
-    skip_unsafe: bool = False
-    #: leave out (and report) files and directories of a source that cannot be read,
-    #: instead of failing with ``UnreadableSourceError``
-    skip_unreadable: bool = False
-    #: fsync the file and its directory before the rename (False: scratch output only)
-    fsync: bool = True
-    level: int = codec.DEFAULT_LEVEL
-    block_size: int = DEFAULT_BLOCK_SIZE
-    workers: int | None = None
-    #: zip entries cut apart, skip-listed chunks probed, identical chunks stored once
-    dedup: bool = True
-    #: small files packed into shared frames (``write/pack.py``; False: the layout before
-    #: packing, byte for byte)
-    pack: bool = True
-    #: Arrow IPC body compression of the index streams (``format/ipc.py``)
-    index_compression: bool = True
-
-    def schema_metadata(self) -> dict[str, str]:
-        """Recorded on every data sub-index schema (docs/format.md)."""
-        return {
-            "znippy.codec": "openzl",
-            "znippy.openzl.graph": codec.GRAPH,
-            "znippy.openzl.level": str(self.level),
-            "znippy.openzl.format_version": str(codec.FORMAT_VERSION),
-            "znippy.block_size": str(self.block_size),
-            **({PACK_KEY: "1"} if self.pack else {}),
-            **({INDEX_KEY: "zstd"} if self.index_compression else {}),
-        }
-
-    def __post_init__(self) -> None:
-        check(self)
-        if self.compat is not None:  # the Rust 0.8 reader reads neither (FORMAT §1, §3)
-            object.__setattr__(self, "pack", False)
-            object.__setattr__(self, "index_compression", False)
 
 
 class Ingest:

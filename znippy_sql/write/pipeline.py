@@ -39,6 +39,7 @@ from ..format import b3 as blake3
 
 from ..format import codec, zlframe
 from .source import unreadable_problem
+from ..format.schema import DEFAULT_BLOCK_SIZE
 
 #: ``Job.mode`` of a packed blob (``write/pack.py``): compressed like ``codec.COMPRESS``, never
 #: skipped as known (its members were looked up one by one when they joined it)
@@ -264,7 +265,8 @@ class Compressor:
     worker everything runs in the caller's thread.
     """
 
-    def __init__(self, *, level: int, workers: int | None, block_size: int = 10 << 20,
+    def __init__(self, *, level: int, workers: int | None,
+                 block_size: int = DEFAULT_BLOCK_SIZE,
                  known: Known | None = None) -> None:
         self.level = level
         self.known = known

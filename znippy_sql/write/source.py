@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import corelib
-from ..errors import UnreadableSourceError, ZnippyError
+from ..errors import UnreadableSourceError, ZnippyError, missing_or
 
 #: the hint every "cannot read" error of a write for want of permission carries
 UNREADABLE_HINT = "give --skip-unreadable (skip_unreadable=True) to leave such paths out"
@@ -162,7 +162,7 @@ class Walk:
         """The entries, from the native walk (``native/src/create/walk.rs``) in batches."""
         root = self.root
         if not os.path.isdir(root):
-            raise ZnippyError("source is not a directory", path=root)
+            raise missing_or(root, "source is not a directory", "source")
         base = root if root.endswith("/") else root + "/"
         self.directories = []
         self.links_left_out = 0

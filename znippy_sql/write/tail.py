@@ -13,22 +13,22 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from ..format import b3 as blake3
-import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format.build import numpy_of
+from ..format.files import file_starts
 from ..format.fsio import write_all
 from ..format.footer import align_up, encode_footer
 from ..format.ipc import LOOKUP_BATCH_ROWS, stream_bytes
 from ..format.kernels import one_array, utf8_parts
 from ..format.lookup import build_lookup, has_packs, unify_inner
 from ..format.manifest import ManifestRow, encode_manifest
-from ..format.schema import (LOOKUP, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey, is_reserved,
-                             section_rank)
+from ..format.schema import (LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE, GroupKey,
+                             is_reserved, section_rank)
 from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, one_schema
+from .rust10 import FORMAT_METADATA, RUST10, rust_index_sections, rust_meta_section
 
 
 
@@ -46,7 +46,7 @@ def build_trie(lookup: pa.Table) -> bytes:
     lookup's UTF-8 buffer as the builder takes them (no list of a million keys first)."""
     offsets, view = utf8_parts(one_array(lookup.column("relative_path")))
     starts, data = offsets.tolist(), view.tobytes()  # bytes slices: the keys the fst takes
-    rows = np.flatnonzero(numpy_of(one_array(lookup.column("chunk_seq"))) == 0).tolist()
+    rows = file_starts(lookup.column("chunk_seq")).tolist()
     return trie.build((data[starts[r]:starts[r + 1]], r) for r in rows)
 
 
@@ -76,7 +76,8 @@ def write_tail(
         raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
     if compat is not None:  # its sections were refused by the writer (``check_compat``)
         groups = one_schema(groups)
-        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat}
+        schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat,
+                           **(FORMAT_METADATA if compat == RUST10 else {})}
     fd = fh.fileno()
     out = _TailOut(fd, blob_end)
     for key in sorted(groups):
@@ -91,6 +92,13 @@ def write_tail(
                              batch_rows=LOOKUP_BATCH_ROWS if index_compression else None),
                 lookup.num_rows)
         out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
+    elif compat == RUST10:  # the Rust-named lookup, trie and meta (write/rust10.py)
+        for key, data, count in rust_index_sections(lookup, build_trie(lookup)):
+            out.put(key, data, count)
+        for s in sections:
+            if s.name == META and isinstance(s.payload, pa.Table):
+                out.put(*rust_meta_section(s.payload))
+        sections = [s for s in sections if s.name != META]
 
     extra = list(sections)
     for builder in section_builders:

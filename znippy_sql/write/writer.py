@@ -27,15 +27,15 @@ import pyarrow as pa
 from ..errors import ZnippyError
 from ..format.schema import META
 from .feed import Feed
-from .ingest import Ingest, WriteOptions
-from .options import OptionKwargs, Provenance, resolve
+from .ingest import Ingest
+from .options import OptionKwargs, Provenance, WriteOptions, resolve
 from .posix import with_rows
 from .source import Entry, as_entry
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import check_compat
 from .staging import Staging, staging_prefix
 from .tail import TailInfo, write_tail
-from ..format.schema import resolve_pkg_type
+from ..modules.pkgtypes import resolve_pkg_type
 
 
 @dataclass(frozen=True)

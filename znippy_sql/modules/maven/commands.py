@@ -11,7 +11,8 @@ import re
 import weakref
 from typing import Any
 
-from ..commands import Answer, ArchiveView, Command, counted, files_text, with_sizes
+from ...format.units import counted
+from ..commands import Answer, ArchiveView, Command, files_text, with_sizes
 from .index import MavenIndex
 from .model import Environment
 from .resolve import SCOPES, Closure, Resolver

@@ -92,13 +92,28 @@ class Effective:
 
 
 @dataclass(frozen=True)
+class Lack:
+    """A parent or BOM a model needs and cannot read: its coordinates, why, and the
+    coordinates of the POM that names it."""
+
+    coords: Coords
+    reason: str
+    named_by: Coords
+
+
+@dataclass(frozen=True)
 class Broken:
-    """A model that could not be built, and why (``what`` is ``pom``, ``parent``, ``import``)."""
+    """A model that could not be built, and why (``what`` is ``pom``, ``parent``, ``import``).
+
+    When the POM itself is there and a parent or BOM is not: ``lack`` says which, and
+    ``partial`` is the model built without it (what the POMs that are here declare)."""
 
     coords: Coords
     what: str
     reason: str
     poms: tuple[str, ...] = ()
+    lack: Lack | None = None
+    partial: Effective | None = None
 
 
 def gav(coords: Coords) -> str:
@@ -150,63 +165,73 @@ class ModelBuilder:
     def _build(self, coords: Coords) -> Effective | Broken:
         lineage: list[Pom] = []
         paths: list[str] = []
-        want, seen = coords, set()
+        problem: Broken | None = None
+        want, seen, named_by = coords, set(), coords
         while True:
             got = self.raw(want)
             if isinstance(got, Broken):
                 if not lineage:
                     return got
-                return Broken(coords, "parent", f"parent {gav(want)}: {got.reason}",
-                              tuple(paths))
+                problem = Broken(coords, "parent", f"parent {gav(want)}: {got.reason}",
+                                 lack=Lack(want, got.reason, named_by))
+                break
             path, pom = got
             lineage.append(pom)
             paths.append(path)
             seen.add(want)
             if pom.parent is None:
                 break
-            want = pom.parent
+            want, named_by = pom.parent, want
             if want in seen:
-                return Broken(coords, "parent", f"parent {gav(want)} is its own ancestor",
-                              tuple(paths))
+                problem = Broken(coords, "parent", f"parent {gav(want)} is its own ancestor")
+                break
         merged = lineage[-1]
         for child in reversed(lineage[:-1]):
             merged = _inherit(child, merged)
         props = _Properties(merged, self.env)
         model = _interpolate(merged, props)
-        managed, poms, problem = self._import(model, coords, tuple(paths))
-        if problem is not None:
-            return problem
+        managed, poms, bom_problem = self._import(model, coords, tuple(paths))
         deps = tuple(_manage(d, managed) for d in model.dependencies)
         reloc = None
         if model.relocation is not None:
             g, a, v = model.relocation
             reloc = (g or model.group_id or "", a or model.artifact_id or "",
                      v or model.version or "")
-        return Effective(
+        built = Effective(
             group_id=model.group_id or coords[0], artifact_id=model.artifact_id or coords[1],
             version=model.version or coords[2], packaging=model.packaging or "jar",
             dependencies=deps, managed=managed, poms=poms, relocation=reloc)
+        problem = problem or bom_problem
+        return built if problem is None else replace(problem, poms=poms, partial=built)
 
     def _import(self, model: Pom, coords: Coords, poms: tuple[str, ...]
                 ) -> tuple[tuple[Dep, ...], tuple[str, ...], Broken | None]:
+        """The managed dependencies with the BOMs' merged in, the POMs read, and the first
+        BOM that could not be read (the others are merged all the same)."""
         own = [d for d in model.managed if not _is_import(d)]
         imports = [d for d in model.managed if _is_import(d)]
         merged = {d.management_key: d for d in own}
         all_poms = list(poms)
+        problem: Broken | None = None
         for d in imports:
             bom = (d.group_id or "", d.artifact_id or "", d.version or "")
             if not d.version or "${" in d.version:
-                return (), (), Broken(coords, "import", f"import-scope BOM "
-                                      f"{d.group_id}:{d.artifact_id} has no usable version "
-                                      f"({d.version or 'none'})", poms)
+                problem = problem or Broken(
+                    coords, "import", f"import-scope BOM {d.group_id}:{d.artifact_id} has "
+                    f"no usable version ({d.version or 'none'})")
+                continue
             got = self.effective(bom)
-            if isinstance(got, Broken):
-                return (), (), Broken(coords, "import", f"import-scope BOM {gav(bom)}: "
-                                      f"{got.reason}", poms + got.poms)
             all_poms.extend(p for p in got.poms if p not in all_poms)
+            if isinstance(got, Broken):
+                problem = problem or Broken(coords, "import", f"import-scope BOM {gav(bom)}: "
+                                            f"{got.reason}",
+                                            lack=got.lack or Lack(bom, got.reason, coords))
+                if got.partial is None:
+                    continue
+                got = got.partial
             for m in got.managed:
                 merged.setdefault(m.management_key, m)
-        return tuple(merged.values()), tuple(all_poms), None
+        return tuple(merged.values()), tuple(all_poms), problem
 
 
 def _is_import(d: Dep) -> bool:

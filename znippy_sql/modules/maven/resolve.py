@@ -174,9 +174,11 @@ class Resolver:
         root_model = self.models.effective(root)
         out = Closure(root=gav(root), root_pom=None, root_file=None)
         if isinstance(root_model, Broken):
-            out.missing.append(Missing(gav(root), root_model.what, root_model.reason, None, 0))
-            out.poms = list(root_model.poms)
-            return out
+            out.missing.append(_missing_of(root_model))
+            if root_model.partial is None:
+                out.poms = list(root_model.poms)
+                return out
+            root_model = root_model.partial  # the POM is here: resolve what it declares
         out.root_pom = root_model.poms[0]
         ext = "jar" if root_model.packaging in JAR_PACKAGING else root_model.packaging
         if ext != "pom":
@@ -376,6 +378,15 @@ class Resolver:
             out.append(i)
             stack.extend(reversed(children.get(i, [])))
         return out
+
+
+def _missing_of(root: Broken) -> Missing:
+    """What a root model that could not be built lacks: the parent or BOM it (or an ancestor)
+    names, else the root itself."""
+    if root.lack is None:
+        return Missing(gav(root.coords), root.what, root.reason, None, 0)
+    return Missing(gav(root.lack.coords), root.what, root.lack.reason, gav(root.lack.named_by),
+                   0)
 
 
 def _topological(keys: list[str], edges: dict[str, set[str]]) -> list[str]:
