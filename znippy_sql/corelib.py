@@ -97,6 +97,39 @@ def walk_close(walk: Any, root: str) -> None:
         walk.close()
 
 
+# The dedup index's table (``native/src/create/dedup.rs``), subclassed by ``write/dedup.py``
+# ``DedupIndex``: its methods are called per chunk, so they are the class's own (no wrapper
+# call); they check every slot and length they are given and raise ValueError/RuntimeError
+# (internal mistakes), never panic.
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    class DedupTable:
+        """What ``write/dedup.py`` says of each method."""
+
+        limit: int
+        hits: int
+        saved: int
+
+        def __len__(self) -> int: ...
+        def known(self, digest: bytes, length: int) -> bool: ...
+        def pack_member(self, digest: bytes, length: int, pack_slots: Sequence[int]
+                        ) -> tuple[int, int]: ...
+        def close(self, slots: Sequence[int]) -> None: ...
+        def settle(self, slot: int, offset: int, size: int, compressed: bool,
+                   inner: int) -> None: ...
+        def entry(self, slot: int) -> tuple[int, int, bool, int]: ...
+        def seed_rows(self, digests: bytes, sizes: Sequence[int], offsets: Sequence[int],
+                      stored: Sequence[int], flags: Sequence[bool], inner: Sequence[int]
+                      ) -> None: ...
+        def place_runs(self, lengths: Sequence[int], digests: bytes,
+                       compressed: Sequence[bool], stored: Sequence[int], cursor: int
+                       ) -> tuple[list[int], list[int], list[bool], list[tuple[int, int]],
+                                  int, list[int]]: ...
+else:
+    DedupTable = _native.DedupTable
+
+
 def frames(chunks: list[Any], level: int, *, hash_log: int | None = None,
            chain_log: int | None = None, window_log: int | None = None) -> list[bytes | None]:
     """The OpenZL frame of each chunk in ``format/zlframe.py``'s zstd shape

@@ -16,6 +16,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::errors::{Error, Kind};
 
+pub mod dedup;
 pub mod frame;
 pub mod route;
 pub mod walk;
@@ -466,6 +467,7 @@ fn frames<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frames, m)?)?;
     m.add_class::<Router>()?;
+    m.add_class::<dedup::DedupTable>()?;
     m.add_class::<Walker>()?;
     Ok(())
 }
