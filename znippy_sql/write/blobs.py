@@ -201,7 +201,7 @@ class BlobSink:
         cursor = self.cursor
         stored = result.stored[0] if result.stored else 0
         framed = bool(result.compressed and result.compressed[0])
-        own = sum(1 for m in members if m.ref < 0 and m.length)
+        own = len([m for m in members if m.ref < 0 and m.length])
         if framed and own > 1:
             self.packs += 1
             self.packed_files += own

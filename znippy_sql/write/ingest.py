@@ -38,7 +38,9 @@ from .source import Entry, Walk, data_origin, unreadable_problem
 IN_MEMORY = "<data>"
 #: a zip-family file up to this size is read whole to be cut; a bigger one in pieces
 ZIP_READ_WHOLE = 64 << 20
-#: where :meth:`Ingest.add` sends a file (:meth:`Ingest._route`)
+#: where :meth:`Ingest.add` sends a file: a directory pack (a zip-family file, whole), its zip
+#: entry spans (deduplicated), a small pack (compressed with its neighbours), or chunks of its
+#: own (the one rule: ``native/src/create/route.rs``, said by the walk or asked)
 _DIR_PACK, _ZIP_SPANS, _SMALL_PACK, _OWN_CHUNKS = range(4)
 
 
@@ -76,26 +78,17 @@ class Ingest:
         self.packer = Packer(self.dedup) if options.pack else None
         self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
         self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
-        #: the routing rule (:meth:`_route`), native (``native/src/create/route.rs``)
+        #: the routing rule, native (``native/src/create/route.rs``)
         self._rule = corelib.router(codec.SKIP_SUFFIXES, zipcut.ZIP_SUFFIXES,
                                     packing=options.pack, dedup=options.dedup,
                                     pack_max=self._pack_max, dir_max=self._dir_max)
-        #: the walk reading a directory's small files ahead (:meth:`read_ahead`)
-        self.ahead: Walk | None = None
 
     def read_ahead(self, walk: Walk) -> Walk | None:
         """``walk``, reading ahead (natively) the files :meth:`add` will put in a pack, small
         or directory (None: packing is off)."""
         if self.packer is None:
             return None
-        self.ahead = walk.read_ahead(self._rule)
-        return self.ahead
-
-    def _route(self, path: str, size: int) -> int:
-        """Where :meth:`add` sends a file: a directory pack (a zip-family file, whole), its
-        zip entry spans (deduplicated), a small pack (compressed with its neighbours), or
-        chunks of its own (the one rule: ``native/src/create/route.rs``)."""
-        return corelib.route(self._rule, path, size)
+        return walk.read_ahead(self._rule)
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
@@ -127,33 +120,49 @@ class Ingest:
     # -- adding ---------------------------------------------------------------------------
     def add(self, entry: Entry) -> None:
         path = check_relative_path(entry.relative_path)
-        first = self.seen.get(path)
+        seen = self.seen
+        first = seen.get(path)
         if first is not None:
             raise DuplicatePathError(
                 f"duplicate relative_path {path!r}: from {_origin(first, path)} and "
                 f"{entry.origin}", path=entry.origin)
-        self.seen[path] = self._where(entry.file, path)
+        # what ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with the
+        # archive path (a walked directory: all of them), the part before it, one string
+        # shared by every file of that tree (a million full paths would be ~110 MB); else
+        # ``(file name,)``
+        file = None if entry.file is None else os.fspath(entry.file)
+        if file is None:
+            seen[path] = IN_MEMORY
+        elif file.endswith(path):
+            prefix = file[: len(file) - len(path)]
+            seen[path] = self._prefixes.setdefault(prefix, prefix)
+        else:
+            seen[path] = (file,)
         if self.packer is not None:
             for pack in self.packer.turn(path):
                 self._send_pack(pack)
-        rows = self._group(entry)
-        size = entry.size()
+        rows = self._groups.get((entry.repo, entry.pkg_type)) or self._group(entry)
+        data: bytes | memoryview | None = entry.data
+        size = entry.known_size if data is None and entry.known_size is not None \
+            else entry.size()
         extra = None
         if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
-            extra = dict(rows.module.columns(path, lambda: self._content(entry)))
+            extra = dict(rows.module.columns(path, lambda: _content(entry)))
+        self.files += 1
+        self.bytes_in += size
+        route = entry.route
+        if route is None:  # not said by a walk (the one rule either way)
+            route = corelib.route(self._rule, path, size)
+        if route == _DIR_PACK or route == _SMALL_PACK:
+            ahead = entry.ahead
+            self._pack(ChunkTag(rows, path, 0, extra), data, file, size,
+                       route == _DIR_PACK, None if ahead is None else ahead[1],
+                       data if ahead is None else ahead[0])
+            return
         mode = codec.COMPRESS
         if codec.is_skipped(path):
             mode = codec.PROBE if self.options.dedup else codec.RAW
         block = self.options.block_size
-        data: bytes | memoryview | None = entry.data
-        file = None if entry.file is None else os.fspath(entry.file)
-        self.files += 1
-        self.bytes_in += size
-        route = self._route(path, size)
-        if route == _DIR_PACK or route == _SMALL_PACK:
-            self._pack(ChunkTag(rows, path, 0, extra), data, file, size,
-                       directory=route == _DIR_PACK)
-            return
         if route == _ZIP_SPANS:
             data, spans = self._zip_spans(data, file, size)
             if spans is not None:
@@ -167,15 +176,6 @@ class Ingest:
             part = data[off : off + length] if data is not None else None
             self._queue(Job(part, file, off, length, mode),
                         ChunkTag(rows, path, seq, extra if seq == 0 else None))
-
-    def _content(self, entry: Entry) -> bytes:
-        """A file's bytes for its module's columns (a POM's): those read ahead, when they
-        were, else read now."""
-        if self.ahead is not None and entry.file is not None:
-            got = self.ahead.peek(os.fspath(entry.file))
-            if got is not None:
-                return got
-        return _read_all(entry)
 
     def _zip_spans(self, data: bytes | memoryview | None, file: str | None, size: int
                    ) -> tuple[bytes | memoryview | None, list[zipcut.Span] | None]:
@@ -200,15 +200,12 @@ class Ingest:
         return view, zipcut.cut(view, block_size=block)
 
     def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
-              size: int, directory: bool = False) -> None:
-        """A small file joins its group's open pack (read now, or ahead by the walk's reader
-        thread: the pack needs its bytes)."""
-        digest = None
-        if data is None and self.ahead is not None:
-            assert file is not None
-            got = self.ahead.take(file)
-            if got is not None:
-                data, digest = got
+              size: int, directory: bool, digest: bytes | None,
+              ahead: bytes | memoryview | None) -> None:
+        """A small file joins its group's open pack: ``ahead``, its bytes when given or read
+        ahead by the walk's reader thread (``digest`` their BLAKE3, when taken), else read
+        now (the pack needs its bytes)."""
+        data = ahead
         if data is None:
             assert file is not None
             try:
@@ -230,19 +227,6 @@ class Ingest:
         pack.parts.clear()
         job = Job(data, None, 0, len(data), DIR_PACK if pack.directory else PACK)
         self._place(self.compressor.submit([job], pack))
-
-    def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:
-        """What ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with
-        the archive path (a walked directory: all of them), the part before it, one string
-        shared by every file of that directory tree (a million full paths would be ~110 MB);
-        else ``(file name,)``."""
-        if file is None:
-            return IN_MEMORY
-        name = os.fspath(file)
-        if not name.endswith(path):
-            return (name,)
-        prefix = name[: len(name) - len(path)]
-        return self._prefixes.setdefault(prefix, prefix)
 
     def _queue(self, job: Job, tag: ChunkTag) -> None:
         self._batch.append(job)
@@ -296,7 +280,7 @@ class Ingest:
 
 
 def _origin(where: object, path: str) -> str:
-    """The source ``Ingest._where`` recorded for ``path``, as the duplicate error names it."""
+    """The source ``Ingest.add`` recorded in ``seen`` for ``path``, as the duplicate error names it."""
     if where is IN_MEMORY:
         return data_origin(path)
     if isinstance(where, tuple):
@@ -309,6 +293,12 @@ def _read_exactly(fd: int, size: int) -> bytes:
     if len(data) != size:
         raise OSError("short read at 0 (file changed while writing?)")
     return data
+
+
+def _content(entry: Entry) -> bytes:
+    """A file's bytes for its module's columns (a POM's): those read ahead, when they were,
+    else read now."""
+    return entry.ahead[0] if entry.ahead is not None else _read_all(entry)
 
 
 def _read_all(entry: Entry) -> bytes:

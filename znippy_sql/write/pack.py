@@ -80,17 +80,19 @@ class Pack:
         return b"".join(self.parts)
 
 
-def top_component(path: str) -> str:
+def keys(path: str) -> tuple[str, str]:
+    """A path's first component and its directory key: the path without its last two
+    components ("" when it has fewer than three)."""
     slash = path.find("/")
-    return path if slash < 0 else path[:slash]
+    top = path if slash < 0 else path[:slash]
+    slash = path.rfind("/")
+    slash = path.rfind("/", 0, slash) if slash > 0 else -1
+    return top, path[:slash] if slash > 0 else ""
 
 
 def dir_key(path: str) -> str:
-    """The directory key of a path: without its last two components ("" when it has fewer
-    than three)."""
-    slash = path.rfind("/")
-    slash = path.rfind("/", 0, slash) if slash > 0 else -1
-    return path[:slash] if slash > 0 else ""
+    """The directory key of a path (:func:`keys`)."""
+    return keys(path)[1]
 
 
 class Packer:
@@ -110,8 +112,7 @@ class Packer:
         """Every open pack when ``path`` starts another top-level tree than the file before
         it, else every open directory pack when it has another directory key (then
         closed); else none."""
-        top = top_component(path)
-        key = dir_key(path)
+        top, key = keys(path)
         if top == self.top:
             if key == self.dir:
                 return []

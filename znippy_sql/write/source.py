@@ -46,6 +46,10 @@ class Entry:
     mtime_ns: int | None = field(default=None, repr=False, compare=False)
     #: the target of a symbolic link (its bytes are ``data``)
     link: str | None = field(default=None, repr=False, compare=False)
+    #: where the routing rule sends the file (``corelib.route``), when the walk said so
+    route: int | None = field(default=None, repr=False, compare=False)
+    #: the file's bytes and BLAKE3, when the walk read them ahead (a pack member's)
+    ahead: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.data is None) == (self.file is None):
@@ -126,7 +130,6 @@ class Walk:
         self.links_left_out = 0
         self.special_left_out: list[str] = []
         self._rule: Any = None  # read ahead what it sends to a small pack (read_ahead)
-        self._current: tuple[str, bytes, bytes] | None = None
         real = os.path.realpath(self.root)
         self._exclude = frozenset(r for r in (_inside(real, x) for x in exclude) if r)
         self._prefixes = tuple(r for r in (_inside(real, x) for x in exclude_prefixes) if r)
@@ -136,24 +139,10 @@ class Walk:
 
     def read_ahead(self, rule: Any) -> "Walk":
         """This walk, reading ahead (and hashing) the files ``rule`` sends to a pack, small or
-        directory (``corelib.router``): the writer takes them with :meth:`take`."""
+        directory (``corelib.router``): each file's :class:`Entry` holds its ``route`` and,
+        read ahead, its bytes and digest (``ahead``)."""
         self._rule = rule
         return self
-
-    def take(self, file: str) -> tuple[bytes, bytes] | None:
-        """The bytes and BLAKE3 of ``file``, the entry just yielded, when they were read
-        ahead."""
-        current = self._current
-        if current is None or current[0] != file:
-            return None
-        self._current = None
-        return current[1], current[2]
-
-    def peek(self, file: str) -> bytes | None:
-        """The bytes of ``file``, the entry just yielded, when they were read ahead (left
-        for :meth:`take`)."""
-        current = self._current
-        return current[1] if current is not None and current[0] == file else None
 
     def close(self) -> None:
         """(Nothing to do: the walk's thread ends with its iteration.)"""
@@ -168,17 +157,16 @@ class Walk:
         self.links_left_out = 0
         self.special_left_out = []
         self.unreadable = []
-        self._current = None
         walker = corelib.walker(root, posix=self.posix, skip_unreadable=self.skip_unreadable,
                                 exclude=self._exclude, prefixes=self._prefixes,
                                 rule=self._rule)
         try:
             while (batch := corelib.walk_next(walker, root)) is not None:
-                for kind, rel, size, mode, mtime, target, data, digest in batch:
+                for kind, rel, size, mode, mtime, target, data, digest, route in batch:
                     if kind == _FILE:
-                        file = base + rel
-                        self._current = None if data is None else (file, data, digest)
-                        yield Entry(rel, file=file, known_size=size, mode=mode, mtime_ns=mtime)
+                        yield Entry(rel, file=base + rel, known_size=size, mode=mode,
+                                    mtime_ns=mtime, route=route,
+                                    ahead=None if data is None else (data, digest))
                     elif kind == _DIR:
                         if mode is not None:
                             self.directories.append((rel, mode, mtime))

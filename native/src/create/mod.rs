@@ -82,6 +82,8 @@ pub struct Walker {
     thread: Mutex<Option<JoinHandle<()>>>,
     summary: Mutex<Option<walk::Summary>>,
     budget: Arc<Budget>,
+    /// the routing rule the walk reads ahead for: each file's route goes with it
+    rules: Option<route::Rules>,
 }
 
 fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
@@ -227,7 +229,17 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     Ok(OsStr::from_bytes(bytes).into_pyobject(py)?.into_any())
 }
 
-fn as_tuple<'py>(py: Python<'py>, f: &walk::Found) -> PyResult<Bound<'py, PyTuple>> {
+/// A found entry as Python takes it; `route`: where `rules` send a file (None without them,
+/// or for anything but a file of known size).
+fn as_tuple<'py>(
+    py: Python<'py>,
+    f: &walk::Found,
+    rules: Option<&route::Rules>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let route = match (rules, f.kind, f.size) {
+        (Some(r), walk::FILE, Some(size)) => Some(r.route(&f.rel, size)),
+        _ => None,
+    };
     let (mode, mtime) = match f.meta {
         Some((m, t)) => (Some(m), Some(t)),
         None => (None, None),
@@ -249,6 +261,7 @@ fn as_tuple<'py>(py: Python<'py>, f: &walk::Found) -> PyResult<Bound<'py, PyTupl
         target,
         data,
         digest,
+        route,
     )
         .into_pyobject(py)
 }
@@ -275,6 +288,7 @@ impl Walker {
             prefixes,
             rules: router.map(|r| r.rules.clone()),
         };
+        let rules = opts.rules.clone();
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = sync_channel(BATCHES_AHEAD);
         let flag = stop.clone();
@@ -290,10 +304,11 @@ impl Walker {
             thread: Mutex::new(Some(thread)),
             summary: Mutex::new(None),
             budget,
+            rules,
         })
     }
 
-    /// The next batch of `(kind, rel, size, mode, mtime_ns, target, data, digest)`, or None
+    /// The next batch of `(kind, rel, size, mode, mtime_ns, target, data, digest, route)`, or None
     /// at the end. Waits without the GIL, looking at signals every 50 ms.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let mut guard = self
@@ -317,7 +332,7 @@ impl Walker {
                     );
                     let out = PyList::empty(py);
                     for f in &items {
-                        out.append(as_tuple(py, f)?)?;
+                        out.append(as_tuple(py, f, self.rules.as_ref())?)?;
                     }
                     return Ok(Some(out));
                 }
