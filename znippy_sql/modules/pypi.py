@@ -97,9 +97,9 @@ def parse_wheel(filename: str) -> dict[str, Any] | None:
 
 
 def parse_sdist(filename: str) -> dict[str, Any] | None:
-    suffix = next((s for s in SDIST_SUFFIXES if filename.endswith(s)), None)
-    if suffix is None:
+    if not filename.endswith(SDIST_SUFFIXES):
         return None
+    suffix = next(s for s in SDIST_SUFFIXES if filename.endswith(s))
     stem = filename[: -len(suffix)]
     start = 0
     while (dash := stem.find("-", start)) != -1:

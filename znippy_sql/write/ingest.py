@@ -75,6 +75,10 @@ class Ingest:
         self._tags: list[ChunkTag] = []
         self._batch_bytes = 0
         self._groups: dict[tuple[str | None, int | str | None], GroupRows] = {}
+        #: with "auto": the modules in claiming order (taken once) and the group of each
+        #: (repo, claiming module's name)
+        self._modules: list[modules.Module] | None = None
+        self._claimed: dict[tuple[str, str], GroupRows] = {}
         self.packer = Packer(self.dedup) if options.pack else None
         self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
         self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
@@ -104,7 +108,13 @@ class Ingest:
         wanted = entry.pkg_type if entry.pkg_type is not None else self.default_pkg_type
         auto = isinstance(wanted, str) and wanted.strip().lower() == "auto"
         if auto:
-            module = modules.claim(entry.relative_path)
+            if self._modules is None:
+                self._modules = modules.all_modules()
+            module = modules.claim(entry.relative_path, self._modules)
+            name = module.name if module else ""
+            claimed = self._claimed.get((repo, name))
+            if claimed is not None:  # "auto" claims per path: the group per module
+                return claimed
             pkg_type = module.pkg_type if module else 0
         else:
             pkg_type = resolve_pkg_type(wanted)
@@ -113,7 +123,9 @@ class Ingest:
         if is_reserved(key.module_name):
             raise ZnippyError(f"module name {key.module_name!r} is reserved")
         rows = self.sink.group(key, module)
-        if not auto:  # "auto" claims per path; every other choice is per (repo, pkg_type)
+        if auto:
+            self._claimed[(repo, key.module_name)] = rows
+        else:  # every other choice is per (repo, pkg_type)
             self._groups[cache_key] = rows
         return rows
 
