@@ -277,3 +277,31 @@ def test_python_calls_per_file_are_counted(tmp_path: Path, pkg_type: int | str,
     per_file = calls[0] / 2000
     print(f"{per_file:.2f} Python calls a file")
     assert per_file < bound
+
+
+@pytest.mark.parametrize("keys", [[], [b"a"], [b"a/b.txt", b"a/c", b"b", "é/ü".encode()],
+                                  [b"%05d/x" % i for i in range(3000)]])
+def test_the_trie_built_by_the_core_is_ducers_byte_for_byte(keys: list[bytes]) -> None:
+    """``__trie__`` (``native/src/create/tail.rs``) has the bytes ``ducer.Map.build`` gave,
+    for every row a key (here every other row starts a file)."""
+    import ducer
+    import numpy as np
+
+    from znippy_sql.format import trie
+
+    data = b"".join(k for k in keys for _ in range(2))
+    offsets = np.cumsum([0] + [len(k) for k in keys for _ in range(2)]).astype("<i4")
+    rows = np.arange(0, 2 * len(keys), 2, dtype="<u8")
+    want = bytes(ducer.Map.build(":memory:", [(k, 2 * i) for i, k in enumerate(keys)]))
+    assert trie.build(data, offsets.tobytes(), rows.tobytes()) == want
+
+
+def test_a_trie_of_unsorted_keys_is_a_format_error() -> None:
+    import numpy as np
+
+    from znippy_sql.errors import FormatError
+    from znippy_sql.format import trie
+
+    offsets = np.array([0, 1, 2], dtype="<i4").tobytes()
+    with pytest.raises(FormatError, match="building __trie__ failed"):
+        trie.build(b"ba", offsets, np.array([0, 1], dtype="<u8").tobytes(), path="x.znippy")

@@ -130,6 +130,12 @@ else:
     DedupTable = _native.DedupTable
 
 
+def trie_build(data: bytes, offsets: bytes, rows: bytes, *, path: str | None = None) -> bytes:
+    """A write's ``__trie__`` (``native/src/create/tail.rs``): see ``format/trie.py``."""
+    with guard(FormatError, "building __trie__ failed", path=path):
+        return bytes(_native.trie_build(data, offsets, rows))
+
+
 def frames(chunks: list[Any], level: int, *, hash_log: int | None = None,
            chain_log: int | None = None, window_log: int | None = None) -> list[bytes | None]:
     """The OpenZL frame of each chunk in ``format/zlframe.py``'s zstd shape

@@ -19,6 +19,7 @@ use crate::errors::{Error, Kind};
 pub mod dedup;
 pub mod frame;
 pub mod route;
+pub mod tail;
 pub mod walk;
 
 /// A batch is sent once it holds this many entries or bytes read ahead ...
@@ -481,6 +482,7 @@ fn frames<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frames, m)?)?;
+    m.add_function(wrap_pyfunction!(tail::trie_build, m)?)?;
     m.add_class::<Router>()?;
     m.add_class::<dedup::DedupTable>()?;
     m.add_class::<Walker>()?;
