@@ -77,7 +77,8 @@ class Feed:
                                       path=entry.origin) from None
             self.skipped.append((entry.origin, exc.problem))
             return False
-        self._fact(entry)
+        if self.posix:
+            self._fact(entry)
         return True
 
     def _fact(self, entry: Entry) -> None:
