@@ -130,6 +130,25 @@ else:
     DedupTable = _native.DedupTable
 
 
+# When a write closes its open packs (``native/src/create/turn.rs``): ``Turns().step(path)``
+# says 0 (nothing), 1 (another directory key: the directory packs) or 2 (another top-level
+# tree: every pack), one call a file with no wrapper (it raises nothing: any ``str`` will do).
+if TYPE_CHECKING:
+    class Turns:
+        """The first component and directory key of the last file seen."""
+
+        def step(self, path: str) -> int: ...
+else:
+    Turns = _native.Turns
+
+
+def dir_key(path: str) -> str:
+    """The directory key of a path: without its last two components ("" when it has fewer
+    than three), as ``Turns`` takes it."""
+    with guard(ZnippyError, "the directory key", path=path):
+        return str(_native.Turns.dir_key(path))
+
+
 def trie_build(data: bytes, offsets: bytes, rows: bytes, *, path: str | None = None) -> bytes:
     """A write's ``__trie__`` (``native/src/create/tail.rs``): see ``format/trie.py``."""
     with guard(FormatError, "building __trie__ failed", path=path):

@@ -150,8 +150,9 @@ class Ingest:
             seen[path] = self._prefixes.setdefault(prefix, prefix)
         else:
             seen[path] = (file,)
-        if self.packer is not None:
-            for pack in self.packer.turn(path):
+        packer = self.packer
+        if packer is not None and (turn := packer.step(path)):
+            for pack in packer.turn(turn):
                 self._send_pack(pack)
         rows = self._groups.get((entry.repo, entry.pkg_type)) or self._group(entry)
         data: bytes | memoryview | None = entry.data

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from .. import corelib
 from ..format import b3 as blake3
 from .blobs import ChunkTag, GroupRows
 
@@ -80,19 +81,10 @@ class Pack:
         return b"".join(self.parts)
 
 
-def keys(path: str) -> tuple[str, str]:
-    """A path's first component and its directory key: the path without its last two
-    components ("" when it has fewer than three)."""
-    slash = path.find("/")
-    top = path if slash < 0 else path[:slash]
-    slash = path.rfind("/")
-    slash = path.rfind("/", 0, slash) if slash > 0 else -1
-    return top, path[:slash] if slash > 0 else ""
-
-
 def dir_key(path: str) -> str:
-    """The directory key of a path (:func:`keys`)."""
-    return keys(path)[1]
+    """The directory key of a path: without its last two components ("" when it has fewer
+    than three); the core's (``corelib.dir_key``), as :meth:`Packer.turn` is told it."""
+    return corelib.dir_key(path)
 
 
 class Packer:
@@ -103,24 +95,17 @@ class Packer:
         self.target = target
         #: (id(GroupRows), directory?) → pack, in creation order
         self.open: dict[tuple[int, bool], Pack] = {}
-        #: the first path component of the last file seen (:meth:`turn`)
-        self.top: str | None = None
-        #: the directory key of the last file seen (:meth:`turn`)
-        self.dir: str | None = None
+        #: each file's turn, before it joins (the core's: ``native/src/create/turn.rs``):
+        #: 0, 1 another directory key than the file before it, 2 another top-level tree
+        self.step = corelib.Turns().step
 
-    def turn(self, path: str) -> list[Pack]:
-        """Every open pack when ``path`` starts another top-level tree than the file before
-        it, else every open directory pack when it has another directory key (then
-        closed); else none."""
-        top, key = keys(path)
-        if top == self.top:
-            if key == self.dir:
-                return []
-            self.dir = key
+    def turn(self, turn: int) -> list[Pack]:
+        """The packs a file's :attr:`step` closes: every open pack when it starts another
+        top-level tree than the file before it (2), else every open directory pack when it
+        has another directory key (1)."""
+        if turn == 1:
             return self._close([k for k in self.open if k[1]])
-        self.top = top
-        self.dir = key
-        return self.drain() if self.open else []
+        return self.drain() if turn == 2 and self.open else []
 
     def add(self, tag: ChunkTag, data: bytes | memoryview, digest: bytes | None = None,
             *, directory: bool = False) -> list[Pack]:

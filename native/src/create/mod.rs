@@ -20,6 +20,7 @@ pub mod dedup;
 pub mod frame;
 pub mod route;
 pub mod tail;
+pub mod turn;
 pub mod walk;
 
 /// A batch is sent once it holds this many entries or bytes read ahead ...
@@ -485,6 +486,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tail::trie_build, m)?)?;
     m.add_class::<Router>()?;
     m.add_class::<dedup::DedupTable>()?;
+    m.add_class::<turn::Turns>()?;
     m.add_class::<Walker>()?;
     Ok(())
 }
