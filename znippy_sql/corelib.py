@@ -142,6 +142,22 @@ else:
     Turns = _native.Turns
 
 
+# Pack assembly (``native/src/create/pack.rs``): ``write/pack.py`` ``Packer`` holds one and
+# calls ``add`` a member with no wrapper; its errors are ValueErrors of a digest not 32 bytes.
+if TYPE_CHECKING:
+    class Packs:
+        """The open packs of one write."""
+
+        def __init__(self, target: int, dir_max: int) -> None: ...
+        def add(self, group: int, directory: bool, data: bytes, digest: bytes | None,
+                dedup: DedupTable | None) -> tuple[int, int]: ...
+        def close(self, which: int, dedup: DedupTable | None) -> int: ...
+        def take(self) -> list[tuple[int, bool, bytes, list[int], bytes, list[int], list[int],
+                                     list[int]]]: ...
+else:
+    Packs = _native.Packs
+
+
 def dir_key(path: str) -> str:
     """The directory key of a path: without its last two components ("" when it has fewer
     than three), as ``Turns`` takes it."""

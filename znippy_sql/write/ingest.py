@@ -166,11 +166,27 @@ class Ingest:
         route = entry.route
         if route is None:  # not said by a walk (the one rule either way)
             route = corelib.route(self._rule, path, size)
-        if route == _DIR_PACK or route == _SMALL_PACK:
+        if route == _DIR_PACK or route == _SMALL_PACK:  # joins its group's open pack
             ahead = entry.ahead
-            self._pack(ChunkTag(rows, path, 0, extra), data, file, size,
-                       route == _DIR_PACK, None if ahead is None else ahead[1],
-                       data if ahead is None else ahead[0])
+            digest = None
+            if ahead is not None:  # read (and hashed) ahead by the walk's reader thread
+                member, digest = ahead
+            elif entry.data is not None:
+                member = entry.data
+            else:
+                member = self._read_now(file, size)
+            packer = self.packer
+            assert packer is not None
+            serial, closed = packer.join(id(rows), route == _DIR_PACK, member, digest,
+                                         self.dedup)
+            held = packer.held.get(serial)
+            if held is None:
+                held = packer.held[serial] = (rows, [], [])
+            held[1].append(path)
+            held[2].append(extra)
+            if closed:
+                for pack in packer.taken():
+                    self._send_pack(pack)
             return
         mode = codec.COMPRESS
         if codec.is_skipped(path):
@@ -212,32 +228,23 @@ class Ingest:
         view = memoryview(whole)
         return view, zipcut.cut(view, block_size=block)
 
-    def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
-              size: int, directory: bool, digest: bytes | None,
-              ahead: bytes | memoryview | None) -> None:
-        """A small file joins its group's open pack: ``ahead``, its bytes when given or read
-        ahead by the walk's reader thread (``digest`` their BLAKE3, when taken), else read
-        now (the pack needs its bytes)."""
-        data = ahead
-        if data is None:
-            assert file is not None
+    def _read_now(self, file: str | None, size: int) -> bytes:
+        """A pack member's bytes not read ahead (the pack needs them)."""
+        assert file is not None
+        try:
+            fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
             try:
-                fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                try:
-                    data = _read_exactly(fd, size)
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                raise UnreadableSourceError(unreadable_problem(exc), path=file) from None
-        assert self.packer is not None
-        for pack in self.packer.add(tag, data, digest, directory=directory):
-            self._send_pack(pack)
+                return _read_exactly(fd, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise UnreadableSourceError(unreadable_problem(exc), path=file) from None
 
     def _send_pack(self, pack: Pack) -> None:
         """A closed pack goes to the codec as one job, after the chunks queued before it."""
         self._flush()
-        data = pack.data()
-        pack.parts.clear()
+        data = pack.data
+        pack.data = b""  # the job holds it until it is compressed
         job = Job(data, None, 0, len(data), DIR_PACK if pack.directory else PACK)
         self._place(self.compressor.submit([job], pack))
 
@@ -272,7 +279,7 @@ class Ingest:
             if result.error is not None:
                 raise UnreadableSourceError(result.error[1], path=result.error[0])
             if isinstance(tag, Pack):
-                self.sink.put_pack(tag.members, result)
+                self.sink.put_pack(tag, result)
             else:
                 batch, tags = cast("tuple[list[Job], list[ChunkTag]]", tag)
                 self.sink.put_batch(tags, batch, result)

@@ -8,7 +8,6 @@
 //! releases it): a worker thread's `known` never sees an entry half made.
 
 use pyo3::prelude::*;
-use pyo3::types::PyAny;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 
@@ -138,6 +137,38 @@ pub struct DedupTable {
 }
 
 impl DedupTable {
+    /// A new pack member's `(ref, slot)`: `ref` the slot it may point at — a member of a
+    /// closed or placed pack of this write, of its own open pack (`pending`), or a blob
+    /// seeded from existing rows; never a whole blob of this write nor a member of another
+    /// open pack (whether those are placed first depends on timing) — else -1; and `slot`,
+    /// the pending entry made for its content (-1: none, the digest has an entry already).
+    pub fn member(&mut self, digest: &[u8; 32], length: u64, pending: &[usize]) -> (i64, i64) {
+        let t = &mut self.t;
+        let Some(slot) = t.find(digest) else {
+            let slot = t.enter(*digest, length, 0, 0, false, 0, PENDING);
+            return (-1, slot as i64);
+        };
+        if t.lengths[slot] == length {
+            let state = t.state[slot];
+            let shared = matches!(state, PACKED | CLOSED | PACK_WHOLE)
+                || (state == WHOLE && t.offsets[slot] + t.sizes[slot] <= self.limit)
+                || (state == PENDING && pending.contains(&slot));
+            if shared {
+                return (slot as i64, -1);
+            }
+        }
+        (-1, -1)
+    }
+
+    /// The pack holding these pending members was sent to the codec.
+    pub fn close_slots(&mut self, slots: &[usize]) {
+        for &s in slots {
+            if let Some(state) = self.t.state.get_mut(s) {
+                *state = CLOSED;
+            }
+        }
+    }
+
     /// A slot given by Python is one entered (else an error, never a panic).
     fn check(&self, slot: usize) -> PyResult<()> {
         if slot < self.t.len() {
@@ -172,30 +203,14 @@ impl DedupTable {
     }
 
     /// A new pack member's `(ref, slot)` (`write/dedup.py` says which slots it may point
-    /// at); `pack_slots`: the pending slots of its own open pack (a list, looked at only for
-    /// a pending entry).
+    /// at); `pack_slots`: the pending slots of its own open pack.
     fn pack_member(
         &mut self,
         digest: &[u8],
         length: u64,
-        pack_slots: &Bound<'_, PyAny>,
+        pack_slots: Vec<usize>,
     ) -> PyResult<(i64, i64)> {
-        let digest = digest_of(digest)?;
-        let t = &mut self.t;
-        let Some(slot) = t.find(&digest) else {
-            let slot = t.enter(digest, length, 0, 0, false, 0, PENDING);
-            return Ok((-1, slot as i64));
-        };
-        if t.lengths[slot] == length {
-            let state = t.state[slot];
-            let shared = matches!(state, PACKED | CLOSED | PACK_WHOLE)
-                || (state == WHOLE && t.offsets[slot] + t.sizes[slot] <= self.limit)
-                || (state == PENDING && pack_slots.contains(slot)?);
-            if shared {
-                return Ok((slot as i64, -1));
-            }
-        }
-        Ok((-1, -1))
+        Ok(self.member(&digest_of(digest)?, length, &pack_slots))
     }
 
     /// The pack holding these pending members was sent to the codec.

@@ -18,6 +18,7 @@ use crate::errors::{Error, Kind};
 
 pub mod dedup;
 pub mod frame;
+pub mod pack;
 pub mod route;
 pub mod tail;
 pub mod turn;
@@ -487,6 +488,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Router>()?;
     m.add_class::<dedup::DedupTable>()?;
     m.add_class::<turn::Turns>()?;
+    m.add_class::<pack::Packs>()?;
     m.add_class::<Walker>()?;
     Ok(())
 }
