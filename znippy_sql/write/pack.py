@@ -103,10 +103,10 @@ class Packer:
     def taken(self) -> list[Pack]:
         """The packs closed (by :attr:`join` or :meth:`turn`), oldest first."""
         out = []
-        for serial, directory, data, lengths, digests, inner, refs, slots in self._packs.take():
+        for serial, directory, parts, lengths, digests, inner, refs, slots in self._packs.take():
             rows, paths, extras = self.held.pop(serial)
-            out.append(Pack(rows, paths, extras, directory, data, lengths, digests, inner,
-                            refs, slots))
+            out.append(Pack(rows, paths, extras, directory, b"".join(parts), lengths, digests,
+                            inner, refs, slots))
         return out
 
     def drain(self) -> list[Pack]:

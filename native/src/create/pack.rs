@@ -13,7 +13,9 @@ struct Open {
     serial: u64,
     group: u64,
     directory: bool,
-    data: Vec<u8>,
+    /// the members' bytes objects, joined once when the pack is taken (no copy before)
+    parts: Vec<Py<PyBytes>>,
+    size: u64,
     lengths: Vec<u64>,
     digests: Vec<u8>,
     inner: Vec<u64>,
@@ -66,17 +68,18 @@ impl Packs {
         &mut self,
         group: u64,
         directory: bool,
-        data: &[u8],
+        data: &Bound<'_, PyBytes>,
         digest: Option<&[u8]>,
         mut dedup: Option<PyRefMut<'_, DedupTable>>,
     ) -> PyResult<(u64, usize)> {
-        let n = data.len() as u64;
+        let bytes = data.as_bytes();
+        let n = bytes.len() as u64;
         let mut at = self
             .open
             .iter()
             .position(|p| p.group == group && p.directory == directory);
         if let Some(i) = at {
-            if directory && self.open[i].data.len() as u64 + n > self.dir_max {
+            if directory && self.open[i].size + n > self.dir_max {
                 self.close_at(i, &mut dedup);
                 at = None;
             }
@@ -88,7 +91,8 @@ impl Packs {
                     serial: self.next,
                     group,
                     directory,
-                    data: Vec::new(),
+                    parts: Vec::new(),
+                    size: 0,
                     lengths: Vec::new(),
                     digests: Vec::new(),
                     inner: Vec::new(),
@@ -104,7 +108,7 @@ impl Packs {
             Some(d) => d
                 .try_into()
                 .map_err(|_| PyValueError::new_err("a member digest must be 32 bytes"))?,
-            None => *blake3::hash(data).as_bytes(),
+            None => *blake3::hash(bytes).as_bytes(),
         };
         let pack = &mut self.open[i];
         let (mut r, mut slot) = (-1i64, -1i64);
@@ -121,12 +125,13 @@ impl Packs {
             if slot >= 0 {
                 pack.pending.push(slot as usize);
             }
-            pack.inner.push(pack.data.len() as u64);
+            pack.inner.push(pack.size);
             pack.slots.push(slot);
-            pack.data.extend_from_slice(data);
+            pack.parts.push(data.clone().unbind());
+            pack.size += n;
         }
         let serial = pack.serial;
-        if !directory && pack.data.len() as u64 >= self.target {
+        if !directory && pack.size >= self.target {
             self.close_at(i, &mut dedup);
         }
         Ok((serial, self.closed.len()))
@@ -146,8 +151,9 @@ impl Packs {
         self.closed.len()
     }
 
-    /// The closed packs, oldest first: `(serial, directory, data, lengths, digests, inner,
-    /// refs, slots)` (digests back to back; `inner` each member's offset in `data`, `refs`
+    /// The closed packs, oldest first: `(serial, directory, parts, lengths, digests, inner,
+    /// refs, slots)` (`parts` the members' bytes objects stored in the pack, to be joined;
+    /// digests back to back; `inner` each member's offset in `data`, `refs`
     /// the dedup slot a member points at or -1, `slots` the slot entered for it or -1).
     #[allow(clippy::type_complexity)]
     fn take<'py>(
@@ -156,7 +162,7 @@ impl Packs {
     ) -> Vec<(
         u64,
         bool,
-        Bound<'py, PyBytes>,
+        Vec<Py<PyBytes>>,
         Vec<u64>,
         Bound<'py, PyBytes>,
         Vec<u64>,
@@ -169,7 +175,7 @@ impl Packs {
                 (
                     p.serial,
                     p.directory,
-                    PyBytes::new(py, &p.data),
+                    p.parts,
                     p.lengths,
                     PyBytes::new(py, &p.digests),
                     p.inner,
@@ -187,23 +193,34 @@ mod tests {
 
     #[test]
     fn packs_close_at_their_target_and_directory_packs_at_their_limit() {
-        let mut p = Packs::new(10, 8);
-        assert_eq!(p.add(1, false, b"abcdef", None, None).unwrap(), (0, 0));
-        assert_eq!(p.add(2, false, b"xy", None, None).unwrap(), (1, 0));
-        assert_eq!(p.add(1, false, b"ghij", None, None).unwrap(), (0, 1)); // 10 bytes
-        assert_eq!(p.add(1, true, b"12345", None, None).unwrap(), (2, 1));
-        assert_eq!(p.add(1, true, b"6789", None, None).unwrap(), (3, 2)); // 9 > 8: a new one
-        let closed: Vec<(u64, Vec<u8>, Vec<u64>)> = std::mem::take(&mut p.closed)
-            .into_iter()
-            .map(|o| (o.serial, o.data, o.inner))
-            .collect();
-        assert_eq!(closed[0], (0, b"abcdefghij".to_vec(), vec![0, 6]));
-        assert_eq!(closed[1], (2, b"12345".to_vec(), vec![0]));
-        assert_eq!(p.close(1, None), 1); // the open directory pack, not the small one
-        assert_eq!(p.closed[0].serial, 3);
-        assert_eq!(p.open.len(), 1);
-        assert_eq!(p.close(2, None), 2);
-        assert!(p.open.is_empty());
-        assert_eq!(p.closed[1].digests, blake3::hash(b"xy").as_bytes().to_vec());
+        Python::initialize();
+        Python::attach(|py| {
+            let mut p = Packs::new(10, 8);
+            let b = |x: &[u8]| PyBytes::new(py, x);
+            assert_eq!(p.add(1, false, &b(b"abcdef"), None, None).unwrap(), (0, 0));
+            assert_eq!(p.add(2, false, &b(b"xy"), None, None).unwrap(), (1, 0));
+            assert_eq!(p.add(1, false, &b(b"ghij"), None, None).unwrap(), (0, 1)); // 10 bytes
+            assert_eq!(p.add(1, true, &b(b"12345"), None, None).unwrap(), (2, 1));
+            assert_eq!(p.add(1, true, &b(b"6789"), None, None).unwrap(), (3, 2)); // 9 > 8: a new one
+            let closed: Vec<(u64, Vec<u8>, Vec<u64>)> = std::mem::take(&mut p.closed)
+                .into_iter()
+                .map(|o| {
+                    let data = o
+                        .parts
+                        .iter()
+                        .flat_map(|x| x.as_bytes(py).to_vec())
+                        .collect();
+                    (o.serial, data, o.inner)
+                })
+                .collect();
+            assert_eq!(closed[0], (0, b"abcdefghij".to_vec(), vec![0, 6]));
+            assert_eq!(closed[1], (2, b"12345".to_vec(), vec![0]));
+            assert_eq!(p.close(1, None), 1); // the open directory pack, not the small one
+            assert_eq!(p.closed[0].serial, 3);
+            assert_eq!(p.open.len(), 1);
+            assert_eq!(p.close(2, None), 2);
+            assert!(p.open.is_empty());
+            assert_eq!(p.closed[1].digests, blake3::hash(b"xy").as_bytes().to_vec());
+        });
     }
 }
