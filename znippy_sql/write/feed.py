@@ -61,25 +61,33 @@ class Feed:
             if why is not None:
                 self.unreadable.append((entry.origin, why))
                 return False
-        return self._add(entry)
+        return self._add_many((entry,), None) == 1
 
-    def _add(self, entry: Entry) -> bool:
-        """:meth:`add` of an entry a walk found (its file opened already, when it had to)."""
-        if self.unchanged is not None and self.unchanged(entry):
-            self.files_unchanged += 1
-            self._fact(entry)
-            return False
-        try:
-            self.take(entry)
-        except UnsafePathError as exc:
-            if not self.skip_unsafe:
-                raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
-                                      path=entry.origin) from None
-            self.skipped.append((entry.origin, exc.problem))
-            return False
-        if self.posix:
-            self._fact(entry)
-        return True
+    def _add_many(self, entries: Iterable[Entry], after: Callable[[], None] | None) -> int:
+        """:meth:`add` of entries a walk found (their files opened already, when they had
+        to), in one loop; ``after`` is called after each one passed on. Returns how many
+        were."""
+        take, unchanged, posix = self.take, self.unchanged, self.posix
+        passed = 0
+        for entry in entries:
+            if unchanged is not None and unchanged(entry):
+                self.files_unchanged += 1
+                self._fact(entry)
+                continue
+            try:
+                take(entry)
+            except UnsafePathError as exc:
+                if not self.skip_unsafe:
+                    raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
+                                          path=entry.origin) from None
+                self.skipped.append((entry.origin, exc.problem))
+                continue
+            if posix:
+                self._fact(entry)
+            passed += 1
+            if after is not None:
+                after()
+        return passed
 
     def _fact(self, entry: Entry) -> None:
         if self.posix and entry.mode is not None:
@@ -102,9 +110,8 @@ class Feed:
         walk = self.walk(source)
         ahead = self.ahead(walk) if self.ahead is not None else None
         try:
-            for entry in walk if ahead is None else ahead:
-                if self._add(entry) and after is not None:
-                    after()
+            for batch in (walk if ahead is None else ahead).batches():
+                self._add_many(batch, after)
         finally:
             if ahead is not None:
                 ahead.close()

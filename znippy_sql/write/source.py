@@ -135,7 +135,8 @@ class Walk:
         self._prefixes = tuple(r for r in (_inside(real, x) for x in exclude_prefixes) if r)
 
     def __iter__(self) -> Iterator[Entry]:
-        return self.entries()
+        for batch in self.batches():
+            yield from batch
 
     def read_ahead(self, rule: Any) -> "Walk":
         """This walk, reading ahead (and hashing) the files ``rule`` sends to a pack, small or
@@ -147,8 +148,9 @@ class Walk:
     def close(self) -> None:
         """(Nothing to do: the walk's thread ends with its iteration.)"""
 
-    def entries(self) -> Iterator[Entry]:
-        """The entries, from the native walk (``native/src/create/walk.rs``) in batches."""
+    def batches(self) -> Iterator[list[Entry]]:
+        """The entries, from the native walk (``native/src/create/walk.rs``), a list for each
+        of its batches (a writer takes a batch in one loop: no generator step a file)."""
         root = self.root
         if not os.path.isdir(root):
             raise missing_or(root, "source is not a directory", "source")
@@ -162,20 +164,24 @@ class Walk:
                                 rule=self._rule)
         try:
             while (batch := corelib.walk_next(walker, root)) is not None:
+                entries = []
                 for kind, rel, size, mode, mtime, target, data, digest, route in batch:
                     if kind == _FILE:
-                        yield Entry(rel, file=base + rel, known_size=size, mode=mode,
-                                    mtime_ns=mtime, route=route,
-                                    ahead=None if data is None else (data, digest))
+                        entries.append(Entry(rel, file=base + rel, known_size=size, mode=mode,
+                                             mtime_ns=mtime, route=route,
+                                             ahead=None if data is None else (data, digest)))
                     elif kind == _DIR:
                         if mode is not None:
                             self.directories.append((rel, mode, mtime))
                     elif kind == _LINK:
-                        yield Entry(rel, data=os.fsencode(target), link=target, mode=mode,
-                                    mtime_ns=mtime)
-                    else:  # a directory that cannot be listed
+                        entries.append(Entry(rel, data=os.fsencode(target), link=target,
+                                             mode=mode, mtime_ns=mtime))
+                    else:  # a directory that cannot be listed (the entries before it first)
+                        yield entries
+                        entries = []
                         raise UnreadableSourceError(
                             unreadable_problem(OSError(mode, target), "directory"), path=rel)
+                yield entries
             unreadable, self.links_left_out, special = corelib.walk_summary(walker, root)
             self.unreadable += unreadable
             self.special_left_out += special
