@@ -57,6 +57,8 @@ class PypiModule:
     normalize = staticmethod(normalize)
 
     def claims(self, relative_path: str) -> bool:
+        if not relative_path.endswith((".whl", *SDIST_SUFFIXES)):
+            return False  # (what parse_filename asks first: no call for most paths)
         return parse_filename(relative_path.rsplit("/", 1)[-1]) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:
