@@ -382,7 +382,7 @@ def test_dedup_index_table_grows_and_probes_past_collisions() -> None:
                for i in range(5000)]
     for i, d in enumerate(digests):
         assert not index.known(d, 7)
-        index._enter(d, 7, i, 1, False)
+        index.seed_rows(d, [7], [i], [1], [False], [0])
     assert len(index) == 5000
     assert all(index.known(d, 7) for d in digests)
     assert not index.known(bytes(32), 7) and not index.known(digests[0], 8)

@@ -3,7 +3,8 @@
 By default ``create``/``append`` (and ``write_archive``) raise ``UnreadableSourceError`` naming
 the path, exit 2 and leave nothing under the final name (an append leaves the archive as it
 was). ``--skip-unreadable`` (``skip_unreadable=True``) leaves such files and directories out,
-lists them and exits 1. Both for the in-process walk and for the create's forked read-ahead.
+lists them and exits 1. (The walk is native and reads ahead: ``walk`` and ``ahead`` are
+the same write now; ``how`` stays a parameter of the runs.)
 
 These tests run as root here, and root reads a mode-000 directory: every write below runs in
 a subprocess without CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH (``setpriv``), so that the modes
@@ -28,14 +29,11 @@ CLI = Path(sys.executable).parent / "znippy-sql"
 _CAPS = "-dac_override,-dac_read_search"
 
 #: a library write in a subprocess: prints the error's class and path, or the report's
-#: skipped paths; ``ahead`` lets the write fork its read-ahead children (as the CLI does)
+#: skipped paths
 _LIBRARY = """
 import sys
 from znippy_sql import write_archive
-from znippy_sql.write import readahead
 src, out, how, skip = sys.argv[1:]
-if how == "ahead":
-    readahead.allow()
 try:
     report = write_archive(out, src, **({"skip_unreadable": True} if skip else {}))
 except Exception as exc:

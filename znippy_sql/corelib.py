@@ -9,9 +9,17 @@ which the guard passes through unchanged.
 
 from __future__ import annotations
 
+import os
+
 import znippy_sql._native as _native
 from .errors import ChecksumError, CodecError, FormatError, PackError, ZnippyError
-from .native import guard
+from .native import PASS, describe, guard
+
+# Imported by the CLI's fast path (cli/fast.py): nothing here imports typing at run time.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 
 def version() -> str:
@@ -35,9 +43,165 @@ def root_digest(tag: bytes, offsets: object, data: object, digests: object) -> b
         return bytes(_native.root_digest(tag, offsets, data, digests))
 
 
+# -- create
+# The walk of a directory source (listed, lstat-ed; the files the routing rule packs whole
+# read and BLAKE3-hashed ahead, on a native thread) and the routing rule itself
+# (native/src/create/). ``Walker.next`` waits without the GIL and looks at signals every
+# 50 ms, so Ctrl-C stops a create there.
+
+def _native_error(exc: BaseException, what: str, path: str | None) -> BaseException:
+    """What :func:`~znippy_sql.native.guard` raises for ``exc`` (a plain ``try``: the per-file
+    calls below cost no context manager)."""
+    if isinstance(exc, (ZnippyError, *PASS)):
+        return exc
+    return ZnippyError(f"{what}: {describe(exc)}", path=path)
+
+
+def router(skip: Iterable[str], zip_family: Iterable[str], *, packing: bool, dedup: bool,
+           pack_max: int, dir_max: int) -> Any:
+    """The routing rule of a write (``native/src/create/route.rs``): the skip-listed and
+    zip-family suffixes, packing and dedup on or off, the largest small-pack and
+    directory-pack members."""
+    with guard(ZnippyError, "the routing rule"):
+        return _native.Router(sorted(skip), sorted(zip_family), packing, dedup, pack_max,
+                              dir_max)
+
+
+def route(rule: Any, path: str, size: int) -> int:
+    """Where ``rule`` sends a file: 0 a directory pack, 1 zip-entry spans, 2 a small pack,
+    3 chunks of its own."""
+    try:
+        return int(rule.route(path, size))
+    except BaseException as exc:  # a PanicException is a BaseException
+        raise _native_error(exc, "the routing rule", path) from None
+
+
+def walker(root: str, *, posix: bool, skip_unreadable: bool, exclude: Iterable[str],
+           prefixes: Iterable[str], rule: Any = None) -> Any:
+    """A started walk of ``root`` (``native/src/create/walk.rs``); ``rule``: read ahead the
+    files it sends to a small pack. Close it with :func:`walk_close`."""
+    with guard(ZnippyError, "the walk", path=root):
+        return _native.Walker(os.fsencode(root), posix, skip_unreadable,
+                              [os.fsencode(x) for x in exclude],
+                              [os.fsencode(x) for x in prefixes], rule)
+
+
+def walk_next(walk: Any, root: str) -> list[tuple[Any, ...]] | None:
+    """The walk's next batch of ``(kind, rel, size, mode, mtime_ns, target, data, digest)``
+    (kind 0 file, 1 directory, 2 link, 3 a directory that cannot be listed: ``rel`` its
+    path, ``mode`` the errno, ``target`` why); None at the end."""
+    try:
+        got = walk.next()
+    except BaseException as exc:
+        raise _native_error(exc, "the walk", root) from None
+    result: list[tuple[Any, ...]] | None = got
+    return result
+
+
+def walk_summary(walk: Any, root: str) -> tuple[list[tuple[str, str]], int, list[str]]:
+    """``(unreadable [(path, why)], links left out, special files left out)`` of a walk that
+    is over."""
+    with guard(ZnippyError, "the walk", path=root):
+        unreadable, links, special = walk.summary()
+        return list(unreadable), int(links), list(special)
+
+
+def walk_close(walk: Any, root: str) -> None:
+    """Stops the walk's thread and waits for it."""
+    with guard(ZnippyError, "the walk", path=root):
+        walk.close()
+
+
+# The dedup index's table (``native/src/create/dedup.rs``), subclassed by ``write/dedup.py``
+# ``DedupIndex``: its methods are called per chunk, so they are the class's own (no wrapper
+# call); they check every slot and length they are given and raise ValueError/RuntimeError
+# (internal mistakes), never panic.
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    class DedupTable:
+        """What ``write/dedup.py`` says of each method."""
+
+        limit: int
+        hits: int
+        saved: int
+
+        def __len__(self) -> int: ...
+        def known(self, digest: bytes, length: int) -> bool: ...
+        def pack_member(self, digest: bytes, length: int, pack_slots: Sequence[int]
+                        ) -> tuple[int, int]: ...
+        def close(self, slots: Sequence[int]) -> None: ...
+        def settle(self, slot: int, offset: int, size: int, compressed: bool,
+                   inner: int) -> None: ...
+        def entry(self, slot: int) -> tuple[int, int, bool, int]: ...
+        def seed_rows(self, digests: bytes, sizes: Sequence[int], offsets: Sequence[int],
+                      stored: Sequence[int], flags: Sequence[bool], inner: Sequence[int]
+                      ) -> None: ...
+        def place_runs(self, lengths: Sequence[int], digests: bytes,
+                       compressed: Sequence[bool], stored: Sequence[int], cursor: int
+                       ) -> tuple[list[int], list[int], list[bool], list[tuple[int, int]],
+                                  int, list[int]]: ...
+else:
+    DedupTable = _native.DedupTable
+
+
+# When a write closes its open packs (``native/src/create/turn.rs``): ``Turns().step(path)``
+# says 0 (nothing), 1 (another directory key: the directory packs) or 2 (another top-level
+# tree: every pack), one call a file with no wrapper (it raises nothing: any ``str`` will do).
+if TYPE_CHECKING:
+    class Turns:
+        """The first component and directory key of the last file seen."""
+
+        def step(self, path: str) -> int: ...
+else:
+    Turns = _native.Turns
+
+
+# Pack assembly (``native/src/create/pack.rs``): ``write/pack.py`` ``Packer`` holds one and
+# calls ``add`` a member with no wrapper; its errors are ValueErrors of a digest not 32 bytes.
+if TYPE_CHECKING:
+    class Packs:
+        """The open packs of one write."""
+
+        def __init__(self, target: int, dir_max: int) -> None: ...
+        def add(self, group: int, directory: bool, data: bytes, digest: bytes | None,
+                dedup: DedupTable | None) -> tuple[int, int]: ...
+        def close(self, which: int, dedup: DedupTable | None) -> int: ...
+        def take(self) -> list[tuple[int, bool, list[bytes], list[int], bytes, list[int],
+                                     list[int], list[int]]]: ...
+else:
+    Packs = _native.Packs
+
+
+def dir_key(path: str) -> str:
+    """The directory key of a path: without its last two components ("" when it has fewer
+    than three), as ``Turns`` takes it."""
+    with guard(ZnippyError, "the directory key", path=path):
+        return str(_native.Turns.dir_key(path))
+
+
+def trie_build(data: bytes, offsets: bytes, rows: bytes, *, path: str | None = None) -> bytes:
+    """A write's ``__trie__`` (``native/src/create/tail.rs``): see ``format/trie.py``."""
+    with guard(FormatError, "building __trie__ failed", path=path):
+        return bytes(_native.trie_build(data, offsets, rows))
+
+
+def frames(chunks: list[Any], level: int, *, hash_log: int | None = None,
+           chain_log: int | None = None, window_log: int | None = None) -> list[bytes | None]:
+    """The OpenZL frame of each chunk in ``format/zlframe.py``'s zstd shape
+    (``native/src/create/frame.rs``: the same bytes), or None where it would not be smaller;
+    compressed without the GIL. ``hash_log``/``chain_log``: a packed blob's tables;
+    ``window_log``: a directory pack's long window with long-distance matching."""
+    try:
+        got: list[bytes | None] = _native.frames(chunks, level, hash_log, chain_log,
+                                                 window_log)
+        return got
+    except BaseException as exc:
+        raise _native_error(exc, "zstd", None) from None
+
+
 # -- one archive's tail and files
-# (on the CLI's fast path, cli/fast.py: nothing here imports typing at run time)
-TYPE_CHECKING = False
+# (on the CLI's fast path, cli/fast.py)
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
@@ -148,7 +312,6 @@ def info_facts(archive: str) -> "dict[str, Any] | None":
 # -- git packs (native/src/git) ------------------------------------------------------------------
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any
 
     class PackIndex(Protocol):
         """One pack indexed by the core (``native/src/git/mod.rs``), its columns held there."""

@@ -1,5 +1,5 @@
-"""Forked child processes, one way: ``git import``'s tree worker (``git/forked.py``) and the
-create read-ahead's walker and reader (``write/readahead.py``) both start theirs here.
+"""Forked child processes, one way: ``git import``'s tree worker (``git/forked.py``) starts
+its children here.
 
 :func:`fork` runs ``work`` in the child over the memory it shares with the parent and ends it
 with ``os._exit`` (no Python clean-up, no buffered output of the parent written twice, never a

@@ -8,6 +8,7 @@
 use pyo3::prelude::*;
 
 mod cat;
+mod create;
 mod digests;
 mod errors;
 mod extract;
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     errors::register(m)?;
+    create::register(m)?;
     git::register(m)?;
     cat::register(m)?;
     ls::register(m)?;

@@ -20,7 +20,6 @@ from .common import (Interrupted, PkgTypeHelp, counted, create_pkg_type_arg, don
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from ..write import readahead
     from ..write.source import Walk
     from ..write.writer import check_output, write_archive
 
@@ -44,7 +43,6 @@ def cmd_create(args: argparse.Namespace) -> int:
     if progress is not None:  # a terminal: totals first, from a listing of the tree
         progress.total, progress.total_bytes = Walk(
             args.src, skip_unreadable=args.skip_unreadable).count()
-    readahead.allow()  # the CLI's own process: small files are read ahead by children
     try:
         report = write_archive(args.out, args.src, options=options_from(args),
                                repo=args.repo, pkg_type=args.pkg_type, progress=progress,
@@ -56,7 +54,6 @@ def cmd_create(args: argparse.Namespace) -> int:
         raise ZnippyError(f"cannot write: {os_problem(exc)}; nothing was written under "
                           "this name", path=args.out) from None
     finally:
-        readahead.allow(False)  # (main() called in a process that goes on: its choice again)
         done(progress)
     print(f"{report.path}: {counted(report.files, 'file')} in {counted(report.groups, 'group')}, "
           f"{counted(report.chunks, 'chunk')} ({report.compressed_chunks} compressed, "

@@ -1,4 +1,4 @@
-"""``__trie__``: the fst map relative_path → lookup row, built and read through ``ducer``.
+"""``__trie__``: the fst map relative_path → lookup row, read through ``ducer`` (built by the core).
 
 The only module that imports ``ducer`` (tests/test_native_guard.py). The fst code panics on
 bytes it does not expect (a Rust panic reaches Python as a ``BaseException``), so its frame is
@@ -10,13 +10,13 @@ and the archive, whatever the fst code makes of it.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
 from typing import Any
 
 import ducer
 import google_crc32c
 import pyarrow as pa
 
+from .. import corelib
 from ..errors import FormatError
 from ..native import guard
 from .schema import TRIE
@@ -66,7 +66,11 @@ class TrieMap:
             return int(len(self._map))
 
 
-def build(pairs: Iterable[tuple[bytes, int]], *, path: str | None = None) -> bytes:
-    """The fst map of ``pairs`` (keys in sorted order, as ``ducer.Map.build`` wants them)."""
-    with guard(FormatError, f"building {TRIE} failed", path=path):
-        return bytes(ducer.Map.build(":memory:", pairs))
+def build(data: bytes, offsets: bytes, rows: bytes, *, path: str | None = None) -> bytes:
+    """The fst map of the keys ``data[offsets[r]:offsets[r + 1]]`` → ``r`` for each row ``r``
+    of ``rows`` (little-endian int32 offsets, uint64 rows; keys in sorted order), built by
+    the core in one call (``native/src/create/tail.rs``: the crate ``ducer`` wraps, the same
+    bytes)."""
+    return corelib.trie_build(data, offsets, rows, path=path)
+
+

@@ -102,6 +102,10 @@ def by_name(name: str) -> Module | None:
     return _REGISTRY.get(name)
 
 
-def claim(relative_path: str) -> Module | None:
-    """The first module (by pkg_type, then name) that claims ``relative_path``."""
-    return next((m for m in all_modules() if m.claims(relative_path)), None)
+def claim(relative_path: str, among: Sequence[Module] | None = None) -> Module | None:
+    """The first module (by pkg_type, then name) that claims ``relative_path``; ``among``:
+    :func:`all_modules` as the caller took it once (a writer, for every file)."""
+    for m in all_modules() if among is None else among:
+        if m.claims(relative_path):
+            return m
+    return None

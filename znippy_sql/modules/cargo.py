@@ -38,6 +38,8 @@ class CargoModule:
     )
 
     def claims(self, relative_path: str) -> bool:
+        if not relative_path.endswith(".crate"):
+            return False  # (what parse_filename asks first: no call for most paths)
         return parse_filename(relative_path.rsplit("/", 1)[-1]) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:

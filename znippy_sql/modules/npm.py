@@ -34,6 +34,8 @@ class NpmModule:
     )
 
     def claims(self, relative_path: str) -> bool:
+        if not relative_path.endswith(".tgz"):
+            return False  # (what parse_path asks first: no call for most paths)
         return parse_path(relative_path) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:

@@ -57,6 +57,8 @@ class PypiModule:
     normalize = staticmethod(normalize)
 
     def claims(self, relative_path: str) -> bool:
+        if not relative_path.endswith((".whl", *SDIST_SUFFIXES)):
+            return False  # (what parse_filename asks first: no call for most paths)
         return parse_filename(relative_path.rsplit("/", 1)[-1]) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:
@@ -97,9 +99,9 @@ def parse_wheel(filename: str) -> dict[str, Any] | None:
 
 
 def parse_sdist(filename: str) -> dict[str, Any] | None:
-    suffix = next((s for s in SDIST_SUFFIXES if filename.endswith(s)), None)
-    if suffix is None:
+    if not filename.endswith(SDIST_SUFFIXES):
         return None
+    suffix = next(s for s in SDIST_SUFFIXES if filename.endswith(s))
     stem = filename[: -len(suffix)]
     start = 0
     while (dash := stem.find("-", start)) != -1:

@@ -194,58 +194,58 @@ class BlobSink:
         for piece in pieces:
             self._pwrite(piece)
 
-    def put_pack(self, members: Sequence[Any], result: BatchResult) -> None:
-        """Write a pack (``write/pack.py``: one job of its members' bytes back to back) and
-        record its members' rows: slices of the one frame, or, when the frame was not
-        smaller, each member its own raw blob; references point where their content is."""
+    def put_pack(self, pack: Any, result: BatchResult) -> None:
+        """Write a pack (``write/pack.py`` ``Pack``: one job of its members' bytes back to
+        back) and record its members' rows: slices of the one frame, or, when the frame was
+        not smaller, each member its own raw blob; references point where their content
+        is."""
         cursor = self.cursor
         stored = result.stored[0] if result.stored else 0
         framed = bool(result.compressed and result.compressed[0])
-        own = sum(1 for m in members if m.ref < 0 and m.length)
+        lengths, refs, slots, inner = pack.lengths, pack.refs, pack.slots, pack.inner
+        n = len(lengths)
+        own = len([1 for r, k in zip(refs, lengths) if r < 0 and k])
         if framed and own > 1:
             self.packs += 1
             self.packed_files += own
-        rows = members[0].tag.rows
+        rows: GroupRows = pack.rows
         dedup = self.dedup
         offs: list[int] = []
         sizes: list[int] = []
         flags: list[bool] = []
         inners: list[int] = []
-        for m in members:
-            if m.tag.rows is not rows:
-                raise RuntimeError("a pack spans two groups")
-            if m.ref >= 0:
+        for i in range(n):
+            if refs[i] >= 0:
                 assert dedup is not None
-                off, size, flag, inner = dedup.entry(m.ref)
+                off, size, flag, at = dedup.entry(refs[i])
                 dedup.hits += 1
             elif framed:
-                off, size, flag, inner = cursor, stored, True, m.inner
+                off, size, flag, at = cursor, stored, True, inner[i]
             else:
-                off, size, flag, inner = cursor + m.inner, m.length, False, 0
-            if m.slot >= 0 and dedup is not None:
-                dedup.settle(m.slot, off, size, flag, inner)
+                off, size, flag, at = cursor + inner[i], lengths[i], False, 0
+            if slots[i] >= 0 and dedup is not None:
+                dedup.settle(slots[i], off, size, flag, at)
             offs.append(off)
             sizes.append(size)
             flags.append(flag)
-            inners.append(inner)
-        n = len(members)
-        rows.paths.extend([m.tag.path for m in members])
-        rows.seqs.extend([m.tag.chunk_seq for m in members])
+            inners.append(at)
+        rows.paths.extend(pack.paths)
+        rows.seqs.frombytes(bytes(4 * n))
         rows.offsets.frombytes(bytes(8 * n))
         rows.compressed.extend(flags)
-        rows.sizes.extend([m.length for m in members])
+        rows.sizes.extend(lengths)
         rows.blob_offsets.extend(offs)
         rows.blob_sizes.extend(sizes)
-        rows.digests += b"".join([m.digest for m in members])
+        rows.digests += pack.digests
         rows.inner.extend(inners)
         if rows.has_extra:
-            rows.extra.extend([m.tag.extra for m in members])
+            rows.extra.extend(pack.extras)
         if self.track_order:
             rows.order.extend(range(self.rows, self.rows + n))
         packed = sum(flags)
         self.compressed_chunks += packed
         self.raw_chunks += n - packed
-        self.rows += len(members)
+        self.rows += n
         if stored:
             self._pwrite(result.buffer)
 

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Sequence
 from ..errors import UnsafePathError
 from ..format.paths import check_relative_path
 from .posix import PosixFacts
-from .readahead import ReadAhead
 from .source import Entry, Walk, can_open
 
 #: the hint every "unsafe path" error of a write carries
@@ -32,10 +31,10 @@ class Feed:
                  exclude: Sequence[str] = (),
                  exclude_prefixes: Sequence[str] = (),
                  unchanged: Callable[[Entry], bool] | None = None,
-                 ahead: Callable[[Walk], ReadAhead | None] | None = None) -> None:
+                 ahead: Callable[[Walk], Walk | None] | None = None) -> None:
         self.take = take
-        #: starts a child process that walks a directory source and reads its small files
-        #: ahead of ``take`` (``write/readahead.py``; None when it could not)
+        #: makes a walk of a directory source read its small files ahead of ``take``
+        #: (``Walk.read_ahead``; None: it does not)
         self.ahead = ahead
         self.posix = posix
         #: False: a symbolic link a ``posix`` walk finds is left out (and counted), as the
@@ -66,27 +65,36 @@ class Feed:
             if why is not None:
                 self.unreadable.append((entry.origin, why))
                 return False
-        return self._add(entry)
+        return self._add_many((entry,), None) == 1
 
-    def _add(self, entry: Entry) -> bool:
-        """:meth:`add` of an entry a walk found (its file opened already, when it had to)."""
-        if entry.link is not None and not self.links:
-            self.links_left_out += 1
-            return False
-        if self.unchanged is not None and self.unchanged(entry):
-            self.files_unchanged += 1
-            self._fact(entry)
-            return False
-        try:
-            self.take(entry)
-        except UnsafePathError as exc:
-            if not self.skip_unsafe:
-                raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
-                                      path=entry.origin) from None
-            self.skipped.append((entry.origin, exc.problem))
-            return False
-        self._fact(entry)
-        return True
+    def _add_many(self, entries: Iterable[Entry], after: Callable[[], None] | None) -> int:
+        """:meth:`add` of entries a walk found (their files opened already, when they had
+        to), in one loop; ``after`` is called after each one passed on. Returns how many
+        were."""
+        take, unchanged, posix = self.take, self.unchanged, self.posix
+        passed = 0
+        for entry in entries:
+            if entry.link is not None and not self.links:
+                self.links_left_out += 1
+                continue
+            if unchanged is not None and unchanged(entry):
+                self.files_unchanged += 1
+                self._fact(entry)
+                continue
+            try:
+                take(entry)
+            except UnsafePathError as exc:
+                if not self.skip_unsafe:
+                    raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
+                                          path=entry.origin) from None
+                self.skipped.append((entry.origin, exc.problem))
+                continue
+            if posix:
+                self._fact(entry)
+            passed += 1
+            if after is not None:
+                after()
+        return passed
 
     def _fact(self, entry: Entry) -> None:
         if self.posix and entry.mode is not None:
@@ -109,9 +117,8 @@ class Feed:
         walk = self.walk(source)
         ahead = self.ahead(walk) if self.ahead is not None else None
         try:
-            for entry in walk if ahead is None else ahead:
-                if self._add(entry) and after is not None:
-                    after()
+            for batch in (walk if ahead is None else ahead).batches():
+                self._add_many(batch, after)
         finally:
             if ahead is not None:
                 ahead.close()

@@ -20,11 +20,10 @@ from typing import cast
 import pyarrow as pa
 
 from ..format import codec
-from .. import modules
+from .. import corelib, modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
 from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
-from .readahead import ReadAhead
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, UnreadableSourceError, ZnippyError
 from ..format.paths import check_relative_path
@@ -39,7 +38,9 @@ from .source import Entry, Walk, data_origin, unreadable_problem
 IN_MEMORY = "<data>"
 #: a zip-family file up to this size is read whole to be cut; a bigger one in pieces
 ZIP_READ_WHOLE = 64 << 20
-#: where :meth:`Ingest.add` sends a file (:meth:`Ingest._route`)
+#: where :meth:`Ingest.add` sends a file: a directory pack (a zip-family file, whole), its zip
+#: entry spans (deduplicated), a small pack (compressed with its neighbours), or chunks of its
+#: own (the one rule: ``native/src/create/route.rs``, said by the walk or asked)
 _DIR_PACK, _ZIP_SPANS, _SMALL_PACK, _OWN_CHUNKS = range(4)
 
 
@@ -74,40 +75,24 @@ class Ingest:
         self._tags: list[ChunkTag] = []
         self._batch_bytes = 0
         self._groups: dict[tuple[str | None, int | str | None], GroupRows] = {}
+        #: with "auto": the modules in claiming order (taken once) and the group of each
+        #: (repo, claiming module's name)
+        self._modules: list[modules.Module] | None = None
+        self._claimed: dict[tuple[str, str], GroupRows] = {}
         self.packer = Packer(self.dedup) if options.pack else None
         self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
         self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
-        #: the child reading a walked directory's small files ahead (:meth:`read_ahead`)
-        self.ahead: ReadAhead | None = None
+        #: the routing rule, native (``native/src/create/route.rs``)
+        self._rule = corelib.router(codec.SKIP_SUFFIXES, zipcut.ZIP_SUFFIXES,
+                                    packing=options.pack, dedup=options.dedup,
+                                    pack_max=self._pack_max, dir_max=self._dir_max)
 
-    def read_ahead(self, walk: Walk) -> ReadAhead | None:
-        """A started :class:`ReadAhead` of ``walk`` that reads the files :meth:`add` will
-        pack (None: packing is off, or no child process here)."""
+    def read_ahead(self, walk: Walk) -> Walk | None:
+        """``walk``, reading ahead (natively) the files :meth:`add` will put in a pack, small
+        or directory (None: packing is off)."""
         if self.packer is None:
             return None
-        ahead = ReadAhead(walk, self._packs_whole)
-        if not ahead.start():
-            return None
-        self.ahead = ahead
-        return ahead
-
-    def _packs_whole(self, path: str, size: int) -> bool:
-        """Whether :meth:`add` puts a walked file of ``size`` bytes into a small pack (what
-        the read-ahead child reads; directory-pack members are read by the writer)."""
-        return self._route(path, size) == _SMALL_PACK
-
-    def _route(self, path: str, size: int) -> int:
-        """Where :meth:`add` sends a file: a directory pack (a zip-family file, whole), its
-        zip entry spans (deduplicated), a small pack (compressed with its neighbours), or
-        chunks of its own."""
-        zip_family = zipcut.is_zip_family(path)
-        if self.packer is not None and 0 < size <= self._dir_max and zip_family:
-            return _DIR_PACK
-        if self.options.dedup and size and zip_family:
-            return _ZIP_SPANS
-        if self.packer is not None and 0 < size <= self._pack_max and not codec.is_skipped(path):
-            return _SMALL_PACK
-        return _OWN_CHUNKS
+        return walk.read_ahead(self._rule)
 
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
@@ -123,7 +108,13 @@ class Ingest:
         wanted = entry.pkg_type if entry.pkg_type is not None else self.default_pkg_type
         auto = isinstance(wanted, str) and wanted.strip().lower() == "auto"
         if auto:
-            module = modules.claim(entry.relative_path)
+            if self._modules is None:
+                self._modules = modules.all_modules()
+            module = modules.claim(entry.relative_path, self._modules)
+            name = module.name if module else ""
+            claimed = self._claimed.get((repo, name))
+            if claimed is not None:  # "auto" claims per path: the group per module
+                return claimed
             pkg_type = module.pkg_type if module else 0
         else:
             pkg_type = resolve_pkg_type(wanted)
@@ -132,40 +123,75 @@ class Ingest:
         if is_reserved(key.module_name):
             raise ZnippyError(f"module name {key.module_name!r} is reserved")
         rows = self.sink.group(key, module)
-        if not auto:  # "auto" claims per path; every other choice is per (repo, pkg_type)
+        if auto:
+            self._claimed[(repo, key.module_name)] = rows
+        else:  # every other choice is per (repo, pkg_type)
             self._groups[cache_key] = rows
         return rows
 
     # -- adding ---------------------------------------------------------------------------
     def add(self, entry: Entry) -> None:
         path = check_relative_path(entry.relative_path)
-        first = self.seen.get(path)
+        seen = self.seen
+        first = seen.get(path)
         if first is not None:
             raise DuplicatePathError(
                 f"duplicate relative_path {path!r}: from {_origin(first, path)} and "
                 f"{entry.origin}", path=entry.origin)
-        self.seen[path] = self._where(entry.file, path)
-        if self.packer is not None:
-            for pack in self.packer.turn(path):
+        # what ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with the
+        # archive path (a walked directory: all of them), the part before it, one string
+        # shared by every file of that tree (a million full paths would be ~110 MB); else
+        # ``(file name,)``
+        file = None if entry.file is None else os.fspath(entry.file)
+        if file is None:
+            seen[path] = IN_MEMORY
+        elif file.endswith(path):
+            prefix = file[: len(file) - len(path)]
+            seen[path] = self._prefixes.setdefault(prefix, prefix)
+        else:
+            seen[path] = (file,)
+        packer = self.packer
+        if packer is not None and (turn := packer.step(path)):
+            for pack in packer.turn(turn):
                 self._send_pack(pack)
-        rows = self._group(entry)
-        size = entry.size()
+        rows = self._groups.get((entry.repo, entry.pkg_type)) or self._group(entry)
+        data: bytes | memoryview | None = entry.data
+        size = entry.known_size if data is None and entry.known_size is not None \
+            else entry.size()
         extra = None
         if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
-            extra = dict(rows.module.columns(path, lambda: _read_all(entry)))
+            extra = dict(rows.module.columns(path, lambda: _content(entry)))
+        self.files += 1
+        self.bytes_in += size
+        route = entry.route
+        if route is None:  # not said by a walk (the one rule either way)
+            route = corelib.route(self._rule, path, size)
+        if route == _DIR_PACK or route == _SMALL_PACK:  # joins its group's open pack
+            ahead = entry.ahead
+            digest = None
+            if ahead is not None:  # read (and hashed) ahead by the walk's reader thread
+                member, digest = ahead
+            elif entry.data is not None:
+                member = entry.data
+            else:
+                member = self._read_now(file, size)
+            packer = self.packer
+            assert packer is not None
+            serial, closed = packer.join(id(rows), route == _DIR_PACK, member, digest,
+                                         self.dedup)
+            held = packer.held.get(serial)
+            if held is None:
+                held = packer.held[serial] = (rows, [], [])
+            held[1].append(path)
+            held[2].append(extra)
+            if closed:
+                for pack in packer.taken():
+                    self._send_pack(pack)
+            return
         mode = codec.COMPRESS
         if codec.is_skipped(path):
             mode = codec.PROBE if self.options.dedup else codec.RAW
         block = self.options.block_size
-        data: bytes | memoryview | None = entry.data
-        file = None if entry.file is None else os.fspath(entry.file)
-        self.files += 1
-        self.bytes_in += size
-        route = self._route(path, size)
-        if route == _DIR_PACK or route == _SMALL_PACK:
-            self._pack(ChunkTag(rows, path, 0, extra), data, file, size,
-                       directory=route == _DIR_PACK)
-            return
         if route == _ZIP_SPANS:
             data, spans = self._zip_spans(data, file, size)
             if spans is not None:
@@ -202,50 +228,25 @@ class Ingest:
         view = memoryview(whole)
         return view, zipcut.cut(view, block_size=block)
 
-    def _pack(self, tag: ChunkTag, data: bytes | memoryview | None, file: str | None,
-              size: int, directory: bool = False) -> None:
-        """A small file joins its group's open pack (read now, or by the read-ahead child:
-        the pack needs its bytes)."""
-        digest = None
-        if data is None and self.ahead is not None:
-            assert file is not None
-            got = self.ahead.take(file)
-            if got is not None:
-                data, digest = got
-        if data is None:
-            assert file is not None
+    def _read_now(self, file: str | None, size: int) -> bytes:
+        """A pack member's bytes not read ahead (the pack needs them)."""
+        assert file is not None
+        try:
+            fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
             try:
-                fd = os.open(file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                try:
-                    data = _read_exactly(fd, size)
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                raise UnreadableSourceError(unreadable_problem(exc), path=file) from None
-        assert self.packer is not None
-        for pack in self.packer.add(tag, data, digest, directory=directory):
-            self._send_pack(pack)
+                return _read_exactly(fd, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise UnreadableSourceError(unreadable_problem(exc), path=file) from None
 
     def _send_pack(self, pack: Pack) -> None:
         """A closed pack goes to the codec as one job, after the chunks queued before it."""
         self._flush()
-        data = pack.data()
-        pack.parts.clear()
+        data = pack.data
+        pack.data = b""  # the job holds it until it is compressed
         job = Job(data, None, 0, len(data), DIR_PACK if pack.directory else PACK)
         self._place(self.compressor.submit([job], pack))
-
-    def _where(self, file: str | os.PathLike[str] | None, path: str) -> object:
-        """What ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with
-        the archive path (a walked directory: all of them), the part before it, one string
-        shared by every file of that directory tree (a million full paths would be ~110 MB);
-        else ``(file name,)``."""
-        if file is None:
-            return IN_MEMORY
-        name = os.fspath(file)
-        if not name.endswith(path):
-            return (name,)
-        prefix = name[: len(name) - len(path)]
-        return self._prefixes.setdefault(prefix, prefix)
 
     def _queue(self, job: Job, tag: ChunkTag) -> None:
         self._batch.append(job)
@@ -278,7 +279,7 @@ class Ingest:
             if result.error is not None:
                 raise UnreadableSourceError(result.error[1], path=result.error[0])
             if isinstance(tag, Pack):
-                self.sink.put_pack(tag.members, result)
+                self.sink.put_pack(tag, result)
             else:
                 batch, tags = cast("tuple[list[Job], list[ChunkTag]]", tag)
                 self.sink.put_batch(tags, batch, result)
@@ -299,7 +300,7 @@ class Ingest:
 
 
 def _origin(where: object, path: str) -> str:
-    """The source ``Ingest._where`` recorded for ``path``, as the duplicate error names it."""
+    """The source ``Ingest.add`` recorded in ``seen`` for ``path``, as the duplicate error names it."""
     if where is IN_MEMORY:
         return data_origin(path)
     if isinstance(where, tuple):
@@ -312,6 +313,12 @@ def _read_exactly(fd: int, size: int) -> bytes:
     if len(data) != size:
         raise OSError("short read at 0 (file changed while writing?)")
     return data
+
+
+def _content(entry: Entry) -> bytes:
+    """A file's bytes for its module's columns (a POM's): those read ahead, when they were,
+    else read now."""
+    return entry.ahead[0] if entry.ahead is not None else _read_all(entry)
 
 
 def _read_all(entry: Entry) -> bytes:

@@ -32,11 +32,11 @@ before it are found wherever they are, which no per-file frame (deflated entries
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
-from ..format import b3 as blake3
-from .blobs import ChunkTag, GroupRows
+from .. import corelib
+from .blobs import GroupRows
 
 #: files up to this size are packed [fixed in docs/format.md]
 PACK_MEMBER_MAX = 256 << 10
@@ -50,121 +50,65 @@ DIR_MEMBER_MAX = 32 << 20
 DIR_PACK_MAX = 32 << 20
 
 
-class Member(NamedTuple):
-    """One packed file: its row's tag, length, digest, and where its bytes are: ``inner``
-    in this pack (``ref`` -1), or the dedup slot ``ref`` of a slice stored before."""
-
-    tag: ChunkTag
-    length: int
-    digest: bytes
-    inner: int
-    ref: int
-    #: the dedup slot entered for this member's content (-1: none)
-    slot: int = -1
-
-
 @dataclass
 class Pack:
-    """An open pack of one group."""
+    """A closed pack of one group, as the core assembled it (``native/src/create/pack.rs``):
+    its bytes and, per member, its path and module columns, length, digest (back to back),
+    offset in ``data`` (``inner``), the dedup slot of a slice stored before that it points
+    at (``refs``, -1: its bytes are in ``data``) and the slot entered for it (``slots``)."""
 
     rows: GroupRows
-    members: list[Member] = field(default_factory=list)
-    parts: list[Any] = field(default_factory=list)
-    size: int = 0
-    #: dedup slots entered for this pack's own members (settled when it is placed)
-    slots: list[int] = field(default_factory=list)
-    #: a directory pack (compressed with a long window), not a pack of small files
-    directory: bool = False
-
-    def data(self) -> bytes:
-        return b"".join(self.parts)
-
-
-def top_component(path: str) -> str:
-    slash = path.find("/")
-    return path if slash < 0 else path[:slash]
+    paths: list[str]
+    extras: list[dict[str, Any] | None]
+    directory: bool
+    data: bytes
+    lengths: list[int]
+    digests: bytes
+    inner: list[int]
+    refs: list[int]
+    slots: list[int]
 
 
 def dir_key(path: str) -> str:
     """The directory key of a path: without its last two components ("" when it has fewer
-    than three)."""
-    slash = path.rfind("/")
-    slash = path.rfind("/", 0, slash) if slash > 0 else -1
-    return path[:slash] if slash > 0 else ""
+    than three); the core's (``corelib.dir_key``), as :meth:`Packer.turn` is told it."""
+    return corelib.dir_key(path)
 
 
 class Packer:
-    """Open packs by group; :meth:`add` returns the packs it closed."""
+    """The open packs of a write, assembled by the core (``native/src/create/pack.rs``); the
+    rows' paths and module columns of each open pack are kept here (``held``)."""
 
     def __init__(self, dedup: Any, *, target: int = PACK_TARGET) -> None:
         self.dedup = dedup
-        self.target = target
-        #: (id(GroupRows), directory?) → pack, in creation order
-        self.open: dict[tuple[int, bool], Pack] = {}
-        #: the first path component of the last file seen (:meth:`turn`)
-        self.top: str | None = None
-        #: the directory key of the last file seen (:meth:`turn`)
-        self.dir: str | None = None
+        self._packs = corelib.Packs(target, DIR_PACK_MAX)
+        #: ``join(group, directory, data, digest, dedup)`` → ``(serial, packs closed)``: a
+        #: member joins the open pack of its group (``id`` of its GroupRows); its BLAKE3 is
+        #: taken when ``digest`` is None (the core's method: no Python frame a file)
+        self.join = self._packs.add
+        #: each file's turn, before it joins (the core's: ``native/src/create/turn.rs``):
+        #: 0, 1 another directory key than the file before it, 2 another top-level tree
+        self.step = corelib.Turns().step
+        #: serial → (rows, paths, module columns) of an open pack's members
+        self.held: dict[int, tuple[GroupRows, list[str], list[dict[str, Any] | None]]] = {}
 
-    def turn(self, path: str) -> list[Pack]:
-        """Every open pack when ``path`` starts another top-level tree than the file before
-        it, else every open directory pack when it has another directory key (then
-        closed); else none."""
-        top = top_component(path)
-        key = dir_key(path)
-        if top == self.top:
-            if key == self.dir:
-                return []
-            self.dir = key
-            return self._close([k for k in self.open if k[1]])
-        self.top = top
-        self.dir = key
-        return self.drain() if self.open else []
+    def turn(self, turn: int) -> list[Pack]:
+        """The packs a file's :attr:`step` closes: every open pack when it starts another
+        top-level tree than the file before it (2), else every open directory pack when it
+        has another directory key (1)."""
+        if turn and self._packs.close(turn, self.dedup):
+            return self.taken()
+        return []
 
-    def add(self, tag: ChunkTag, data: bytes | memoryview, digest: bytes | None = None,
-            *, directory: bool = False) -> list[Pack]:
-        """``data`` joins the open pack (``directory``: the directory pack) of its group;
-        returns the packs this closed (``digest``: its BLAKE3, when already taken)."""
-        rows = tag.rows
-        closed: list[Pack] = []
-        n = len(data)
-        pack = self.open.get((id(rows), directory))
-        if directory and pack is not None and pack.size + n > DIR_PACK_MAX:
-            closed += self._close([(id(rows), True)])
-            pack = None
-        if pack is None:
-            pack = self.open[(id(rows), directory)] = Pack(rows, directory=directory)
-        if digest is None:
-            digest = blake3.blake3(data).digest()
-        ref = slot = -1
-        if self.dedup is not None:
-            ref, slot = self.dedup.pack_member(digest, n, pack.slots)
-        if ref >= 0:
-            pack.members.append(Member(tag, n, digest, 0, ref))
-        else:
-            if slot >= 0:
-                pack.slots.append(slot)
-            pack.members.append(Member(tag, n, digest, pack.size, -1, slot))
-            pack.parts.append(data)
-            pack.size += n
-        if not directory and pack.size >= self.target:
-            closed += self._close([(id(rows), False)])
-        return closed
-
-    def _close(self, keys: list[tuple[int, bool]]) -> list[Pack]:
-        packs = [self.open.pop(k) for k in keys]
-        for pack in packs:
-            self._closing(pack)
-        return [p for p in packs if p.members]
-
-    def _closing(self, pack: Pack) -> None:
-        if self.dedup is not None:
-            self.dedup.close(pack.slots)
+    def taken(self) -> list[Pack]:
+        """The packs closed (by :attr:`join` or :meth:`turn`), oldest first."""
+        out = []
+        for serial, directory, parts, lengths, digests, inner, refs, slots in self._packs.take():
+            rows, paths, extras = self.held.pop(serial)
+            out.append(Pack(rows, paths, extras, directory, b"".join(parts), lengths, digests,
+                            inner, refs, slots))
+        return out
 
     def drain(self) -> list[Pack]:
         """Every open pack (at the end of a write), in the order the groups opened."""
-        packs = [p for p in self.open.values() if p.members]
-        self.open.clear()
-        for pack in packs:
-            self._closing(pack)
-        return packs
+        return self.turn(2)

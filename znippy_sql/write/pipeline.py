@@ -34,9 +34,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable
 from typing import NamedTuple
 
+from .. import corelib
 from ..format import b3 as blake3
 
-from ..format import codec
+from ..format import codec, zlframe
 from .source import unreadable_problem
 from ..format.schema import DEFAULT_BLOCK_SIZE
 
@@ -144,16 +145,13 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
     if probed:
         verdicts = dict(zip(probed, codec.probe_many([chunks[i] for i in probed])))
         todo = [i for i in todo if verdicts.get(i, True)]
-    enc = codec.encoder(level)
     packs = [i for i in todo if jobs[i].mode in PACKS]
     if packs:  # packed blobs: their own zstd parameters (codec.PACK_HASH_LOG)
         todo = [i for i in todo if jobs[i].mode not in PACKS]
-    frames = enc.frames_if_smaller([chunks[i] for i in todo])
-    framed = dict(zip(todo, frames))
+    framed = dict(zip(todo, encode(level, [chunks[i] for i in todo], codec.COMPRESS)))
     for kind in (PACK, DIR_PACK) if packs else ():
         some = [i for i in packs if jobs[i].mode == kind]
-        framed.update(zip(some, enc.pack_frames_if_smaller([chunks[i] for i in some],
-                                                           long=kind == DIR_PACK)))
+        framed.update(zip(some, encode(level, [chunks[i] for i in some], kind)))
     if packs:
         todo = sorted([*todo, *packs])
     compressed: list[bool] = []
@@ -175,13 +173,44 @@ def compress_small(jobs: list[Job], chunks: list[bytes | memoryview], digests: b
     return BatchResult(digests, compressed, stored, buffer, encoded)
 
 
-def incompressible(enc: codec.Encoder, chunk: bytes | memoryview) -> bool:
+def encode(level: int, chunks: list[zlframe.Bytes], mode: int
+           ) -> list[tuple[bytes, ...] | None]:
+    """Each chunk's frame (as buffers to write back to back), or None where it is not smaller
+    than the chunk: in one GIL-free native call (``corelib.frames``: the zstd shape of
+    ``format/zlframe.py``, byte for byte) where that shape is OpenZL's own at this level
+    (``zlframe.fast_path_ok``), else through the binding. ``mode`` ``PACK``/``DIR_PACK``: a
+    packed blob's parameters."""
+    if not chunks:
+        return []
+    enc = codec.encoder(level)
+    if not zlframe.fast_path_ok(level, enc.encode) or any(len(c) > zlframe.MAX_FAST
+                                                          for c in chunks):
+        if mode in PACKS:
+            return enc.pack_frames_if_smaller(chunks, long=mode == DIR_PACK)
+        return enc.frames_if_smaller(chunks)
+    if mode == PACK:
+        got = corelib.frames(chunks, level, hash_log=codec.PACK_HASH_LOG,
+                             chain_log=codec.PACK_CHAIN_LOG)
+    elif mode == DIR_PACK:
+        got = corelib.frames(chunks, level, window_log=codec.LONG_WINDOW_LOG)
+    else:
+        got = corelib.frames(chunks, level)
+    return [None if f is None else (f,) for f in got]
+
+
+def _frame(level: int, chunk: bytes | memoryview, mode: int = codec.COMPRESS) -> bytes | None:
+    got = encode(level, [chunk], mode)[0]
+    return None if got is None else b"".join(got)
+
+
+def incompressible(level: int, chunk: bytes | memoryview) -> bool:
     """True when samples at the start, middle and end of a big chunk do not shrink."""
     n = len(chunk)
     view = memoryview(chunk)
-    for start in (0, (n - PROBE_BYTES) // 2, n - PROBE_BYTES):
-        frame = enc.frame_if_smaller(view[start : start + PROBE_BYTES])
-        if frame is not None and len(frame) < PROBE_GAIN * PROBE_BYTES:
+    samples: list[zlframe.Bytes] = [view[start : start + PROBE_BYTES]
+               for start in (0, (n - PROBE_BYTES) // 2, n - PROBE_BYTES)]
+    for frame in encode(level, samples, codec.COMPRESS):
+        if frame is not None and sum(map(len, frame)) < PROBE_GAIN * PROBE_BYTES:
             return False
     return True
 
@@ -189,7 +218,6 @@ def incompressible(enc: codec.Encoder, chunk: bytes | memoryview) -> bool:
 def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchResult:
     """Read, hash and compress each job; frames (and small raw chunks) in one buffer.
     A chunk ``known`` (dedup) is hashed only."""
-    enc = codec.encoder(level)
     digests = bytearray()
     compressed: list[bool] = []
     stored: list[int] = []
@@ -212,15 +240,14 @@ def run_batch(jobs: list[Job], level: int, known: Known | None = None) -> BatchR
         frame = None
         if job.mode == codec.PROBE and chunk:
             if codec.probe(chunk):
-                frame = enc.frame_if_smaller(chunk)
+                frame = _frame(level, chunk)
                 encoded += len(chunk)
         elif job.mode in PACKS and chunk:  # no probe: its members are files to compress
-            got = enc.pack_frames_if_smaller([chunk], long=job.mode == DIR_PACK)[0]
-            frame = None if got is None else b"".join(got)
+            frame = _frame(level, chunk, job.mode)
             encoded += len(chunk)
         elif job.mode == codec.COMPRESS and chunk:
-            if len(chunk) < PROBE_MIN or not incompressible(enc, chunk):
-                frame = enc.frame_if_smaller(chunk)
+            if len(chunk) < PROBE_MIN or not incompressible(level, chunk):
+                frame = _frame(level, chunk)
                 encoded += len(chunk)
         blob = chunk if frame is None else frame
         parts.append(blob)

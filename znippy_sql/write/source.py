@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import corelib
 from ..errors import UnreadableSourceError, ZnippyError, missing_or
 
 #: the hint every "cannot read" error of a write for want of permission carries
@@ -45,6 +46,10 @@ class Entry:
     mtime_ns: int | None = field(default=None, repr=False, compare=False)
     #: the target of a symbolic link (its bytes are ``data``)
     link: str | None = field(default=None, repr=False, compare=False)
+    #: where the routing rule sends the file (``corelib.route``), when the walk said so
+    route: int | None = field(default=None, repr=False, compare=False)
+    #: the file's bytes and BLAKE3, when the walk read them ahead (a pack member's)
+    ahead: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if (self.data is None) == (self.file is None):
@@ -96,14 +101,13 @@ class Walk:
     """The files under ``root`` in sorted relative-path order (UTF-8 bytes); symlinks are not
     followed.
 
-    Lazy, depth first: a directory is listed when the walk gets to it, so the writer is already
-    compressing the first files while the rest are being listed. Each directory's entries are
-    sorted by name bytes with ``/`` appended to the names of subdirectories; then depth-first
-    order is exactly the byte order of the whole relative paths (``a.txt`` comes before
-    ``a/b`` because ``.`` < ``/``, and nothing sorts between the paths under ``a/``).
-    One ``scandir`` per directory, on an open descriptor of it: ``d_type`` answers
-    is_dir/is_file, and the size comes from an ``lstat`` relative to that descriptor (one path
-    component to resolve, not the whole path), carried in the :class:`Entry`.
+    Walked by a native thread ahead of the caller (``native/src/create/walk.rs``), depth
+    first: each directory's entries are sorted by name bytes with ``/`` appended to the names
+    of subdirectories, so the order is exactly the byte order of the whole relative paths
+    (``a.txt`` comes before ``a/b`` because ``.`` < ``/``). ``d_type`` answers
+    is_dir/is_file, and the size comes from an ``lstat`` relative to the directory,
+    carried in the :class:`Entry`. With :meth:`read_ahead` a second thread reads and hashes
+    the files the writer packs whole (:meth:`take`).
 
     A directory that cannot be listed raises :class:`UnreadableSourceError`; with
     ``skip_unreadable`` it is left out, and so is every file that cannot be opened (each
@@ -125,129 +129,76 @@ class Walk:
         #: (FIFOs, sockets, devices), which an archive cannot hold
         self.links_left_out = 0
         self.special_left_out: list[str] = []
+        self._rule: Any = None  # read ahead what it sends to a small pack (read_ahead)
         real = os.path.realpath(self.root)
         self._exclude = frozenset(r for r in (_inside(real, x) for x in exclude) if r)
         self._prefixes = tuple(r for r in (_inside(real, x) for x in exclude_prefixes) if r)
 
     def __iter__(self) -> Iterator[Entry]:
-        base = self.root if self.root.endswith("/") else self.root + "/"
-        self.directories = []
-        self.links_left_out = 0
-        self.special_left_out = []
-        self.unreadable = []
-        for rel, size, st in self._walk():
-            if size is _DIR:
-                if st is not None:
-                    self.directories.append((rel, st.st_mode, st.st_mtime_ns))
-            elif size is _LINK:
-                target, lst = st
-                yield Entry(rel, data=os.fsencode(target), link=target, mode=lst.st_mode,
-                            mtime_ns=lst.st_mtime_ns)
-            elif st is not None:
-                yield Entry(rel, file=base + rel, known_size=size, mode=st.st_mode,
-                            mtime_ns=st.st_mtime_ns)
-            else:
-                yield Entry(rel, file=base + rel, known_size=size)  # the writer checks the path
+        for batch in self.batches():
+            yield from batch
 
-    def count(self) -> tuple[int, int]:
-        """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
-        total): the directory tree listed once more, no file opened (but with
-        ``skip_unreadable``, each opened and closed)."""
-        files = nbytes = 0
-        for _rel, size, st in self._walk():
-            if size is _DIR:
-                continue
-            files += 1
-            nbytes += len(os.fsencode(st[0])) if size is _LINK else (size or 0)
-        return files, nbytes
+    def read_ahead(self, rule: Any) -> "Walk":
+        """This walk, reading ahead (and hashing) the files ``rule`` sends to a pack, small or
+        directory (``corelib.router``): each file's :class:`Entry` holds its ``route`` and,
+        read ahead, its bytes and digest (``ahead``)."""
+        self._rule = rule
+        return self
 
-    def _walk(self) -> Iterator[tuple[str, Any, Any]]:
-        """``(relative path, size or _DIR/_LINK, stat result / (target, lstat) / None)`` in
-        path order, directories before what they hold (a directory listed before it is
-        yielded: one ``skip_unreadable`` leaves out is not yielded at all)."""
+    def close(self) -> None:
+        """(Nothing to do: the walk's thread ends with its iteration.)"""
+
+    def batches(self) -> Iterator[list[Entry]]:
+        """The entries, from the native walk (``native/src/create/walk.rs``), a list for each
+        of its batches (a writer takes a batch in one loop: no generator step a file)."""
         root = self.root
         if not os.path.isdir(root):
             raise missing_or(root, "source is not a directory", "source")
         base = root if root.endswith("/") else root + "/"
-        stack = self._listing("", root) or []
-        while stack:
-            _key, rel, size, st = stack.pop()
-            if size is _DIR:
-                listing = self._listing(rel + "/", base + rel)
-                if listing is None:
-                    continue
-                yield rel, size, st
-                stack += listing
-            else:
-                yield rel, size, st
-
-    def _listing(self, prefix: str, directory: str) -> list[tuple[bytes, str, Any, Any]] | None:
-        """One directory's entries as ``(sort key, relative path, size or _DIR/_LINK, stat)``,
-        in reverse order (the walk pops from the end); None: it cannot be listed and
-        ``skip_unreadable`` leaves it out."""
-        found: list[tuple[bytes, str, Any, Any]] = []
-        exclude, prefixes, posix = self._exclude, self._prefixes, self.posix
-        opens = self.skip_unreadable  # each file opened once: the ones that do not are left out
+        self.directories = []
+        self.links_left_out = 0
+        self.special_left_out = []
+        self.unreadable = []
+        walker = corelib.walker(root, posix=self.posix, skip_unreadable=self.skip_unreadable,
+                                exclude=self._exclude, prefixes=self._prefixes,
+                                rule=self._rule)
         try:
-            fd = os.open(directory, _DIR_FLAGS)
-        except OSError as exc:
-            self._unreadable(directory, exc)
-            return None
-        try:
-            with os.scandir(fd) as it:
-                for item in it:
-                    name = item.name
-                    rel = prefix + name
-                    if (exclude and rel in exclude) or (prefixes and rel.startswith(prefixes)):
-                        continue
-                    key = name.encode("utf-8", "surrogateescape")
-                    if item.is_dir(follow_symlinks=False):
-                        found.append((key + b"/", rel, _DIR, _lstat(item) if posix else None))
-                    elif item.is_file(follow_symlinks=False):
-                        why = can_open(name, fd) if opens else None
-                        if why is not None:
-                            self.unreadable.append((os.path.join(directory, name), why))
-                            continue
-                        st = _lstat(item)
-                        size = None if st is None else st.st_size  # None: Entry.size() says
-                        found.append((key, rel, size, st if posix else None))
-                    elif item.is_symlink():
-                        if not posix:
-                            self.links_left_out += 1
-                            continue
-                        try:
-                            link = (os.readlink(name, dir_fd=fd), item.stat(follow_symlinks=False))
-                        except OSError:
-                            continue  # gone since the listing
-                        found.append((key, rel, _LINK, link))
-                    else:
-                        self.special_left_out.append(rel)
-        except OSError as exc:
-            self._unreadable(directory, exc)
-            return None
+            while (batch := corelib.walk_next(walker, root)) is not None:
+                entries = []
+                for kind, rel, size, mode, mtime, target, data, digest, route in batch:
+                    if kind == _FILE:
+                        entries.append(Entry(rel, file=base + rel, known_size=size, mode=mode,
+                                             mtime_ns=mtime, route=route,
+                                             ahead=None if data is None else (data, digest)))
+                    elif kind == _DIR:
+                        if mode is not None:
+                            self.directories.append((rel, mode, mtime))
+                    elif kind == _LINK:
+                        entries.append(Entry(rel, data=os.fsencode(target), link=target,
+                                             mode=mode, mtime_ns=mtime))
+                    else:  # a directory that cannot be listed (the entries before it first)
+                        yield entries
+                        entries = []
+                        raise UnreadableSourceError(
+                            unreadable_problem(OSError(mode, target), "directory"), path=rel)
+                yield entries
+            unreadable, self.links_left_out, special = corelib.walk_summary(walker, root)
+            self.unreadable += unreadable
+            self.special_left_out += special
         finally:
-            os.close(fd)
-        found.sort(key=_first, reverse=True)
-        return found
+            corelib.walk_close(walker, root)
 
-    def _unreadable(self, directory: str, exc: OSError) -> None:
-        """A directory that cannot be listed: left out and named (``skip_unreadable``), or
-        the error."""
-        if not self.skip_unreadable:
-            raise UnreadableSourceError(unreadable_problem(exc, "directory"),
-                                        path=directory) from None
-        self.unreadable.append((directory, exc.strerror or str(exc)))
-
-
-_DIR = -1  # the size slot of a subdirectory in a listing
-_LINK = -2  # ... and of a symbolic link
+    def count(self) -> tuple[int, int]:
+        """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
+        total; with ``skip_unreadable`` each file is opened and closed)."""
+        files = nbytes = 0
+        for entry in Walk(self.root, skip_unreadable=self.skip_unreadable, posix=self.posix):
+            files += 1
+            nbytes += len(entry.data) if entry.data is not None else (entry.known_size or 0)
+        return files, nbytes
 
 
-def _lstat(item: os.DirEntry[str]) -> os.stat_result | None:
-    try:
-        return item.stat(follow_symlinks=False)
-    except OSError:
-        return None
+_FILE, _DIR, _LINK = 0, 1, 2  # the kinds of the native walk's entries
 
 
 def _inside(root_real: str, path: str | os.PathLike[str]) -> str | None:
@@ -261,12 +212,7 @@ def _inside(root_real: str, path: str | os.PathLike[str]) -> str | None:
     return rel.replace(os.sep, "/")
 
 
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-def _first(item: tuple[bytes, str, Any, Any]) -> bytes:
-    return item[0]
 
 
 def as_entry(entry: Entry | str, data: bytes | None = None, *,

@@ -49,12 +49,11 @@ class TailInfo:
 
 
 def build_trie(lookup: pa.Table) -> bytes:
-    """fst Map: relative_path → lookup row of its chunk_seq 0. The keys are sliced from the
-    lookup's UTF-8 buffer as the builder takes them (no list of a million keys first)."""
+    """fst Map: relative_path → lookup row of its chunk_seq 0, built by the core from the
+    lookup's UTF-8 buffer and offsets (no Python object per key)."""
     offsets, view = utf8_parts(one_array(lookup.column("relative_path")))
-    starts, data = offsets.tolist(), view.tobytes()  # bytes slices: the keys the fst takes
-    rows = file_starts(lookup.column("chunk_seq")).tolist()
-    return trie.build((data[starts[r]:starts[r + 1]], r) for r in rows)
+    rows = file_starts(lookup.column("chunk_seq")).astype("<u8")
+    return trie.build(view.tobytes(), offsets.astype("<i4").tobytes(), rows.tobytes())
 
 
 def write_tail(

@@ -190,7 +190,7 @@ class ArchiveWriter:
         (walked in path order; this writer's own output and staging files left out)."""
         if self._ingest is None:
             raise RuntimeError("ArchiveWriter.add_all outside its 'with' block")
-        self._feed.add_all(source, self._progress)
+        self._feed.add_all(source, None if self.progress is None else self._progress)
 
     @property
     def skipped(self) -> list[tuple[str, str]]:

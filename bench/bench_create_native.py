@@ -1,0 +1,82 @@
+"""Create, CLI end to end, before and after the native walk, against ``tar | zstd -3 -T2``.
+
+    .venv/bin/python bench/bench_create_native.py --repeat 5 \
+        --variant main=/work/main --variant native=. [--scale 0.5]
+
+Corpora from ``bench/corpora.py`` (``src_tree`` at scale 0.5: 10,000 small source files;
+``maven_repo``: a Maven-like repository of jars, poms and checksums). Each round runs every
+variant (``NAME=DIR``: a directory holding ``znippy_sql``, first on ``PYTHONPATH`` of the
+``znippy-sql`` process) and the peer once per corpus, in turn; the figures are the medians
+and the spread (min-max) of wall seconds, and each variant's speed against the peer's
+(peer seconds / variant seconds: above 1 is faster than tar+zstd).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import corpora  # noqa: E402
+
+CLI = os.path.join(os.path.dirname(sys.executable), "znippy-sql")
+
+
+def timed(cmd: list[str] | str, env: dict[str, str] | None = None, shell: bool = False) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, env=env, shell=shell, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--scale", type=float, default=0.5)
+    ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--work", default="/tmp/znippy-bench-create")
+    ap.add_argument("--corpus", action="append", default=[])
+    args = ap.parse_args()
+    variants = [v.split("=", 1) for v in args.variant] or [["cur", "."]]
+    names = args.corpus or ["src_tree", "maven_repo"]
+    dirs = corpora.generate(os.path.join(args.work, "corpora"), scale=args.scale, only=names)
+    out = os.path.join(args.work, "out")
+    os.makedirs(out, exist_ok=True)
+    times: dict[tuple[str, str], list[float]] = {}
+    for rnd in range(args.repeat):
+        for corpus in names:
+            src = dirs[corpus]
+            for name, pkg in [*variants, ["tar|zstd", None]]:
+                target = os.path.join(out, f"{corpus}.{name.replace('|', '-')}")
+                if os.path.exists(target):
+                    os.unlink(target)
+                if pkg is None:
+                    cmd = (f"tar -cf - -C {os.path.dirname(src)} {os.path.basename(src)} "
+                           f"| zstd -3 -T2 -q -o {target}")
+                    secs = timed(cmd, shell=True)
+                else:
+                    env = {**os.environ, "PYTHONPATH": os.path.abspath(pkg)}
+                    secs = timed([CLI, "create", src, "-o", target, "--pkg-type", "auto"], env)
+                times.setdefault((corpus, name), []).append(secs)
+                print(f"round {rnd} {corpus} {name}: {secs:.2f} s", flush=True)
+    print()
+    print("| corpus | who | median s | min-max s | vs tar+zstd |")
+    print("|---|---|---|---|---|")
+    for corpus in names:
+        peer = statistics.median(times[(corpus, "tar|zstd")])
+        for name, _ in [*variants, ["tar|zstd", None]]:
+            t = times[(corpus, name)]
+            med = statistics.median(t)
+            print(f"| {corpus} | {name} | {med:.2f} | {min(t):.2f}-{max(t):.2f} | "
+                  f"{peer / med:.2f}x |")
+    shutil.rmtree(out, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
