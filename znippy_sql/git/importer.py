@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import pyarrow as pa
 
@@ -152,8 +152,8 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
             add(data, index_pack(data, name="<git pack-objects of all objects>"))
         else:
             for path in _pack_files(objects):
-                data, idx = _read_pack(path)
-                stage.add(data)
+                data, idx, source = _read_pack(path)
+                stage.add(data, source)
                 add(data, index_pack(data, name=path, idx=idx))
             loose = _loose_ids(objects)
             if loose:
@@ -185,24 +185,32 @@ def _local_output(out: str) -> str:
     return path
 
 
-def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None]:
+def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None, BinaryIO | None]:
     """A pack file's bytes (mapped read-only: the page cache's pages, no copy into this
-    process; git replaces a pack by rename, never rewrites one in place) and its ``.idx``'s
-    (None: it has none)."""
+    process; git replaces a pack by rename, never rewrites one in place), its ``.idx``'s
+    (None: it has none) and the pack opened (the caller closes it; None: it is empty), from
+    which the staging file copies the same bytes in the kernel."""
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data: bytes | memoryview = (memoryview(mmap.mmap(fh.fileno(), 0,
-                                                             access=mmap.ACCESS_READ))
-                                        if size else b"")
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise ZnippyError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        data: bytes | memoryview = (memoryview(mmap.mmap(fh.fileno(), 0,
+                                                         access=mmap.ACCESS_READ))
+                                    if size else b"")
         idx_path = path[:-len(".pack")] + ".idx"
         idx = None
         if os.path.exists(idx_path):
-            with open(idx_path, "rb") as fh:
-                idx = fh.read()
+            with open(idx_path, "rb") as ih:
+                idx = ih.read()
     except OSError as exc:
+        fh.close()
         raise ZnippyError(f"cannot read: {exc.strerror}", path=path) from None
-    return data, idx
+    if not size:
+        fh.close()
+        return data, idx, None
+    return data, idx, fh
 
 
 def _tag_ids(packs: Sequence[ParsedPack]) -> set[bytes]:
