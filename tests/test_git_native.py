@@ -193,3 +193,21 @@ def test_packs_are_copied_in_the_kernel_and_by_read_and_write_where_it_refuses(
     monkeypatch.setattr(os, "copy_file_range", refuse)
     import_repository(big, tmp_path / "plain.znippy")
     assert (tmp_path / "plain.znippy").read_bytes() == (tmp_path / "kernel.znippy").read_bytes()
+
+
+def test_git_import_imports_only_what_it_uses(big: Path, tmp_path: Path) -> None:
+    """The CLI's ``git import`` parses its command alone (not the core commands' modules) and
+    imports neither the codecs, the push path's writers, the remote stores, dulwich nor
+    OpenSSL's hashlib: none of them is used. pyarrow (and numpy, which pyarrow imports) is:
+    the tail is written with it."""
+    code = ("import sys\nfrom znippy_sql.cli import main\n"
+            f"code = main(['git', 'import', {str(big)!r}, '-o', {str(tmp_path / 'o.znippy')!r}])\n"
+            "print(' '.join(sorted(sys.modules)))\nsys.exit(code)\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    modules = set(got.stdout.split("\n")[-2].split())
+    unused = {"znippy_sql.cli.core", "znippy_sql.format.codec", "zstandard", "openzl",
+              "znippy_sql.git.writers", "znippy_sql.remote", "znippy_sql.interop.delta",
+              "dulwich", "hashlib", "pandas", "duckdb"}
+    assert not unused & modules
+    assert {"znippy_sql.git.importer", "pyarrow"} <= modules

@@ -21,20 +21,12 @@ every problem is a :class:`PackError` naming the pack and the object (its index 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zlib
 from collections.abc import Callable
 from functools import cached_property
 
 import numpy as np
-
-from dulwich.errors import ApplyDeltaError
-
-try:                                   # the C function alone: dulwich.pack costs 20 ms more
-    from dulwich._pack import apply_delta
-except ImportError:                    # a dulwich built without its extension
-    from dulwich.pack import apply_delta
 
 from .. import corelib
 from ..errors import PackError
@@ -49,6 +41,8 @@ ExternalBase = Callable[[bytes], "tuple[int, bytes] | None"]
 
 def object_id(kind: int, content: bytes) -> bytes:
     """git's object id: SHA-1 of ``b"<type> <size>\\0" + content``."""
+    import hashlib  # here: hashlib loads OpenSSL, which ``git import`` never needs
+
     h = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], len(content)))
     h.update(content)
     return h.digest()
@@ -152,6 +146,12 @@ class PackEntryError(Exception):
 def read_object(data: memoryview, offset: int, *, name: str,
                 external: ExternalBase | None = None) -> tuple[int, bytes]:
     """``(type, content)`` of the entry at ``offset``, its delta chain applied."""
+    from dulwich.errors import ApplyDeltaError  # here: ``git import`` reads no object back
+
+    try:                                   # the C function alone: dulwich.pack costs 20 ms more
+        from dulwich._pack import apply_delta
+    except ImportError:                    # a dulwich built without its extension
+        from dulwich.pack import apply_delta
     end = len(data) - TRAILER_LEN
     chain: list[bytes] = []
     at = offset
