@@ -26,10 +26,12 @@ import zlib
 from collections.abc import Callable
 from functools import cached_property
 
-import numpy as np
-
 from .. import corelib
 from ..errors import PackError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
 COMMIT, TREE, BLOB, TAG, OFS_DELTA, REF_DELTA = 1, 2, 3, 4, 6, 7
 TYPE_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
@@ -64,6 +66,8 @@ class ParsedPack:
     @cached_property
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ids uint8[n, 20], types uint8[n], offsets uint64[n])``, in entry order."""
+        import numpy as np  # here: ``git import`` imports it beside the parse (importer.py)
+
         ids, types, offsets = self.core.objects()
         return (np.frombuffer(ids, dtype=np.uint8).reshape(-1, 20),
                 np.frombuffer(types, dtype=np.uint8), np.frombuffer(offsets, dtype="<u8"))
