@@ -4,6 +4,7 @@ bitmaps' bytes, a damaged pack, Ctrl-C."""
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import random
 import signal
@@ -166,3 +167,47 @@ def test_ctrl_c_stops_the_core_within_100_ms(bigger: Path, tmp_path: Path) -> No
         import_repository(bigger, out)
     time.sleep(0.2)                                    # the staging thread has finished
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_packs_are_copied_in_the_kernel_and_by_read_and_write_where_it_refuses(
+        big: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository's pack goes into the staging file by ``copy_file_range`` (not through
+    this process); a kernel that refuses (EXDEV: another file system) gets the same archive
+    through reads and writes."""
+    pack_bytes = sum(p.stat().st_size for p in (big / "objects" / "pack").glob("*.pack"))
+    copied: list[int] = []
+    real = os.copy_file_range
+
+    def spy(src: int, dst: int, count: int, *rest: Any) -> int:
+        n = real(src, dst, count, *rest)
+        copied.append(n)
+        return n
+
+    monkeypatch.setattr(os, "copy_file_range", spy)
+    import_repository(big, tmp_path / "kernel.znippy")
+    assert sum(copied) == pack_bytes
+
+    def refuse(*args: Any) -> int:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    import_repository(big, tmp_path / "plain.znippy")
+    assert (tmp_path / "plain.znippy").read_bytes() == (tmp_path / "kernel.znippy").read_bytes()
+
+
+def test_git_import_imports_only_what_it_uses(big: Path, tmp_path: Path) -> None:
+    """The CLI's ``git import`` parses its command alone (not the core commands' modules) and
+    imports neither the codecs, the push path's writers, the remote stores, dulwich nor
+    OpenSSL's hashlib: none of them is used. pyarrow (and numpy, which pyarrow imports) is:
+    the tail is written with it."""
+    code = ("import sys\nfrom znippy_sql.cli import main\n"
+            f"code = main(['git', 'import', {str(big)!r}, '-o', {str(tmp_path / 'o.znippy')!r}])\n"
+            "print(' '.join(sorted(sys.modules)))\nsys.exit(code)\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    modules = set(got.stdout.split("\n")[-2].split())
+    unused = {"znippy_sql.cli.core", "znippy_sql.format.codec", "zstandard", "openzl",
+              "znippy_sql.git.writers", "znippy_sql.remote", "znippy_sql.interop.delta",
+              "dulwich", "hashlib", "pandas", "duckdb"}
+    assert not unused & modules
+    assert {"znippy_sql.git.importer", "pyarrow"} <= modules

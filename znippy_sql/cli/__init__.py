@@ -29,6 +29,9 @@ from ..errors import OptionError, ZnippyError
 #: provenance: options on create/verify | catalog: catalog init|add|rm|ls|sql|...
 #: git: git import, git cat-file | modules: modules, <module> ARCHIVE <command>
 COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git", "modules")
+#: commands that one module registers alone: parsing one imports only that module (``git
+#: import`` then starts without the core commands' imports, docs/design.md)
+OWN_MODULE = {"git": "git"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -43,7 +46,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"znippy-sql {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in (OWN_MODULE[command],) if command in OWN_MODULE else COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}").register(sub)
     if command and command not in sub.choices:
         importlib.import_module(f"{__name__}.modules").register_module(sub, command)

@@ -19,22 +19,23 @@ import mmap
 import os
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from collections.abc import Sequence
-from typing import Literal
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 from ..errors import ZnippyError, missing_or
-from ..format.schema import GIT_REFS, META, META_SCHEMA
-from ..format.sections import ReservedSection
 from .pack import TAG, ParsedPack, index_pack
-from .refs import repo_refs
-from .seal import PackSet, StagedPacks
-from .sections import WALK_BOUND
+
+if TYPE_CHECKING:  # the modules of the tail (pyarrow, numpy) are imported beside the parse
+    import pyarrow as pa
+
+    from .refs import RepoRefs
 
 Mode = Literal["packs", "one-pack"]
+#: the seal's default walk bound (``git/sections.py`` ``WALK_BOUND``, not imported here)
+DEFAULT_WALK_BOUND = 1000
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,17 @@ def _loose_ids(objects: str) -> list[str]:
 
 def _refs(repo: str) -> pa.Table:
     """The ``__meta__`` facts of the refs: key = ref name (and ``HEAD``), value = id."""
+    from .refs import repo_refs
+
     named = repo_refs(repo, _git)
     return _meta_refs(named.names, named.targets)
 
 
 def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> pa.Table:
+    import pyarrow as pa
+
+    from ..format.schema import META_SCHEMA
+
     rows = sorted([(n, t.hex()) for n, t in zip(names, targets) if t is not None])
     return pa.table({"relative_path": pa.array([None] * len(rows), pa.utf8()),
                      "key": pa.array([r[0] for r in rows], pa.utf8()),
@@ -118,50 +125,88 @@ def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> pa.Tabl
 
 
 def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                      mode: Mode = "packs", walk_bound: int = WALK_BOUND) -> ImportReport:
+                      mode: Mode = "packs", walk_bound: int = DEFAULT_WALK_BOUND
+                      ) -> ImportReport:
     """Push every object of the repository at ``repo_dir`` and seal ``out``."""
     return _import(repo_dir, out, mode=mode, walk_bound=walk_bound)
 
 
+class _Beside(threading.Thread):
+    """The tail's modules imported (pyarrow, numpy: ~0.1 s of CPU in one thread) and the refs
+    listed by git, on a thread of their own while the caller's thread parses the packs in the
+    core with the GIL released. A daemon: an interrupted import does not wait for it (the
+    caller's thread stays the one that sees Ctrl-C)."""
+
+    def __init__(self, repo: str, shallow: str) -> None:
+        super().__init__(name="znippy-git-beside", daemon=True)
+        self.repo, self.shallow = repo, shallow
+        self.refs: RepoRefs | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            from . import seal  # noqa: F401  (pyarrow, numpy, the tail's writer)
+            from .refs import repo_refs
+
+            self.refs = repo_refs(self.repo, _git, shallow=self.shallow)
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self.error = exc
+
+    def result(self) -> RepoRefs:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.refs is not None
+        return self.refs
+
+
 def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
             walk_bound: int) -> ImportReport:
-    """git lists the refs (three processes, from one thread) while the packs are read, and
-    each pack is written into the staging file (a background thread: bytes, BLAKE3,
-    fdatasync) while it is indexed; the tail is computed last."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """git lists the refs and the tail's modules are imported (one thread, :class:`_Beside`)
+    while this thread indexes the packs in the core (GIL released; Ctrl-C seen here); then
+    each pack is copied into the staging file (a background thread: kernel copy, BLAKE3,
+    fdatasync) while the refs and the git sections are made; the tail is written last."""
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
     out = _local_output(out)
     objects, shallow = _git_paths(repo)
-    with ThreadPoolExecutor(1, thread_name_prefix="znippy-git") as pool, \
-            StagedPacks(out) as stage:
-        listing = pool.submit(repo_refs, repo, _git, shallow=shallow)
-        packs: list[ParsedPack] = []
-        bases = PackSet()
-
-        def add(data: bytes | memoryview, pack: ParsedPack) -> None:
-            bases.add(memoryview(data), pack)
-            packs.append(pack)
-
-        data: bytes | memoryview
+    beside = _Beside(repo, shallow)
+    beside.start()
+    staged: list[tuple[bytes | memoryview, BinaryIO | None]] = []
+    packs: list[ParsedPack] = []
+    try:
         if mode == "one-pack":
             ids = _git(repo, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
-            data = _made(repo, ids)
-            stage.add(data)
-            add(data, index_pack(data, name="<git pack-objects of all objects>"))
+            data: bytes | memoryview = _made(repo, ids)
+            packs.append(index_pack(data, name="<git pack-objects of all objects>"))
+            staged.append((data, None))
         else:
             for path in _pack_files(objects):
-                data, idx = _read_pack(path)
-                stage.add(data)
-                add(data, index_pack(data, name=path, idx=idx))
-            loose = _loose_ids(objects)
-            if loose:
-                data = _made(repo, "\n".join(loose).encode() + b"\n")
-                stage.add(data)
-                add(data, index_pack(data, name="<git pack-objects of the loose objects>",
-                                     external=bases))
-        named = listing.result()
+                data, idx, source = _read_pack(path)
+                staged.append((data, source))
+                packs.append(index_pack(data, name=path, idx=idx))
+        named = beside.result()
+        from ..format.schema import GIT_REFS, META
+        from ..format.sections import ReservedSection
+        from .seal import PackSet, StagedPacks
+
+        stage = StagedPacks(out)
+    except BaseException:
+        _close(staged)
+        raise
+    with stage:
+        bases = PackSet()
+        for (data, source), pack in zip(staged, packs):
+            stage.add(data, source)
+            bases.add(memoryview(data), pack)
+        loose = _loose_ids(objects) if mode != "one-pack" else []
+        if loose:
+            data = _made(repo, "\n".join(loose).encode() + b"\n")
+            stage.add(data)
+            pack = index_pack(data, name="<git pack-objects of the loose objects>",
+                              external=bases)
+            bases.add(memoryview(data), pack)
+            packs.append(pack)
         refs = _meta_refs(named.names, named.targets)
         prefer = {t for t in named.targets if t is not None}
         reserved = [ReservedSection(META, refs),
@@ -172,8 +217,17 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
                         time.perf_counter() - start)
 
 
+def _close(staged: Sequence[tuple[object, BinaryIO | None]]) -> None:
+    """The pack files opened for the staging file, closed (an import that failed first)."""
+    for _, source in staged:
+        if source is not None:
+            source.close()
+
+
 def _local_output(out: str) -> str:
     """``out`` as a local path (a ``file://`` URL is one); any other URL is refused."""
+    if "://" not in out:  # not a URL: the remote package (7 ms of imports) is not needed
+        return out
     from ..remote import is_url, local_path
 
     if not is_url(out):
@@ -185,24 +239,32 @@ def _local_output(out: str) -> str:
     return path
 
 
-def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None]:
+def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None, BinaryIO | None]:
     """A pack file's bytes (mapped read-only: the page cache's pages, no copy into this
-    process; git replaces a pack by rename, never rewrites one in place) and its ``.idx``'s
-    (None: it has none)."""
+    process; git replaces a pack by rename, never rewrites one in place), its ``.idx``'s
+    (None: it has none) and the pack opened (the caller closes it; None: it is empty), from
+    which the staging file copies the same bytes in the kernel."""
     try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            data: bytes | memoryview = (memoryview(mmap.mmap(fh.fileno(), 0,
-                                                             access=mmap.ACCESS_READ))
-                                        if size else b"")
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise ZnippyError(f"cannot read: {exc.strerror}", path=path) from None
+    try:
+        size = os.fstat(fh.fileno()).st_size
+        data: bytes | memoryview = (memoryview(mmap.mmap(fh.fileno(), 0,
+                                                         access=mmap.ACCESS_READ))
+                                    if size else b"")
         idx_path = path[:-len(".pack")] + ".idx"
         idx = None
         if os.path.exists(idx_path):
-            with open(idx_path, "rb") as fh:
-                idx = fh.read()
+            with open(idx_path, "rb") as ih:
+                idx = ih.read()
     except OSError as exc:
+        fh.close()
         raise ZnippyError(f"cannot read: {exc.strerror}", path=path) from None
-    return data, idx
+    if not size:
+        fh.close()
+        return data, idx, None
+    return data, idx, fh
 
 
 def _tag_ids(packs: Sequence[ParsedPack]) -> set[bytes]:

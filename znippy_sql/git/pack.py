@@ -21,23 +21,17 @@ every problem is a :class:`PackError` naming the pack and the object (its index 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zlib
 from collections.abc import Callable
 from functools import cached_property
 
-import numpy as np
-
-from dulwich.errors import ApplyDeltaError
-
-try:                                   # the C function alone: dulwich.pack costs 20 ms more
-    from dulwich._pack import apply_delta
-except ImportError:                    # a dulwich built without its extension
-    from dulwich.pack import apply_delta
-
 from .. import corelib
 from ..errors import PackError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import numpy as np
 
 COMMIT, TREE, BLOB, TAG, OFS_DELTA, REF_DELTA = 1, 2, 3, 4, 6, 7
 TYPE_NAMES = {COMMIT: b"commit", TREE: b"tree", BLOB: b"blob", TAG: b"tag"}
@@ -49,6 +43,8 @@ ExternalBase = Callable[[bytes], "tuple[int, bytes] | None"]
 
 def object_id(kind: int, content: bytes) -> bytes:
     """git's object id: SHA-1 of ``b"<type> <size>\\0" + content``."""
+    import hashlib  # here: hashlib loads OpenSSL, which ``git import`` never needs
+
     h = hashlib.sha1(b"%s %d\0" % (TYPE_NAMES[kind], len(content)))
     h.update(content)
     return h.digest()
@@ -70,6 +66,8 @@ class ParsedPack:
     @cached_property
     def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(ids uint8[n, 20], types uint8[n], offsets uint64[n])``, in entry order."""
+        import numpy as np  # here: ``git import`` imports it beside the parse (importer.py)
+
         ids, types, offsets = self.core.objects()
         return (np.frombuffer(ids, dtype=np.uint8).reshape(-1, 20),
                 np.frombuffer(types, dtype=np.uint8), np.frombuffer(offsets, dtype="<u8"))
@@ -152,6 +150,12 @@ class PackEntryError(Exception):
 def read_object(data: memoryview, offset: int, *, name: str,
                 external: ExternalBase | None = None) -> tuple[int, bytes]:
     """``(type, content)`` of the entry at ``offset``, its delta chain applied."""
+    from dulwich.errors import ApplyDeltaError  # here: ``git import`` reads no object back
+
+    try:                                   # the C function alone: dulwich.pack costs 20 ms more
+        from dulwich._pack import apply_delta
+    except ImportError:                    # a dulwich built without its extension
+        from dulwich.pack import apply_delta
     end = len(data) - TRAILER_LEN
     chain: list[bytes] = []
     at = offset

@@ -146,19 +146,27 @@ class StagedPacks:
             self._fd = -1
         self._staging.discard()
 
-    def add(self, data: bytes | memoryview) -> None:
-        """Queue one pack's bytes (kept unchanged until :meth:`seal`)."""
+    def add(self, data: bytes | memoryview, source: BinaryIO | None = None) -> None:
+        """Queue one pack's bytes (kept unchanged until :meth:`seal`). ``source``: the open
+        file ``data`` maps (whole), which this takes over and closes: its bytes are copied
+        file to file in the kernel (``copy_range``: ``copy_file_range``, read and write only
+        where the kernel refuses), not through this process."""
         at, size = self._end, len(data)
         self._extents.append((at, size))
         self._end += size
-        self._jobs.append(self._pool.submit(self._write, memoryview(data), at))
+        self._jobs.append(self._pool.submit(self._write, memoryview(data), at, source))
 
-    def _write(self, view: memoryview, at: int) -> bytes:
+    def _write(self, view: memoryview, at: int, source: BinaryIO | None) -> bytes:
         try:
-            write_all(self._fd, view, at)
-        except OSError as exc:
+            if source is None:
+                write_all(self._fd, view, at)
+            else:
+                with source:
+                    copy_range(source.fileno(), self._fd, len(view), 0, at)
+        except (OSError, EOFError) as exc:
             raise ZnippyError(f"cannot write the staging file {self.staged}: "
-                              f"{exc.strerror or exc}", path=self.archive) from None
+                              f"{getattr(exc, 'strerror', None) or exc}",
+                              path=self.archive) from None
         return bytes(blake3.blake3(view).digest())
 
     def seal(self, parsed: Sequence[ParsedPack], reserved: Sequence[ReservedSection] = (),

@@ -11,8 +11,23 @@ archive of any other writer goes through them untouched.
 
 from __future__ import annotations
 
-from .delta import delta_source
-from .hot import hot_source
-from .layouts import rust_rows
+import importlib
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .delta import delta_source
+    from .hot import hot_source
+    from .layouts import rust_rows
 
 __all__ = ["delta_source", "hot_source", "rust_rows"]
+
+#: imported when first asked for: a writer that needs one submodule (``git import``'s tail:
+#: ``layouts``, ``meta``) does not import the codecs ``delta`` brings
+_HOME = {"delta_source": "delta", "hot_source": "hot", "rust_rows": "layouts"}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{home}", __name__), name)

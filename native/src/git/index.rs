@@ -16,11 +16,12 @@ use pyo3::exceptions::PyKeyboardInterrupt;
 use sha1::{Digest, Sha1};
 
 use super::pack::{
-    apply_delta, bytes_repr, entry_header, hex, inflate, inflate_whole, object_id, ofs_distance,
-    sha1, COMMIT, HEADER_LEN, OFS_DELTA, OID, REF_DELTA, TRAILER_LEN, TREE,
+    apply_delta, bytes_repr, entry_header, hex, inflate, object_id, ofs_distance, sha1, COMMIT,
+    HEADER_LEN, OFS_DELTA, OID, REF_DELTA, TRAILER_LEN, TREE,
 };
 use super::parse::Graph;
 use super::signals::Ticker;
+use super::spread::{inflate_graph, Entries};
 use crate::errors::{Error, Kind};
 
 /// A failure of the indexing: a damaged pack (a `PackError`), a `.idx` that does not describe
@@ -192,7 +193,10 @@ fn idx_entries(idx: &[u8], pack: &[u8], count: u32) -> Result<IdxEntries, String
 }
 
 /// The pack indexed from its `.idx` (module doc). `Fail::Mismatch`: the `.idx` does not
-/// describe these bytes (or the pack's SHA-1 differs): parse the pack whole.
+/// describe these bytes (or the pack's SHA-1 differs): parse the pack whole. The pack's
+/// SHA-1 and the entries' CRC32s are checked on a thread of their own while the commits
+/// and trees are inflated (on two: git/spread.rs); a failed check outranks any other
+/// failure but an interrupt, as when it was made first.
 pub fn index_with_idx(
     pack: &[u8],
     idx: &[u8],
@@ -200,32 +204,71 @@ pub fn index_with_idx(
     tick: &mut Ticker,
 ) -> Result<Indexed, Fail> {
     let count = check_header(pack, name)?;
-    std::thread::scope(|scope| {
+    let mismatch = |why: String| Fail::Mismatch(format!("pack {name}: its .idx {why}"));
+    let (ids, offsets, crcs) = idx_entries(idx, pack, count).map_err(mismatch)?;
+    let (types, graph) = std::thread::scope(|scope| {
         let stop = tick.stop_flag();
-        let checksum = scope.spawn(move || trailer_ok(pack, &stop));
-        let got = idx_index(pack, idx, count, name, tick);
+        let (offs, sums) = (&offsets, &crcs);
+        let checks = scope.spawn(move || checksums(pack, offs, sums, name, &stop));
+        let got = idx_index(pack, &ids, &offsets, name, tick);
         if let Err(Fail::Py(e)) = got {
             return Err(Fail::Py(e));
         }
-        let sha_ok = tick.join(checksum)?.flatten().unwrap_or(false);
-        match got {
-            _ if !sha_ok => Err(Fail::Mismatch(format!(
+        match tick.join(checks)?.flatten() {
+            Some(Ok(())) => got,
+            Some(Err(why)) => Err(Fail::Mismatch(why)),
+            None => Err(Fail::Mismatch(format!(
                 "pack {name}: trailing SHA-1 does not match its bytes (damaged)"
             ))),
-            other => other,
         }
+    })?;
+    Ok(Indexed {
+        ids: ids.concat(),
+        types,
+        offsets,
+        external_bases: 0,
+        graph,
     })
 }
 
+/// The pack's trailing SHA-1, then every entry's CRC32 against the `.idx`: `Err` says which
+/// failed; `None`: `stop` was raised meanwhile.
+fn checksums(
+    pack: &[u8],
+    offsets: &[u64],
+    crcs: &[u32],
+    name: &str,
+    stop: &AtomicBool,
+) -> Option<Result<(), String>> {
+    if !trailer_ok(pack, stop)? {
+        return Some(Err(format!(
+            "pack {name}: trailing SHA-1 does not match its bytes (damaged)"
+        )));
+    }
+    let end = pack.len() - TRAILER_LEN;
+    for (i, &at) in offsets.iter().enumerate() {
+        if i % 1024 == 0 && stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let stop_at = offsets.get(i + 1).map_or(end, |&o| o as usize);
+        if crc32fast::hash(&pack[at as usize..stop_at]) != crcs[i] {
+            return Some(Err(format!(
+                "pack {name}: its .idx has a CRC32 that does not match the entry at offset {at}"
+            )));
+        }
+    }
+    Some(Ok(()))
+}
+
+/// The entries' types and the commits and trees (inflated, hashed against the `.idx` ids,
+/// parsed).
 fn idx_index(
     pack: &[u8],
-    idx: &[u8],
-    count: u32,
+    ids: &[[u8; OID]],
+    offsets: &[u64],
     name: &str,
     tick: &mut Ticker,
-) -> Result<Indexed, Fail> {
-    let mismatch = |why: String| Fail::Mismatch(format!("pack {name}: its .idx {why}"));
-    let (ids, offsets, crcs) = idx_entries(idx, pack, count).map_err(mismatch)?;
+) -> Result<(Vec<u8>, Graph), Fail> {
     let n = ids.len();
     let end = pack.len() - TRAILER_LEN;
     let bound = |i: usize| {
@@ -235,16 +278,6 @@ fn idx_index(
             end
         }
     };
-    for i in 0..n {
-        if crc32fast::hash(&pack[offsets[i] as usize..bound(i)]) != crcs[i] {
-            return Err(Fail::Mismatch(format!(
-                "pack {name}: its .idx has a CRC32 that does not match the entry at offset {}",
-                offsets[i]
-            )));
-        }
-        tick.every(1)?;
-    }
-    tick.check()?;
     // entry headers: kind, delta base (entry index), where the zlib data starts
     let header_past = |at: u64| {
         pack_error(format!(
@@ -318,164 +351,22 @@ fn idx_index(
         types[i] = types[j];
     }
     tick.check()?;
-    // commits and trees inflated (deltas applied), hashed against the .idx ids, parsed
-    // commits (a worker thread) and trees (this one) inflated, deltas applied, hashed
-    // against the .idx ids, parsed: a delta's base has its type, so the two never meet
+    // commits and trees inflated, deltas applied, hashed against the .idx ids, parsed
     let entries = Entries {
         pack,
-        ids: &ids,
-        offsets: &offsets,
+        ids,
+        offsets,
         kinds: &kinds,
         types: &types,
         base: &base,
         data: &data,
         name,
     };
-    let (commits, mut graph) = std::thread::scope(|scope| {
-        let mut worker = tick.worker();
-        let shared = &entries;
-        let commits = scope.spawn(move || shared.inflate_kind(COMMIT, &mut worker));
-        let trees = entries.inflate_kind(TREE, tick);
-        let commits = tick.join(commits)?.unwrap_or_else(|| {
-            Err(pack_error(format!(
-                "pack {name}: the commits' worker failed"
-            )))
-        });
-        Ok::<_, Fail>((commits?, trees?))
-    })?;
-    graph.commit_ids = commits.commit_ids;
-    graph.tree_of = commits.tree_of;
-    graph.parent_counts = commits.parent_counts;
-    graph.parent_ids = commits.parent_ids;
-    graph.times = commits.times;
-    Ok(Indexed {
-        ids: ids.concat(),
-        types,
-        offsets,
-        external_bases: 0,
-        graph,
-    })
+    let graph = inflate_graph(&entries, tick)?;
+    Ok((types, graph))
 }
 
-/// What the inflate of one kind reads: the pack, its `.idx` entries and their headers.
-struct Entries<'a> {
-    pack: &'a [u8],
-    ids: &'a [[u8; OID]],
-    offsets: &'a [u64],
-    kinds: &'a [u8],
-    types: &'a [u8],
-    base: &'a [usize],
-    data: &'a [usize],
-    name: &'a str,
-}
-
-impl Entries<'_> {
-    /// Every entry whose type is `kind`, inflated (deltas applied along each chain from a
-    /// base already made or a whole object), hashed against its id and parsed.
-    fn inflate_kind(&self, kind: u8, tick: &mut Ticker) -> Result<Graph, Fail> {
-        let (pack, offsets, name) = (self.pack, self.offsets, self.name);
-        let n = offsets.len();
-        let end = pack.len() - TRAILER_LEN;
-        let bound = |i: usize| {
-            if i + 1 < n {
-                offsets[i + 1] as usize
-            } else {
-                end
-            }
-        };
-        let bad_zlib = |i: usize| {
-            Fail::Mismatch(format!(
-                "pack {name}: object at offset {}: its zlib stream does not end with its entry",
-                offsets[i]
-            ))
-        };
-        let size_of = |i: usize| entry_header(pack, offsets[i] as usize, end).map_or(0, |h| h.1);
-        // an object's content is kept while deltas of it are still to be made (memory: the
-        // bases in use, not every commit or tree of the pack)
-        let mut kids = vec![0u32; n];
-        for i in 0..n {
-            if self.types[i] == kind && self.kinds[i] >= OFS_DELTA {
-                kids[self.base[i]] += 1;
-            }
-        }
-        let mut done = vec![false; n];
-        let mut d = Decompress::new(true);
-        let mut made: HashMap<usize, Rc<Vec<u8>>> = HashMap::new();
-        let mut graph = Graph::default();
-        let mut chain: Vec<usize> = Vec::new();
-        for i in 0..n {
-            if self.types[i] != kind || done[i] {
-                continue;
-            }
-            chain.clear();
-            let mut j = i;
-            while !done[j] && self.kinds[j] >= OFS_DELTA {
-                chain.push(j);
-                j = self.base[j];
-            }
-            let mut content = match made.get(&j) {
-                Some(c) => c.clone(),
-                None => {
-                    let got = inflate_whole(&mut d, &pack[self.data[j]..bound(j)], size_of(j))
-                        .ok_or_else(|| bad_zlib(j))?;
-                    finish(kind, j, &got, self.ids, offsets, name, &mut graph)?;
-                    done[j] = true;
-                    let got = Rc::new(got);
-                    if kids[j] > 0 {
-                        made.insert(j, got.clone());
-                    }
-                    got
-                }
-            };
-            let mut at = j;
-            for &k in chain.iter().rev() {
-                let delta = inflate_whole(&mut d, &pack[self.data[k]..bound(k)], size_of(k))
-                    .ok_or_else(|| bad_zlib(k))?;
-                let next = apply_delta(&content, &delta).map_err(|why| {
-                    pack_error(format!(
-                        "pack {name}: object at offset {}: delta does not apply ({why})",
-                        offsets[k]
-                    ))
-                })?;
-                finish(kind, k, &next, self.ids, offsets, name, &mut graph)?;
-                done[k] = true;
-                kids[at] -= 1;
-                if kids[at] == 0 {
-                    made.remove(&at);
-                }
-                content = Rc::new(next);
-                if kids[k] > 0 {
-                    made.insert(k, content.clone());
-                }
-                at = k;
-            }
-            tick.every(1)?;
-        }
-        Ok(graph)
-    }
-}
-
-/// An inflated commit or tree: hashed against its `.idx` id, then parsed into the graph.
-fn finish(
-    kind: u8,
-    i: usize,
-    content: &[u8],
-    ids: &[[u8; OID]],
-    offsets: &[u64],
-    name: &str,
-    graph: &mut Graph,
-) -> Result<(), Fail> {
-    if object_id(kind, content) != ids[i] {
-        return Err(Fail::Mismatch(format!(
-            "pack {name}: object at offset {} does not hash to its .idx id {}",
-            offsets[i],
-            hex(&ids[i])
-        )));
-    }
-    add_to_graph(kind, &ids[i], content, name, graph)
-}
-
-fn add_to_graph(
+pub(super) fn add_to_graph(
     kind: u8,
     oid: &[u8; OID],
     content: &[u8],

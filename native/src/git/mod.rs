@@ -9,6 +9,7 @@ mod layout;
 mod pack;
 mod parse;
 mod signals;
+mod spread;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
