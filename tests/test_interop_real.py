@@ -338,3 +338,45 @@ def test_we_seal_their_hot_archive(tmp_path: Path) -> None:
     for binary in BINARIES:
         checked = real(binary, "verify", "-i", hot)
         assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("compat", ["rust-0.8", "rust-0.10"])
+def test_we_append_they_read(binary: Path, compat: str, tmp_path: Path) -> None:
+    """``append`` to a ``--compat`` archive keeps its layout (``write/rustappend.py``): the
+    real ``verify``, ``decompress``, ``list`` and (``rust-0.10``) ``get`` and ``meta`` take
+    the result; ``decompress`` restores the appended files' modes and directories merged
+    with the archive's (``__znippy_fsmeta__``)."""
+    src = corpus.write(tmp_path / "in")
+    more = corpus.write(tmp_path / "more", corpus.APPENDED)
+    (more / "added").chmod(0o750)
+    (more / "added" / "new.txt").chmod(0o600)
+    out = tmp_path / "ours.znippy"
+    rust10 = compat == "rust-0.10"
+    extra = ["--pkg-type", "auto", "--meta", "team=interop"] if rust10 else []
+    assert main(["create", str(src), "-o", str(out), "--compat", compat, *extra]) == 0
+    assert main(["append", str(out), str(more), *extra[:2]]) == 0
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    want = corpus.expected("appended")
+    assert tree(tmp_path / "x") == want
+    listed = real(binary, "list", "-i", out)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[2:] for line in listed.stdout.splitlines()}
+    assert set(rows) == set(want)
+    if rust10:
+        assert rows["maven/org/example/demo/1.2.3/demo-1.2.3.pom"] == ["org.example:demo:1.2.3"]
+        both = corpus.write(tmp_path / "both")
+        (both / "hello.txt").write_bytes(corpus.APPENDED["hello.txt"])
+        (both / "added").mkdir(mode=0o750)
+        (both / "added" / "new.txt").write_bytes(corpus.APPENDED["added/new.txt"])
+        (both / "added" / "new.txt").chmod(0o600)
+        assert modes(tmp_path / "x") == modes(both)
+        got = subprocess.run([str(binary), "get", "-i", str(out), "-p", "added/new.txt"],
+                             capture_output=True, timeout=600)
+        assert got.returncode == 0 and got.stdout == want["added/new.txt"]
+        found = real(binary, "meta", "-i", out, "-k", "team")
+        assert found.returncode == 0 and "interop" in found.stdout, found.stdout + found.stderr
+    with open_archive(out) as a:
+        assert dict(a.read_many(want)) == want and a.verify().ok
