@@ -380,3 +380,22 @@ def test_we_append_they_read(binary: Path, compat: str, tmp_path: Path) -> None:
         assert found.returncode == 0 and "interop" in found.stdout, found.stdout + found.stderr
     with open_archive(out) as a:
         assert dict(a.read_many(want)) == want and a.verify().ok
+
+
+def test_they_do_not_read_delta_payloads(binary: Path, tmp_path: Path) -> None:
+    """Why ``--compat rust-0.10`` writes no delta chunk (docs/interop.md, "Delta payloads"):
+    the real binaries' ``verify``, ``decompress`` and ``get`` take a delta row for a whole
+    file and fail its checksum (0.10.1: "1 korrupta filer"; 0.9.12 panics) on the library's
+    own delta archive; only the library's ``ZnippyArchive::extract_file_verified`` resolves
+    one. The file that is no delta still reads."""
+    delta = Path(__file__).parent / "data" / "rust-common-0.10.6" / "lib-delta.znippy"
+    assert real(binary, "verify", "-i", delta).returncode != 0
+    assert real(binary, "decompress", "-i", delta, "-o", tmp_path / "x").returncode != 0
+    got = subprocess.run([str(binary), "get", "-i", str(delta), "-p", "docs/readme-v1.md"],
+                         capture_output=True, timeout=600)
+    assert got.returncode != 0
+    got = subprocess.run([str(binary), "get", "-i", str(delta), "-p", "docs/readme.md"],
+                         capture_output=True, timeout=600)
+    assert got.returncode == 0 and got.stdout == corpus.expected("delta")["docs/readme.md"]
+    with open_archive(delta) as a:  # this reader resolves it (interop/delta.py)
+        assert a.read("docs/readme-v1.md") == corpus.expected("delta")["docs/readme-v1.md"]
