@@ -118,3 +118,19 @@ def test_append_to_a_real_rust_archive_with_typed_meta(tmp_path: Path) -> None:
         assert a.read("later.txt") == b"later\n" and a.verify().ok
         assert a.meta is not None and facts is not None
         assert set(facts.column("key").to_pylist()) <= set(a.meta.column("key").to_pylist())
+
+
+def test_append_a_package_joins_its_rust_plugin_group(tmp_path: Path) -> None:
+    """A crate appended with ``pkg_type="auto"`` joins the Rust cargo group ``(1, "", "")``
+    with the plugin's ``crate_name``/``version`` (our cargo module's values), one group."""
+    out, _ = made(tmp_path, "rust-0.10", pkg_type="auto")
+    more = tmp_path / "crates-more"
+    (more / "crates").mkdir(parents=True)
+    (more / "crates" / "extra-2.0.0.crate").write_bytes(corpus.crate("extra", "2.0.0", []))
+    append_archive(out, more, pkg_type="auto")
+    cargo = [t for r, t in sections(out) if r["pkg_type"] == 1]
+    assert len(cargo) == 1 and cargo[0] is not None
+    by_path = {r["relative_path"]: r for r in cargo[0].to_pylist()}
+    assert by_path["crates/extra-2.0.0.crate"]["crate_name"] == "extra"
+    assert by_path["crates/extra-2.0.0.crate"]["version"] == "2.0.0"
+    assert by_path["crates/tiny-0.1.0.crate"]["crate_name"] == "tiny"
