@@ -142,3 +142,73 @@ def test_arrowrs_writes_a_slice_as_its_copy() -> None:
     fresh = pa.Table.from_pylist(part.to_pylist(), schema=table.schema)
     assert stream_bytes(part) == stream_bytes(fresh)
     assert pa.ipc.open_stream(stream_bytes(part)).read_all().equals(fresh)
+
+
+# -- the CLI: ``store seal --sidecar NAME`` of a Rust hot archive ------------------------------
+def seal_cli(*args: str | Path) -> int:
+    from znippy_sql.cli import main
+
+    return main(["store", "seal", *map(str, args)])
+
+
+def test_cli_seals_a_rust_hot_archive(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                      ) -> None:
+    """``store seal --sidecar`` of a file with a ``.hot.NNNNN`` journal beside it seals it in
+    place into the real seal's bytes, no warehouse needed."""
+    hot = hot_copy(tmp_path)
+    assert seal_cli("--sidecar", hot) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{hot}: sealed the Rust hot archive in place")
+    assert "1 journal segment removed" in out
+    assert hot.read_bytes() == (LIB / "lib-hot-sealed.znippy").read_bytes()
+    assert not list(tmp_path.glob("*.hot.*"))
+
+
+def test_cli_rust_seal_json_and_output_in_place(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    hot = hot_copy(tmp_path)
+    assert seal_cli("--sidecar", hot, "-o", hot, "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    size = len((LIB / "lib-hot-sealed.znippy").read_bytes())
+    assert report == {"path": str(hot), "archive_bytes": size, "journal_segments_removed": 1}
+
+
+@pytest.mark.parametrize("extra", [["--warehouse", "wh", "--namespace", "k"],
+                                   ["-o", "elsewhere.znippy"], ["--meta", "a=b"]])
+def test_cli_rust_seal_refuses_store_options(tmp_path: Path, extra: list[str],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    hot = hot_copy(tmp_path)
+    before = hot.read_bytes()
+    assert seal_cli("--sidecar", hot, *extra) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert str(hot) in err and "sealed in place" in err and extra[0] in err
+    assert hot.read_bytes() == before and list(tmp_path.glob("*.hot.*"))
+
+
+def test_cli_rust_seal_of_a_damaged_journal_is_one_line(tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """A journal segment that is no Arrow stream: one line naming the archive, exit 2, the
+    files as they were."""
+    hot = hot_copy(tmp_path)
+    segment = tmp_path / "lib-hot.znippy.hot.00000"
+    segment.write_bytes(b"\xff" * 64)
+    before = hot.read_bytes()
+    assert seal_cli("--sidecar", hot) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert str(hot) in err and "journal holds no readable rows" in err
+    assert hot.read_bytes() == before and segment.read_bytes() == b"\xff" * 64
+
+
+def test_cli_store_seal_without_a_journal_names_what_it_needs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plain = tmp_path / "plain.znippy"
+    shutil.copy(LIB / "lib-hot-sealed.znippy", plain)
+    assert seal_cli("--sidecar", plain) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "--warehouse, --namespace, -o/--output" in err and "not a Rust hot archive" in err

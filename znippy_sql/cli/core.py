@@ -232,6 +232,12 @@ def _git_info(archive: Any) -> dict[str, Any]:
 
     if not (archive.has_section(GIT_OID) and archive.has_section(GIT_GRAPH)):
         return {}
+    from ..interop.gitoid import MAGIC
+
+    if bytes(archive.section(GIT_OID)[:8]) == MAGIC:  # the Rust loose-object tier (interop/)
+        return {"git": {"objects": int.from_bytes(bytes(archive.section(GIT_OID)[16:24]),
+                                                  "little"),
+                        "commits": archive.section(GIT_GRAPH).num_rows}}
     from ..git.objects import GitObjects
 
     objects = GitObjects(archive)

@@ -2,7 +2,9 @@
 
 ``--json`` prints the report as JSON; otherwise a human summary. Exit codes as everywhere: 0 ok,
 2 usage or unreadable input (any :class:`ZnippyError`). ``store seal`` takes the ``create``
-options for ``__meta__`` and signatures (provenance recorded by default, as ``create``);
+options for ``__meta__`` and signatures (provenance recorded by default, as ``create``); given
+a ``--sidecar`` with a Rust ``<name>.hot.NNNNN`` journal beside it, it seals that Rust hot
+archive in place instead (``write/rustseal.py``);
 ``append`` takes them too but, given none, keeps the archive's own ``__meta__``.
 """
 
@@ -194,6 +196,15 @@ def cmd_store_ls(args: argparse.Namespace) -> int:
 
 
 def cmd_store_seal(args: argparse.Namespace) -> int:
+    from ..interop.hot import journal_segments
+
+    if journal_segments(args.sidecar):  # a Rust hot archive: <name>.hot.NNNNN beside it
+        return _seal_rust_hot(args)
+    missing = [o for o, v in (("--warehouse", args.warehouse), ("--namespace", args.namespace),
+                              ("-o/--output", args.output)) if not v]
+    if missing:
+        raise ZnippyError(f"store seal needs {', '.join(missing)} (no <name>.hot.NNNNN "
+                          "journal beside it: not a Rust hot archive)", path=args.sidecar)
     from ..store import seal
 
     try:
@@ -212,10 +223,47 @@ def cmd_store_seal(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store_common(p: argparse.ArgumentParser) -> None:
+def _seal_rust_hot(args: argparse.Namespace) -> int:
+    """``store seal --sidecar NAME`` of a Rust hot archive: sealed in place into the bytes the
+    Rust ``HotArchive::seal`` writes (``write/rustseal.py``), as the Rust seal does."""
+    from ..interop.hot import journal_segments
+    from ..write.rustseal import seal_rust_hot
+
+    path = args.sidecar
+    given = [o for o, v in (("--warehouse", args.warehouse), ("--namespace", args.namespace),
+                            ("--catalog-uri", args.catalog_uri),
+                            ("--catalog-prop", args.catalog_prop), ("--meta", args.meta),
+                            ("--meta-file", args.meta_file), ("--sign-key", args.sign_key))
+             if v]
+    if args.output and os.path.abspath(args.output) != os.path.abspath(path):
+        given.append("-o/--output")
+    if given:
+        raise ZnippyError(f"a Rust hot archive is sealed in place as the Rust seal seals it: "
+                          f"{', '.join(given)} cannot be used with it", path=path)
+    segments = len(journal_segments(path))
+    try:
+        size = seal_rust_hot(path)
+    except KeyboardInterrupt:
+        raise Interrupted(f"store seal: interrupted; {path} and its journal still read as "
+                          "before: seal again") from None
+    report = RustSealReport(path, size, segments)
+    _emit(report, args, f"{path}: sealed the Rust hot archive in place ({human(size)}, "
+                        f"{counted(segments, 'journal segment')} removed)")
+    return 0
+
+
+@dataclasses.dataclass(frozen=True)
+class RustSealReport:
+    path: str
+    archive_bytes: int
+    journal_segments_removed: int
+
+
+def _store_common(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument("--sidecar", required=True, help="the blob file (pure blobs)")
-    p.add_argument("--warehouse", required=True, help="the Iceberg warehouse directory")
-    p.add_argument("--namespace", required=True, help="the Iceberg namespace of this store")
+    p.add_argument("--warehouse", required=required, help="the Iceberg warehouse directory")
+    p.add_argument("--namespace", required=required,
+                   help="the Iceberg namespace of this store")
     p.add_argument("--catalog-uri", metavar="URI",
                    help="a pyiceberg catalog uri (default: sqlite catalog.db inside the "
                         "warehouse; http(s):// means a REST catalog)")
@@ -289,9 +337,13 @@ def register(subparsers: Any) -> None:
     ls.add_argument("-l", "--long", action="store_true", help="show sizes")
     ls.set_defaults(func=cmd_store_ls)
 
-    seal = sub.add_parser("seal", help="freeze the store into a static archive")
-    _store_common(seal)
-    seal.add_argument("-o", "--output", required=True, metavar="OUT",
-                      help="the archive to write")
+    seal = sub.add_parser(
+        "seal", help="freeze the store into a static archive (or seal a Rust hot archive)",
+        description="Freeze the store into a static archive. A --sidecar with Rust "
+                    "<name>.hot.NNNNN journal segments beside it is a Rust hot archive: it is "
+                    "sealed in place into the bytes the Rust seal writes (no other option).")
+    _store_common(seal, required=False)
+    seal.add_argument("-o", "--output", metavar="OUT",
+                      help="the archive to write (required for a store)")
     _add_provenance_options(seal)
     seal.set_defaults(func=cmd_store_seal)

@@ -1,5 +1,5 @@
 """The git views (docs/git-sections.md): ``git_objects`` (``__gunnar_oid__`` decoded, with the
-path of each object's pack file), ``git_commits`` (``__gunnar_graph__``), ``git_reach``
+path of each object's pack file; a Rust one, ``interop/gitoid.py``, with each object's entry), ``git_commits`` (``__gunnar_graph__``), ``git_reach``
 (``__gunnar_reach__``), ``git_refs`` (``__gunnar_refs__``). Registered by name in ``znippy_sql/views/registry.py``, so an archive
 without git sections never imports this package."""
 
@@ -23,10 +23,16 @@ def objects_table(archive: Any) -> pa.Table:
     """Every object of ``__gunnar_oid__`` with ``pack_path`` (its pack file's path) after
     ``pack_row``."""
     from ..format.gitindex import decode_oid_index
+    from ..interop.gitoid import decode_rust_oid_index, is_rust_oid_index
 
     lookup = archive.lookup
-    objects = decode_oid_index(archive.section(GIT_OID), lookup_rows=lookup.num_rows,
-                               path=archive.path)
+    data = archive.section(GIT_OID)
+    if is_rust_oid_index(data):  # the Rust loose-object tier: an entry per object
+        objects = decode_rust_oid_index(data, lookup_rows=lookup.num_rows, path=archive.path)
+        return objects.append_column(pa.field("relative_path", pa.utf8(), nullable=True),
+                                     lookup.column("relative_path").take(
+                                         objects.column("lookup_row")))
+    objects = decode_oid_index(data, lookup_rows=lookup.num_rows, path=archive.path)
     rows = objects.column("pack_row").to_numpy()
     paths = lookup.column("relative_path").take(pa.array(rows.astype(np.int64)))
     at = objects.schema.get_field_index("pack_row") + 1

@@ -30,6 +30,8 @@ from ..format.rollback import (drop_journal, journal_path, lock, recover_locked,
 from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SECTIONS,
                              RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.sections import ReservedSection
+from ..interop.layouts import FSMETA
+from ..interop.meta import as_text, is_typed
 from ..modules.pkgtypes import pkg_type_name
 from ..read.reader import open_archive
 from ..read.verify import refuse_damaged
@@ -43,6 +45,9 @@ from .tail import TailInfo, write_tail
 from ..format.lookup import with_inner
 from .staging import remove_stale, staging_prefix
 from .writer import meta_of, optional_sections
+from .compat import check_compat
+from .rustappend import archive_compat, follow_given, live_paths, merged_fsmeta, rust_groups
+from .rust10 import RUST10
 
 
 #: Sections an append cannot carry over: git sections point at lookup rows that move.
@@ -170,8 +175,10 @@ def _load(path: str, *, signatures: bool = False) -> _Old:
                 sections.append(ReservedSection(name, mem.read(row.index_offset, row.index_len)
                                                 .to_pybytes()))
             else:
-                sections.append(ReservedSection(name, read_stream(
-                    mem, row.index_offset, row.index_len, name)))  # type: ignore[arg-type]
+                table = read_stream(mem, row.index_offset, row.index_len, name)  # type: ignore[arg-type]
+                if name == META and is_typed(table.schema):  # the Rust __znippy_meta__
+                    table = as_text(table, path)
+                sections.append(ReservedSection(name, table))
     return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path)
 
 
@@ -246,11 +253,16 @@ def _options(path: str, old: _Old, options: WriteOptions | None,
 
     own = {"level": recorded("znippy.openzl.level", WriteOptions().level),
            "block_size": recorded("znippy.block_size", WriteOptions().block_size)}
+    # an archive written for the Rust readers keeps its layout (write/rustappend.py)
+    compat = archive_compat(path, old.metadata, given.get("compat") or
+                            (options.compat if options is not None else None))
+    given = follow_given(compat, dict(given))  # type: ignore[assignment]
     if options is None:
         options = WriteOptions(level=own["level"], block_size=own["block_size"],
-                               pack=_follow(old, PACK_KEY, WriteOptions.pack),
+                               pack=_follow(old, PACK_KEY, WriteOptions.pack) and not compat,
                                index_compression=_follow(old, INDEX_KEY,
-                                                         WriteOptions.index_compression))
+                                                         WriteOptions.index_compression),
+                               compat=compat)
     options, _ = resolve(options, what="append_archive", **given)
     if old.groups:
         for name, key in (("level", "znippy.openzl.level"), ("block_size", "znippy.block_size")):
@@ -477,6 +489,10 @@ class Appender:
         assert self._ingest is not None and self._fh is not None
         sink = self._ingest.finish()
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
+        compat = self.options.compat
+        check_compat(compat, meta=self.provenance.meta, signer=self.provenance.signer)
+        if compat is not None:  # as the archive's compat mode writes them (rustappend.py)
+            old.groups, new = rust_groups(old.groups, new, compat)
         sections, builders, meta_state = self._sections(old, new)
         if not new and not self.provenance and _same_sections(old.sections, sections):
             drop_journal(self.path)  # nothing written at blob_end: the old tail stands
@@ -497,7 +513,7 @@ class Appender:
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
                                schema_metadata=self.options.schema_metadata(),
-                               fsync=self.options.fsync,
+                               fsync=self.options.fsync, compat=compat,
                                index_compression=self.options.index_compression)
         drop_journal(self.path)
         rows = sum(t.num_rows for t in new.values())
@@ -507,13 +523,21 @@ class Appender:
                   ) -> tuple[list[ReservedSection], list[Any], str]:
         """The old sections carried over, ``__meta__`` merged with the new facts
         (:func:`~znippy_sql.provenance.meta.merge_meta`), the signature builder if any."""
+        rust10 = self.options.compat == RUST10
         extra_sections, builders = optional_sections(self.provenance.meta,
-                                                     self.provenance.signer)
+                                                     self.provenance.signer, self.options.compat)
         old_meta, new_meta = meta_of(old.sections), meta_of(extra_sections)
         facts = self._feed.facts if self._feed is not None else None
-        if facts:
+        if facts and not rust10:
             new_meta = with_rows(new_meta, facts.rows())
-        sections = [s for s in old.sections if s.name != META]
+        sections = [s for s in old.sections
+                    if s.name != META and not (rust10 and s.name == FSMETA)]
+        if rust10:  # modes and directories as __znippy_fsmeta__ (write/rustappend.py)
+            fsmeta = merged_fsmeta(next((s.payload for s in old.sections if s.name == FSMETA
+                                         and isinstance(s.payload, pa.Table)), None),
+                                   _live_after(old.groups, new), facts)
+            if fsmeta is not None:
+                sections.append(ReservedSection(FSMETA, fsmeta))
         sections += [s for s in extra_sections if s.name != META]
         state = "none" if old_meta is None else "kept"
         if new_meta is not None:
@@ -547,6 +571,13 @@ class Appender:
             unreadable=list(self._feed.unreadable) if self._feed else [],
             seconds=time.perf_counter() - self._started,
         )
+
+
+def _live_after(old: dict[GroupKey, pa.Table], new: dict[GroupKey, pa.Table]) -> list[str]:
+    """The files of the archive once ``new`` replaced its paths in ``old``."""
+    fresh = live_paths(new)
+    replaced = set(fresh)
+    return [p for p in live_paths(old) if p not in replaced] + fresh
 
 
 def _same_sections(old: Sequence[ReservedSection], new: Sequence[ReservedSection]) -> bool:

@@ -132,8 +132,9 @@ def rust_plugin_groups(groups: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Ta
     for key, table in groups.items():
         plugin = RUST_PLUGINS.get(key.pkg_type)
         names = table.schema.names
-        if plugin is None or PKG_TYPE_FIELD.name not in names:
-            out[key] = table
+        if plugin is None or PKG_TYPE_FIELD.name not in names or \
+                not any(ours in names for _, _, ours in plugin[1]):
+            out[key] = table  # not a module group of ours (or already the plugin's: append)
             continue
         type_id, columns = plugin
         first = _first_chunk_rows(table)
