@@ -120,11 +120,12 @@ def write_text(info: dict[str, Any]) -> None:
         out(f"  {name}: {status}: skipped\n")
     if "git" in info:
         g = info["git"]
-        out(f"git       {g['objects']} objects, {g['commits']} commits; " + (
-            "complete history" if g["complete_history"] else
-            f"INCOMPLETE history: {g['absent_objects']} objects its commits and trees name are "
-            "absent (a partial clone or a shallow history); git_reachable lists the present "
-            "ones only") + "\n")
+        whole = g.get("complete_history")  # None: the Rust loose-object tier does not say
+        out(f"git       {g['objects']} objects, {g['commits']} commits" + (
+            "" if whole is None else "; complete history" if whole else
+            f"; INCOMPLETE history: {g['absent_objects']} objects its commits and trees name "
+            "are absent (a partial clone or a shallow history); git_reachable lists the "
+            "present ones only") + "\n")
     out("groups\n")
     out(f"  {'type':<8}{'repo':<20}{'module':<10}{'files':>8}{'chunks':>8}"
         f"{'bytes':>14}{'stored':>14}\n")
