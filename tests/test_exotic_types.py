@@ -142,7 +142,7 @@ def test_view_catalog_polars_and_parts_read_every_type(exotic: Path) -> None:
 
 
 def test_spark_and_daft_take_every_type(exotic: Path) -> None:
-    """Spark's schema (no session needed to convert it) and a Daft read of the view."""
+    """Spark's schema (converted without a SparkSession) and a Daft read of the view."""
     from znippy_sql.daft import read_archives
     from znippy_sql.engines.spark import struct_type
 

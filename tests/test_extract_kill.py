@@ -21,29 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from _slow_extract import CLI_MAIN, signal_when, slow_source
 from znippy_sql import write_archive
 
 LEFTOVER = re.compile(r"^\..*\.znippy-part-\d+$")
 KILLS = int(os.environ.get("ZNIPPY_TEST_KILLS", "50"))
-#: The core writes the files (native/src/extract.rs) in a few tens of milliseconds, less than
-#: the noise of a process start: the archive is read as a source that is not a plain local
-#: file, so each unit of 8 files asks Python for its blobs with a 1 ms pause, and the kills
-#: land while files are written (the writes, temporaries and renames are the same).
-SLOW = """
-import sys, time
-import znippy_sql.read.extract as _x, znippy_sql.read.many as _m, znippy_sql.read.tail as _t
-class _Source(_t.MappedSource):
-    pass
-_t.MappedSource, _x.UNIT_FILES, _fetch = _Source, 8, _m.fetch_blobs
-def _slow(*args):
-    time.sleep(0.001)
-    return _fetch(*args)
-_m.fetch_blobs = _slow
-import znippy_sql.cli.fast as _f  # the Python extract, not the CLI's native fast path
-_f._extract = lambda *args: None
-from znippy_sql.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+SLOW = slow_source(0.001) + CLI_MAIN
 CLI = [sys.executable, "-c", SLOW]
 
 
@@ -168,40 +151,7 @@ def test_temporaries_are_named_and_removed_by_the_next_extract(archive, tmp_path
     assert target.read_bytes() == files["small/d0/f0000.txt"]
 
 
-RUNNER = r"""
-import os, signal, sys, threading, time
-n = int(os.environ["ZNIPPY_TEST_SIGINT_AT"])
-dest = sys.argv[-1] if "-o" not in sys.argv else sys.argv[sys.argv.index("-o") + 1]
-def watch():  # the files are written by the native core: watch them appear
-    while True:
-        final = temp = 0
-        for _, _, names in os.walk(dest):
-            for name in names:
-                if ".znippy-part-" in name:
-                    temp += 1
-                else:
-                    final += 1
-        if final >= n and (temp or final >= n + 20):
-            os.kill(os.getpid(), signal.SIGINT)
-            return
-        time.sleep(0.0002)
-threading.Thread(target=watch, daemon=True).start()
-# The core writes the files (native/src/extract.rs): the archive is read as a source that is
-# not a plain local file, so each unit of 8 files asks Python for its blobs (a 2 ms pause
-# each): the watcher above sees the files appear one unit at a time.
-import znippy_sql.read.extract as _x, znippy_sql.read.many as _m, znippy_sql.read.tail as _t
-class _Source(_t.MappedSource):
-    pass
-_t.MappedSource, _x.UNIT_FILES, _fetch = _Source, 8, _m.fetch_blobs
-def _slow(*args):
-    time.sleep(0.002)
-    return _fetch(*args)
-_m.fetch_blobs = _slow
-import znippy_sql.cli.fast as _f  # the Python extract, not the CLI's native fast path
-_f._extract = lambda *args: None
-from znippy_sql.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
+RUNNER = signal_when("ZNIPPY_TEST_SIGINT_AT", "SIGINT") + slow_source(0.002) + CLI_MAIN
 
 
 def test_ctrl_c_summary_counts_the_files_on_disk(archive, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from _slow_extract import signal_when, slow_source
 from znippy_sql import write_archive
 from znippy_sql.cli import main
 from znippy_sql.duckdb import register
@@ -131,35 +132,7 @@ def test_a_file_failing_mid_way_leaves_nothing_under_its_name(tmp_path: Path,
     assert set(report.failed) == {"d/f017.bin"} and report.files == 39
 
 
-KILLER = r"""
-import os, signal, sys, threading, time
-n = int(os.environ["ZNIPPY_TEST_KILL_AT"])
-dest = sys.argv[-1] if "-o" not in sys.argv else sys.argv[sys.argv.index("-o") + 1]
-def watch():  # the files are written by the native core: watch them appear
-    while True:
-        final = temp = 0
-        for _, _, names in os.walk(dest):
-            for name in names:
-                if ".znippy-part-" in name:
-                    temp += 1
-                else:
-                    final += 1
-        if final >= n and (temp or final >= n + 20):
-            os.kill(os.getpid(), signal.SIGKILL)
-            return
-        time.sleep(0.0002)
-threading.Thread(target=watch, daemon=True).start()
-# The core writes the files (native/src/extract.rs): the archive is read as a source that is
-# not a plain local file, so each unit of 8 files asks Python for its blobs (a 2 ms pause
-# each): the watcher above sees the files appear one unit at a time.
-import znippy_sql.read.extract as _x, znippy_sql.read.many as _m, znippy_sql.read.tail as _t
-class _Source(_t.MappedSource):
-    pass
-_t.MappedSource, _x.UNIT_FILES, _fetch = _Source, 8, _m.fetch_blobs
-def _slow(*args):
-    time.sleep(0.002)
-    return _fetch(*args)
-_m.fetch_blobs = _slow
+KILLER = signal_when("ZNIPPY_TEST_KILL_AT", "SIGKILL") + slow_source(0.002) + r"""
 import duckdb
 from znippy_sql.duckdb import register
 con = duckdb.connect()
