@@ -1511,8 +1511,8 @@ type Planned = (
 /// word: a failure reading the tail or the lookup, a section other than the lookup, the trie
 /// and `__meta__`, a symbolic link, a path that is not plain or not in order.
 fn plan(archive: &str) -> Option<Planned> {
-    use crate::ipc::{self, Type};
-    use crate::lookup::{lookup_problem, rows_problem, Rows, BASE, INNER};
+    use crate::ipc;
+    use crate::lookup::{lookup_fields, lookup_problem, meta_schema, rows_problem, Rows};
     use crate::tail::{Tail, LOOKUP, META, TRIE};
 
     let tail = Tail::open(archive).ok()?;
@@ -1527,14 +1527,7 @@ fn plan(archive: &str) -> Option<Planned> {
     if let Some(row) = tail.section(META) {
         let bytes = tail.range(row, META).ok()?;
         let (schema, batches) = ipc::read_all(&bytes).ok()?;
-        let names = ["relative_path", "key", "value"];
-        let ok = schema.fields.len() == 3
-            && schema
-                .fields
-                .iter()
-                .zip(names)
-                .all(|(f, n)| f.name == n && f.ty == Type::Utf8);
-        if !ok {
+        if !meta_schema(&schema) {
             return None;
         }
         for cols in &batches {
@@ -1563,13 +1556,8 @@ fn plan(archive: &str) -> Option<Planned> {
     let lrow = tail.section(LOOKUP)?;
     let bytes = tail.range(lrow, LOOKUP).ok()?;
     let stream = ipc::walk(&bytes).ok()?;
-    let f = &stream.schema.fields;
-    let packed = f.len() == 9;
-    let exact = (f.len() == 8 || packed)
-        && f.iter()
-            .zip(BASE.iter().chain([&INNER]))
-            .all(|(f, (n, t))| f.name == *n && f.ty == *t && !f.nullable);
-    if !exact || stream.rows() != lrow.count {
+    let packed = lookup_fields(&stream.schema.fields)?;
+    if stream.rows() != lrow.count {
         return None;
     }
     let mut parts = Vec::new();

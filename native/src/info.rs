@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::ipc::{self, Column, Schema};
-use crate::lookup::{lookup_problem, rows_problem, Rows, BASE, INNER};
+use crate::lookup::{lookup_fields, lookup_problem, rows_problem, Rows, INNER};
 use crate::ls::{group, union_ok};
 use crate::tail::{ipc_stop, Out, Stop, Tail, LOOKUP, META, TRIE};
 
@@ -136,15 +136,11 @@ fn lookup(tail: &Tail) -> Out<(Rows, bool)> {
         .ok_or_else(|| Stop::NotHere("no lookup".into()))?;
     let bytes = tail.range(lrow, LOOKUP)?;
     let stream = ipc::walk(&bytes).map_err(|p| ipc_stop(&tail.path, LOOKUP, p))?;
-    let f = &stream.schema.fields;
-    let packed = f.len() == 9;
-    let exact = (f.len() == 8 || packed)
-        && f.iter()
-            .zip(BASE.iter().chain([&INNER]))
-            .all(|(f, (n, t))| f.name == *n && f.ty == *t && !f.nullable);
-    if !exact || stream.rows() != lrow.count {
+    let packed = lookup_fields(&stream.schema.fields);
+    if packed.is_none() || stream.rows() != lrow.count {
         return Err(Stop::NotHere(format!("{LOOKUP} of another schema or size")));
     }
+    let packed = packed == Some(true);
     let mut parts = Vec::new();
     for b in &stream.batches {
         let cols =

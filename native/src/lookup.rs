@@ -57,6 +57,29 @@ pub const INNER: (&str, Type) = (
         signed: false,
     },
 );
+/// `Some(packed)` when `fields` are the lookup's (the base columns, then `inner_offset` in an
+/// archive with packed blobs; none nullable), else None.
+pub fn lookup_fields(fields: &[ipc::Field]) -> Option<bool> {
+    let packed = fields.len() == 9;
+    let exact = (fields.len() == 8 || packed)
+        && fields
+            .iter()
+            .zip(BASE.iter().chain([&INNER]))
+            .all(|(f, (n, t))| f.name == *n && f.ty == *t && !f.nullable);
+    exact.then_some(packed)
+}
+
+/// Whether `schema` is `__meta__`'s: `relative_path`, `key`, `value`, all utf8.
+pub fn meta_schema(schema: &ipc::Schema) -> bool {
+    let names = ["relative_path", "key", "value"];
+    schema.fields.len() == 3
+        && schema
+            .fields
+            .iter()
+            .zip(names)
+            .all(|(f, n)| f.name == n && f.ty == Type::Utf8)
+}
+
 /// `reader._Batches.SPAN`: a file whose rows run over more batches reads the whole lookup.
 const SPAN: usize = 4;
 /// `reader._Batches.PROMOTE`: after this many batch decodes the whole lookup is read.
@@ -235,16 +258,9 @@ impl<'t> Finder<'t> {
         }
         let bytes = tail.range(lookup_row, LOOKUP)?;
         let stream = ipc::walk(&bytes).map_err(|p| ipc_stop(path, LOOKUP, p))?;
-        let fields = &stream.schema.fields;
-        let packed = fields.len() == 9;
-        let exact = (fields.len() == 8 || packed)
-            && fields
-                .iter()
-                .zip(BASE.iter().chain([&INNER]))
-                .all(|(f, (n, t))| f.name == *n && f.ty == *t && !f.nullable);
-        if !exact {
+        let Some(packed) = lookup_fields(&stream.schema.fields) else {
             return Err(Stop::NotHere(format!("{LOOKUP} of another schema")));
-        }
+        };
         if stream.rows() != lookup_row.count {
             return Err(format_error(
                 path,

@@ -10,8 +10,10 @@
 use pyo3::prelude::*;
 
 use crate::frame::{self, Shape};
-use crate::ipc::{self, Type};
-use crate::lookup::{lookup_problem, rows_problem, Chunk, Rows, BASE, INNER, MAX_CHUNK_BYTES};
+use crate::ipc;
+use crate::lookup::{
+    lookup_fields, lookup_problem, meta_schema, rows_problem, Chunk, Rows, INNER, MAX_CHUNK_BYTES,
+};
 use crate::ls::{group, union_ok};
 use crate::tail::{ipc_stop, Out, Stop, Tail, LOOKUP, META, TRIE};
 use crate::trie;
@@ -68,14 +70,7 @@ fn verify(archive: &str) -> Out<(u64, u64, u64)> {
     if let Some(r) = tail.section(META) {
         let bytes = tail.range(r, META)?;
         let (schema, batches) = ipc::read_all(&bytes).map_err(|p| ipc_stop(archive, META, p))?;
-        let names = ["relative_path", "key", "value"];
-        let ok = schema.fields.len() == 3
-            && schema
-                .fields
-                .iter()
-                .zip(names)
-                .all(|(f, n)| f.name == n && f.ty == Type::Utf8);
-        if !ok
+        if !meta_schema(&schema)
             || batches
                 .iter()
                 .any(|c| c[1].null_count() + c[2].null_count() > 0)
@@ -118,12 +113,7 @@ fn verify(archive: &str) -> Out<(u64, u64, u64)> {
         .ok_or_else(|| Stop::NotHere("no lookup".into()))?;
     let bytes = tail.range(lrow, LOOKUP)?;
     let stream = ipc::walk(&bytes).map_err(|p| ipc_stop(archive, LOOKUP, p))?;
-    let f = &stream.schema.fields;
-    let exact = f.len() == 8 + packed as usize
-        && f.iter()
-            .zip(BASE.iter().chain([&INNER]))
-            .all(|(f, (n, t))| f.name == *n && f.ty == *t && !f.nullable);
-    if !exact || stream.rows() != lrow.count {
+    if lookup_fields(&stream.schema.fields) != Some(packed) || stream.rows() != lrow.count {
         return finding(format!("{LOOKUP} of another schema or size"));
     }
     let mut parts = Vec::new();
