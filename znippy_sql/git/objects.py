@@ -4,6 +4,12 @@ An id is found with the fanout table and a binary search (no decode of the whole
 its entry is read from the pack's bytes in the blob region (a view of the memory map) and its
 delta chain applied; REF bases are found by id again, in any pack. Every object read is
 checked against its id (SHA-1 of header and content), so a damaged pack cannot pass as data.
+
+Beneath the commands, one seam: an archive whose ``__gunnar_oid__`` the Rust
+``znippy-plugin-git`` wrote (its loose-object tier: one entry per object) is read through
+:class:`~znippy_sql.interop.gitloose.LooseTier` (the object by ordinal, the graph, the
+bitmaps in this project's shapes); every command above (``cat-file``, ``show-ref``, the
+``git_log``/``git_reachable``/``git_cat`` macros, name resolution) is the same code for both.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from ..format.build import numpy_of
 from ..format.gitindex import TYPE_NAMES, OidIndex
 from ..format.kernels import one_array
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
+from ..interop.gitloose import LooseTier, is_rust_oid_index
 from ..read.reader import Archive
 from .graph import Tree, tree_closure
 from .roaring import BitMap, deserialize
@@ -43,8 +50,15 @@ class GitObjects:
     def __init__(self, archive: Archive) -> None:
         require_git(archive)
         self.archive = archive
-        self.index = OidIndex(archive.section(GIT_OID), path=archive.path)
         self._packs: dict[int, tuple[memoryview, str]] = {}
+        data = archive.section(GIT_OID)
+        #: the Rust loose-object tier (``interop/gitloose.py``), or None: this project's packs
+        self.loose: LooseTier | None = None
+        if is_rust_oid_index(data):
+            self.loose = LooseTier(archive)
+            self.index: OidIndex = self.loose.index
+        else:
+            self.index = OidIndex(data, path=archive.path)
 
     # -- ids --------------------------------------------------------------------------------
     def resolve(self, name: str) -> bytes:
@@ -89,7 +103,8 @@ class GitObjects:
 
     # -- objects ----------------------------------------------------------------------------
     def type_of(self, oid: bytes) -> str:
-        code = int(self.index.types[self._ordinal(oid)])
+        i = self._ordinal(oid)
+        code = int(self.index.types[i]) if self.loose is None else self.loose.type_code(i)
         if code not in TYPE_NAMES:  # (a damaged index: fuzz seed 1024 of family git)
             raise FormatError(f"{GIT_OID}: object {oid.hex()} has type code {code}, no git "
                               "object type", path=self.archive.path)
@@ -98,6 +113,8 @@ class GitObjects:
     def size_of(self, oid: bytes) -> int:
         """The object's size, from its entry header (a delta's from its target-size field)."""
         i = self._ordinal(oid)
+        if self.loose is not None:
+            return self.loose.size(i)
         view, name = self._pack(int(self.index.pack_rows[i]))
         at = int(self.index.offsets[i])
         try:
@@ -117,6 +134,8 @@ class GitObjects:
 
     def _read(self, oid: bytes) -> tuple[int, bytes]:
         i = self._ordinal(oid)
+        if self.loose is not None:
+            return self.loose.read(i)      # checked against its id there
         view, name = self._pack(int(self.index.pack_rows[i]))
         try:
             kind, content = read_object(view, int(self.index.offsets[i]), name=name,
@@ -145,11 +164,20 @@ class GitObjects:
 
     # -- history ----------------------------------------------------------------------------
     @cached_property
-    def _graph(self) -> dict[bytes, tuple[bytes, list[bytes], int]]:
+    def _graph_table(self) -> pa.Table:
+        """``__gunnar_graph__`` with ``oid``, ``tree``, ``parents``, ``commit_time`` (binary
+        ids): the section itself, or the Rust one in that shape."""
         if not self.archive.has_section(GIT_GRAPH):
             raise FormatError(f"no {GIT_GRAPH} section", path=self.archive.path)
+        if self.loose is not None:
+            return self.loose.graph()
         t = self.archive.section(GIT_GRAPH)
         assert not isinstance(t, memoryview)
+        return t
+
+    @cached_property
+    def _graph(self) -> dict[bytes, tuple[bytes, list[bytes], int]]:
+        t = self._graph_table
         return {o: (tr, ps, when) for o, tr, ps, when in zip(
             t.column("oid").to_pylist(), t.column("tree").to_pylist(),
             t.column("parents").to_pylist(), t.column("commit_time").to_pylist())}
@@ -157,8 +185,7 @@ class GitObjects:
     @cached_property
     def _blocks(self) -> tuple[list[int], list[int]]:
         """(position, block length) of each graph row: the layout of docs/git-sections.md."""
-        t = self.archive.section(GIT_GRAPH)
-        assert not isinstance(t, memoryview)
+        t = self._graph_table
         if "position" not in t.column_names or "block" not in t.column_names:
             raise FormatError(f"{GIT_GRAPH}: no position/block columns, but {GIT_OID} has "
                               "positions", path=self.archive.path)
@@ -175,8 +202,7 @@ class GitObjects:
         archive written before this was recorded says 0."""
         if not self.archive.has_section(GIT_GRAPH):
             return 0
-        t = self.archive.section(GIT_GRAPH)
-        assert not isinstance(t, memoryview)
+        t = self._graph_table
         value = (t.schema.metadata or {}).get(b"znippy.git.absent_objects", b"0")
         try:
             return int(value)
@@ -186,6 +212,8 @@ class GitObjects:
 
     @cached_property
     def _bitmaps(self) -> dict[bytes, bytes]:
+        if self.loose is not None:
+            return self.loose.bitmaps()
         if not self.archive.has_section(GIT_REACH):
             return {}
         t = self.archive.section(GIT_REACH)
@@ -208,8 +236,7 @@ class GitObjects:
     @cached_property
     def _dag(self) -> tuple[pa.Table, dict[bytes, int], list[tuple[int, ...]], list[int]]:
         """The graph by row: (table, oid → row, each row's parent rows, committer times)."""
-        t = self.archive.section(GIT_GRAPH)
-        assert not isinstance(t, memoryview)
+        t = self._graph_table
         oids = t.column("oid").combine_chunks()
         row = {o: i for i, o in enumerate(_ids(oids))}
         lists = t.column("parents").combine_chunks()

@@ -10,7 +10,9 @@ having no parents, whatever the archive holds). Rows in name order (bytes).
 
 An archive sealed before this section existed has its refs only in ``__meta__`` (archive-level
 facts ``refs/…`` and ``HEAD`` = id, no symbolic target, no shallow boundary): :func:`load_refs`
-reads those instead, with ``peeled`` left to the caller (:func:`peel`).
+reads those instead, with ``peeled`` left to the caller (:func:`peel`). A ``__gunnar_refs__``
+written by the Rust ``znippy-plugin-git`` is a log of pushes (``interop/pushlog.py``): read as
+the refs its last push left.
 """
 
 from __future__ import annotations
@@ -168,6 +170,8 @@ def load_refs(archive: Archive) -> Refs:
     ``__meta__`` (older archives), else none."""
     if archive.has_section(GIT_REFS):
         table = archive.section(GIT_REFS)
+        if isinstance(table, pa.Table) and "push_seq" in table.schema.names:
+            return _rust_refs(table, archive.path)
         if not isinstance(table, pa.Table) or not _schema_ok(table.schema):
             got = table.schema if isinstance(table, pa.Table) else "raw bytes"
             raise FormatError(f"{GIT_REFS} does not have the refs schema (name, target, "
@@ -185,6 +189,15 @@ def load_refs(archive: Archive) -> Refs:
                                            row["symbolic"])
         return Refs(by_name, frozenset(shallow), stored=True)
     return Refs(_meta_refs(archive))
+
+
+def _rust_refs(table: pa.Table, path: str) -> Refs:
+    """A Rust push log (``interop/pushlog.py``), folded: every ref its last push left.
+    ``stored`` False: a tag's peeled id, unless the pusher gave it, comes from the objects."""
+    from ..interop.pushlog import rust_refs
+
+    return Refs({n: Ref(n, target, peeled, symbolic)
+                 for n, (target, peeled, symbolic) in rust_refs(table, path).items()})
 
 
 def _schema_ok(schema: pa.Schema) -> bool:
