@@ -188,3 +188,69 @@ def test_git_section_shapes_are_the_sources() -> None:
         ("commit_oid", "string"), ("cardinality", "uint64"), ("bitmap", "binary")]
     assert refs.schema.names == ["name", "target", "peeled", "symref_target", "push_seq",
                                  "updated_ms"]
+
+
+PUSHES = GOLDEN.with_name("lib-git-pushes.znippy")
+
+
+def test_git_secrets_view() -> None:
+    """``__gunnar_secrets__`` (``secrets.rs``), written by the library from the three pushes
+    of tests/data/README.md: every row as written (``name``, ``ciphertext`` as stored,
+    ``recipient``, ``push_seq``), and ``in_force`` only on the row the library's fold keeps
+    (the rotated key; the revoked webhook has none)."""
+    c = duckdb.connect()
+    register(c, PUSHES, "p")
+    got = rows(c, "SELECT name, ciphertext, recipient, push_seq, in_force FROM p_git_secrets")
+    assert got == [
+        {"name": "deploy-key", "ciphertext": bytes.fromhex("a1b2c3d4e5f6"),
+         "recipient": "age1deploy", "push_seq": 0, "in_force": False},
+        {"name": "webhook", "ciphertext": bytes.fromhex("0badc0ffee"), "recipient": None,
+         "push_seq": 0, "in_force": False},
+        {"name": "deploy-key", "ciphertext": bytes.fromhex("d00dfeed0001"),
+         "recipient": "age1deploy", "push_seq": 1, "in_force": True},
+        {"name": "webhook", "ciphertext": None, "recipient": None, "push_seq": 2,
+         "in_force": False}]
+    assert c.execute("SELECT count(DISTINCT updated_ms) > 0 FROM p_git_secrets").fetchone() \
+        == (True,)
+    with open_archive(PUSHES) as a:
+        secrets = a.section("__gunnar_secrets__")
+    assert isinstance(secrets, pa.Table)
+    assert [(f.name, str(f.type)) for f in secrets.schema] == [
+        ("name", "string"), ("ciphertext", "binary"), ("recipient", "string"),
+        ("push_seq", "uint64"), ("updated_ms", "uint64")]
+
+
+def test_the_secrets_section_is_understood() -> None:
+    from znippy_sql.read.foreign import not_understood
+
+    with open_archive(PUSHES) as a:
+        assert not_understood(a) == {}
+
+
+def test_a_secrets_section_of_another_shape_is_refused() -> None:
+    from znippy_sql.interop.pushlog import secrets_table
+
+    with open_archive(PUSHES) as a:
+        table = a.section("__gunnar_secrets__")
+    assert isinstance(table, pa.Table)
+    with pytest.raises(ZnippyError, match="columns secrets.rs writes"):
+        secrets_table(table.drop_columns(["recipient"]), "x.znippy")
+
+
+def test_the_refs_log_folds_as_the_library() -> None:
+    """``refs.rs`` ``fold``: the last push of a name wins, a row with neither ``target`` nor
+    ``symref_target`` deletes it (``refs/heads/gone``), ``HEAD`` is symbolic."""
+    from znippy_sql.git.refs import load_refs
+
+    with open_archive(PUSHES) as a:
+        refs = load_refs(a)
+    tag = bytes.fromhex("3bbac7159ac055dcaca2fd1d48cd9edd8a83c2d6")
+    main = bytes.fromhex(MAIN)
+    assert {n: (r.target, r.peeled, r.symbolic) for n, r in refs.by_name.items()} == {
+        "HEAD": (main, None, "refs/heads/main"),
+        "refs/heads/main": (main, None, None),
+        "refs/heads/side": (bytes.fromhex(SIDE), None, None),
+        "refs/tags/light": (bytes.fromhex("f46e689bbca4d5f8f7ba87a0d7fe2527a786f918"), None,
+                            None),
+        "refs/tags/v1": (tag, main, None),
+        "refs/tags/v1-bare": (tag, None, None)}

@@ -60,6 +60,8 @@ GIT_OID = "__gunnar_oid__"
 GIT_GRAPH = "__gunnar_graph__"
 GIT_REACH = "__gunnar_reach__"
 GIT_REFS = "__gunnar_refs__"
+#: the Rust znippy-plugin-git secrets push log (interop/pushlog.py); this project writes none
+GIT_SECRETS = "__gunnar_secrets__"
 
 #: Where each reserved section goes in the tail (FORMAT §4). Unknown reserved names sit with
 #: the git sections, in name order.
@@ -90,4 +92,4 @@ UNTYPED = GroupKey(0, "", "")
 RAW_SECTIONS = frozenset({TRIE, GIT_OID, SIGN_ARTIFACTS, SIGN_ARCHIVE})
 #: Reserved sections that are Arrow IPC streams. A reserved name in neither set is a future
 #: extension: readers tell its kind from its bytes (an Arrow stream starts with FF FF FF FF).
-ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, GIT_REFS, META})
+ARROW_SECTIONS = frozenset({LOOKUP, GIT_GRAPH, GIT_REACH, GIT_REFS, GIT_SECRETS, META})

@@ -1,6 +1,7 @@
 """The git views (docs/git-sections.md): ``git_objects`` (``__gunnar_oid__`` decoded, with the
 path of each object's pack file; a Rust one, ``interop/gitoid.py``, with each object's entry), ``git_commits`` (``__gunnar_graph__``), ``git_reach``
-(``__gunnar_reach__``), ``git_refs`` (``__gunnar_refs__``). Registered by name in ``znippy_sql/views/registry.py``, so an archive
+(``__gunnar_reach__``), ``git_refs`` (``__gunnar_refs__``), ``git_secrets`` (the Rust ``__gunnar_secrets__`` push log
+as written, with ``in_force``: ``interop/pushlog.py``). Registered by name in ``znippy_sql/views/registry.py``, so an archive
 without git sections never imports this package."""
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, RESERVED_PKG_TYPE, GroupKey
+from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, GIT_SECRETS,
+                             RESERVED_PKG_TYPE, GroupKey)
 from ..views.base import Request, View
 from ..views.heads import section_schema
 
@@ -73,3 +75,21 @@ REACH_VIEW = View("git_reach", lambda a: section_schema(a, GIT_REACH), _section(
 REFS_VIEW = View("git_refs", lambda a: section_schema(a, GIT_REFS), _section(GIT_REFS),
                  sections=(GIT_REFS,), cost=_cost(GIT_REFS),
                  doc="refs: name, target, peeled tag target, symbolic target; shallow boundary")
+
+
+def _secrets_schema(archive: Any) -> pa.Schema:
+    from ..interop.pushlog import IN_FORCE
+
+    return section_schema(archive, GIT_SECRETS).append(IN_FORCE)
+
+
+def _secrets(archive: Any, request: Request) -> Iterator[pa.Table]:
+    from ..interop.pushlog import secrets_table
+
+    for table in _section(GIT_SECRETS)(archive, request):
+        yield secrets_table(table, archive.path)
+
+
+SECRETS_VIEW = View("git_secrets", _secrets_schema, _secrets, sections=(GIT_SECRETS,),
+                    cost=_cost(GIT_SECRETS),
+                    doc="secrets pushed (ciphertext as stored, never decrypted), in_force")

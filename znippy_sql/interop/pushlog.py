@@ -21,13 +21,15 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import FormatError
-from ..format.schema import GIT_REFS
+from ..format.schema import GIT_REFS, GIT_SECRETS
 
 RUST_REFS_COLUMNS = {"name": pa.utf8(), "target": pa.utf8(), "peeled": pa.utf8(),
                      "symref_target": pa.utf8(), "push_seq": pa.uint64(),
                      "updated_ms": pa.uint64()}
 SECRETS_COLUMNS = {"name": pa.utf8(), "ciphertext": pa.binary(), "recipient": pa.utf8(),
                    "push_seq": pa.uint64(), "updated_ms": pa.uint64()}
+#: the one column the ``git_secrets`` view adds to the rows as written
+IN_FORCE = pa.field("in_force", pa.bool_(), nullable=False)
 
 
 def has_columns(schema: pa.Schema, want: dict[str, Any]) -> bool:
@@ -40,22 +42,34 @@ def is_rust_refs(schema: pa.Schema) -> bool:
 
 
 def fold(table: pa.Table, section: str, *, live: str, path: str | None = None
-         ) -> dict[str, dict[str, Any]]:
-    """Name → its last row (as a dict), in name order, the deleted left out: a row is live
-    when any of the ``live`` comma-separated columns is not null."""
+         ) -> dict[str, int]:
+    """Name → the row (its index in ``table``) in force after every push, in name order,
+    the deleted left out: a row is live when any of the ``live`` comma-separated columns is
+    not null."""
     if table.num_rows and table.column("name").null_count:
         raise FormatError(f"{section}: a row without a name", path=path)
-    keep = live.split(",")
-    rows = table.to_pylist()
-    order = sorted(range(len(rows)), key=lambda i: rows[i]["push_seq"])  # stable
-    out: dict[str, dict[str, Any]] = {}
-    for i in order:
-        row = rows[i]
-        if any(row[c] is not None for c in keep):
-            out[row["name"]] = row
+    keep = [table.column(c).is_valid().to_pylist() for c in live.split(",")]
+    names = table.column("name").to_pylist()
+    seqs = table.column("push_seq").to_pylist()
+    out: dict[str, int] = {}
+    for i in sorted(range(len(names)), key=seqs.__getitem__):  # stable: later rows win
+        if any(k[i] for k in keep):
+            out[names[i]] = i
         else:
-            out.pop(row["name"], None)
+            out.pop(names[i], None)
     return {n: out[n] for n in sorted(out, key=lambda n: n.encode())}
+
+
+def secrets_table(table: pa.Table, path: str | None = None) -> pa.Table:
+    """``__gunnar_secrets__`` as written, with ``in_force``: the row is the one the fold
+    leaves for its name (its last, not a revocation)."""
+    if not has_columns(table.schema, SECRETS_COLUMNS):
+        raise FormatError(f"{GIT_SECRETS} does not have the columns secrets.rs writes "
+                          f"({', '.join(f'{n}: {k}' for n, k in SECRETS_COLUMNS.items())})",
+                          path=path)
+    live = set(fold(table, GIT_SECRETS, live="ciphertext", path=path).values())
+    return table.append_column(IN_FORCE, pa.array([i in live for i in range(table.num_rows)],
+                                                  pa.bool_()))
 
 
 def rust_refs(table: pa.Table, path: str | None = None
@@ -64,7 +78,9 @@ def rust_refs(table: pa.Table, path: str | None = None
     peeled id, symbolic target), a symbolic ref's target the id its chain ends at."""
     if not is_rust_refs(table.schema):
         raise FormatError(f"{GIT_REFS} does not have the columns refs.rs writes", path=path)
-    state = fold(table, GIT_REFS, live="target,symref_target", path=path)
+    rows = table.to_pylist()
+    state = {n: rows[i] for n, i in fold(table, GIT_REFS, live="target,symref_target",
+                                          path=path).items()}
 
     def oid(text: str | None, name: str) -> bytes | None:
         if text is None:

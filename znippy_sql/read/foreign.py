@@ -32,7 +32,8 @@ from ..errors import NotFoundError, ZnippyError
 from ..format.ipc import describe, read_schema
 from ..format.manifest import ManifestRow
 from ..format.rangeio import RangeSource
-from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, LOOKUP,
+from ..format.schema import (ARROW_SECTIONS, GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS,
+                             GIT_SECRETS, LOOKUP,
                              META, META_SCHEMA, RAW_SECTIONS, RESERVED_PKG_TYPE,
                              SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.validate import lookup_schema_problem
@@ -66,6 +67,7 @@ KNOWN_RUST_FORMAT_VERSION = 3
 RUST_VERSION_KEY = "znippy_format_version"
 #: Reserved names this reader knows (any other reserved name is not understood).
 KNOWN_SECTIONS = frozenset({LOOKUP, TRIE, META, GIT_OID, GIT_GRAPH, GIT_REACH, GIT_REFS,
+                            GIT_SECRETS,
                             SIGN_ARTIFACTS, SIGN_ARCHIVE, DELTA, FSMETA})  # the last two: interop/
 #: fst format versions the Rust ``fst`` crate 0.4 (and ``ducer``) reads: the header's first u64
 _FST_VERSIONS = range(1, 4)

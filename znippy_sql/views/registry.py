@@ -17,8 +17,8 @@ import importlib
 from typing import Any
 
 from ..errors import ZnippyError
-from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, META, SIGN_ARCHIVE,
-                             SIGN_ARTIFACTS)
+from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, GIT_SECRETS, META,
+                             SIGN_ARCHIVE, SIGN_ARTIFACTS)
 from .base import View
 
 #: name → (where its View is defined, the reserved sections that make it present: any)
@@ -34,6 +34,7 @@ BUILTIN: dict[str, tuple[str, tuple[str, ...]]] = {
     "git_commits": ("znippy_sql.git.views:COMMITS_VIEW", (GIT_GRAPH,)),
     "git_reach": ("znippy_sql.git.views:REACH_VIEW", (GIT_REACH,)),
     "git_refs": ("znippy_sql.git.views:REFS_VIEW", (GIT_REFS,)),
+    "git_secrets": ("znippy_sql.git.views:SECRETS_VIEW", (GIT_SECRETS,)),
 }
 ENTRY_POINT_GROUP = "znippy_sql.views"
 
