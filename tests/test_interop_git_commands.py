@@ -164,3 +164,34 @@ def test_a_damaged_entry_is_refused(tmp_path: Path) -> None:
         a.read = lying  # type: ignore[method-assign]
         with pytest.raises(ZnippyError, match=f"entry {MAIN} does not hash to its name"):
             tier.read(tier.index.find(bytes.fromhex(MAIN)) or 0)
+
+
+def test_the_sql_macros_answer_as_git(golden: Any) -> None:
+    """``git_log`` (ids, parents, committer times), ``git_reachable`` (ids and types) and
+    ``git_cat`` (type, size, payload) through DuckDB, for every commit, ref and object."""
+    import duckdb
+
+    from znippy_sql.duckdb import register
+
+    archive, repo, objs = golden
+    refs, _head = GOLDENS[archive.stem]
+    con = duckdb.connect()
+    register(con, archive, "g")
+    for start in [o for o, (k, _) in objs.items() if k == "commit"] + list(refs):
+        want = [ln.split(" ") for ln in
+                git(repo, "log", "--format=%H %ct %P", start).stdout.decode().splitlines()]
+        got = con.execute("SELECT oid, commit_time, parents FROM git_log('g', ?)",
+                          [start]).fetchall()
+        assert [[o.hex(), str(t), *(p.hex() for p in ps)] for o, t, ps in got] == \
+            [[w for w in ws if w] for ws in want], start
+        listed = git(repo, "rev-list", "--objects", start).stdout.decode()
+        ids = [ln.split(" ")[0] for ln in listed.splitlines()]
+        kinds = git(repo, "cat-file", "--batch-check=%(objectname) %(objecttype)",
+                    data="\n".join(ids).encode()).stdout.decode().split()
+        got_r = con.execute("SELECT lower(hex(oid)), type_name FROM git_reachable('g', ?)",
+                            [start]).fetchall()
+        assert got_r == sorted(zip(kinds[::2], kinds[1::2])), start
+    for oid, (kind, payload) in objs.items():
+        assert con.execute("SELECT type, size, content FROM git_cat('g', ?)", [oid]
+                           ).fetchall() == [(kind, len(payload),
+                                             git(repo, "cat-file", kind, oid).stdout)]

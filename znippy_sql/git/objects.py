@@ -147,6 +147,28 @@ class GitObjects:
                                 path=self.archive.path)
         return kind, content
 
+    def objects_of(self, ordinals: np.ndarray) -> pa.Table:
+        """``oid``, ``type_name``, ``ordinal`` of these ordinals: the types from the object
+        index, or (the Rust tier records none) from each object's own header."""
+        index = self.index
+        ords = np.asarray(ordinals, dtype=np.int64)
+        width = index.oid_len
+        raw = np.frombuffer(index.buf, np.uint8, index.count * width, index._oids_at)
+        ids = raw.reshape(index.count, width)[ords] if index.count else raw
+        if self.loose is None:
+            codes = np.asarray(index.types)[ords]
+        else:
+            codes = np.array([self.loose.type_code(int(i)) for i in ords], dtype=np.uint8)
+        if len(codes) and not np.isin(codes, list(TYPE_NAMES)).all():
+            raise FormatError(f"{GIT_OID}: an object has no git object type",
+                              path=self.archive.path)
+        names = pa.array([TYPE_NAMES.get(c, "") for c in range(8)], pa.utf8())
+        return pa.table({
+            "oid": pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(width), len(ords), [None, pa.py_buffer(ids.tobytes())]),
+            "type_name": names.take(pa.array(codes, pa.uint8())),
+            "ordinal": pa.array(ords, pa.uint32())})
+
     def _external(self, oid: bytes) -> tuple[int, bytes] | None:
         return self._read(oid) if self.index.find(oid) is not None else None
 

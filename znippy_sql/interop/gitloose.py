@@ -140,17 +140,25 @@ class LooseTier:
         return len(self.read(ordinal)[1])
 
     def graph(self) -> pa.Table:
-        """``__gunnar_graph__`` as ``oid``, ``tree``, ``parents`` (binary ids) and
-        ``commit_time`` (the Rust ``committer_time``)."""
+        """``__gunnar_graph__`` in this project's columns: ``oid``, ``parents``, ``tree``
+        (binary ids), ``generation``, ``commit_time`` (the Rust ``committer_time``) and
+        ``corrected_date`` (git's generation number v2, which the Rust graph does not hold:
+        computed here, parents first in generation order)."""
         t = self._table(GIT_GRAPH, {"oid": pa.utf8(), "parents": pa.list_(pa.utf8()),
-                                    "tree": pa.utf8(), "committer_time": pa.int64()})
+                                    "tree": pa.utf8(), "committer_time": pa.int64(),
+                                    "generation": pa.uint32()})
         parents = t.column("parents").combine_chunks()
+        times = t.column("committer_time").to_pylist()
         return pa.table({
             "oid": unhex(t.column("oid"), GIT_GRAPH, self.archive.path),
-            "tree": unhex(t.column("tree"), GIT_GRAPH, self.archive.path),
             "parents": pa.ListArray.from_arrays(
                 parents.offsets, unhex(parents.flatten(), GIT_GRAPH, self.archive.path)),
+            "tree": unhex(t.column("tree"), GIT_GRAPH, self.archive.path),
+            "generation": t.column("generation"),
             "commit_time": t.column("committer_time"),
+            "corrected_date": pa.array(corrected_dates(
+                t.column("oid").to_pylist(), parents.to_pylist(), times,
+                t.column("generation").to_pylist(), path=self.archive.path), pa.int64()),
         })
 
     def bitmaps(self) -> dict[bytes, bytes]:
@@ -180,3 +188,22 @@ def unhex(col: pa.Array | pa.ChunkedArray, section: str, path: str | None) -> pa
                           path=path)
     raw = bytes.fromhex("".join(values))
     return pa.array([raw[i:i + 20] for i in range(0, len(raw), 20)], pa.binary(20))
+
+
+def corrected_dates(oids: list[str], parents: list[list[str]], times: list[int],
+                    generations: list[int], *, path: str | None = None) -> list[int]:
+    """git's corrected commit date of each commit: max(commit time, largest parent's + 1),
+    a parent the graph does not hold counting as none; parents come first in generation
+    order (a parent's generation is smaller: the Rust graph's, as git's topological level)."""
+    row = {o: i for i, o in enumerate(oids)}
+    out = list(times)
+    for i in sorted(range(len(oids)), key=generations.__getitem__):
+        for p in parents[i]:
+            j = row.get(p)
+            if j is not None:
+                if generations[j] >= generations[i]:
+                    raise FormatError(f"{GIT_GRAPH}: commit {oids[i]} has generation "
+                                      f"{generations[i]}, its parent {p} {generations[j]}",
+                                      path=path)
+                out[i] = max(out[i], out[j] + 1)
+    return out

@@ -6,24 +6,25 @@
 -- Commits reachable from a commit (a tag is peeled to its commit), newest first, in
 -- `git log --format='%H %P'` order: a shallow boundary commit shows no parents, as in git.
 CREATE OR REPLACE TEMP MACRO git_log(name, commit_oid) AS TABLE
-    SELECT c.oid,
-           CASE WHEN list_contains(w.boundary, c.oid) THEN c.parents[1:0] ELSE c.parents END
+    SELECT w.oid,
+           CASE WHEN list_contains(w.boundary, w.oid) THEN w.parents[1:0] ELSE w.parents END
                AS parents,
-           c.tree, c.generation, c.commit_time, c.corrected_date
+           w.tree, w.generation, w.commit_time, w.corrected_date
     FROM (SELECT unnest(znippy_git_log(s.archive, commit_oid::VARCHAR), recursive := true),
                  znippy_git_shallow(s.archive) AS boundary
           FROM query_table(name || '__archive') AS s) AS w
-    JOIN query_table(name || '_git_commits') AS c ON c.oid = w.oid
     ORDER BY w.seq;
 
 -- Every object `git rev-list --objects <name>` lists (a stored bitmap, or one completed
 -- from the nearest bitmapped ancestors; a tag adds itself), in ordinal (= oid) order.
+-- Both macros take their rows from the UDFs (udfs/git_udfs.py), which read either git tier
+-- (this project's packs, the Rust loose objects: git/objects.py), not from the views.
 CREATE OR REPLACE TEMP MACRO git_reachable(name, commit_oid) AS TABLE
-    SELECT o.oid, o.type_name, o.ordinal
-    FROM (SELECT unnest(znippy_git_reachable(s.archive, commit_oid::VARCHAR)) AS ord
+    SELECT r.oid, r.type_name, r.ordinal
+    FROM (SELECT unnest(znippy_git_reachable(s.archive, commit_oid::VARCHAR),
+                        recursive := true)
           FROM query_table(name || '__archive') AS s) AS r
-    JOIN query_table(name || '_git_objects') AS o ON o.ordinal = r.ord
-    ORDER BY o.ordinal;
+    ORDER BY r.ordinal;
 
 -- One object: its type, size and content (the bytes `git cat-file <type> <oid>` prints).
 -- A name that is not in the archive is an error.

@@ -26,7 +26,9 @@ _LOCK = threading.Lock()
 _OBJECTS: "weakref.WeakKeyDictionary[Archive, GitObjects]" = weakref.WeakKeyDictionary()
 _NAMES: "weakref.WeakKeyDictionary[GitObjects, Names]" = weakref.WeakKeyDictionary()
 
-LOG_ROW = "STRUCT(seq UINTEGER, oid BLOB)"
+LOG_ROW = ("STRUCT(seq UINTEGER, oid BLOB, parents BLOB[], tree BLOB, generation UINTEGER, "
+           "commit_time BIGINT, corrected_date BIGINT)")
+REACH_ROW = "STRUCT(oid BLOB, type_name VARCHAR, ordinal UINTEGER)"
 CAT_ROW = "STRUCT(type VARCHAR, size UBIGINT, content BLOB)"
 
 
@@ -63,42 +65,61 @@ def _rows(archives: Any, oids: Any) -> list[tuple[GitObjects, bytes | None] | No
     return out
 
 
+#: the columns of a commit ``git_log`` lists (``GitObjects._graph_table``, either tier)
+LOG_COLUMNS = ("oid", "parents", "tree", "generation", "commit_time", "corrected_date")
+LOG_TYPES = (pa.binary(), pa.list_(pa.binary()), pa.binary(), pa.uint32(), pa.int64(),
+             pa.int64())
+
+
 def log_udf(archives: Any, oids: Any) -> pa.Array:
-    """``znippy_git_log(archive, commit) -> STRUCT(seq, oid)[]`` in ``git log`` order; built
-    as Arrow arrays (the graph's ids taken by row), not a Python object per commit."""
+    """``znippy_git_log(archive, commit) -> STRUCT(seq, oid, parents, tree, generation,
+    commit_time, corrected_date)[]`` in ``git log`` order; built as Arrow arrays (the
+    graph's rows taken), not a Python object per commit."""
     sizes: list[int] = []
-    ids: list[pa.Array] = []
+    parts: list[pa.Table] = []
     nulls: list[bool] = []
     for row in _rows(archives, oids):
         rows = np.zeros(0, dtype=np.int64)
         if row is not None and row[1] is not None:
             objects = row[0]
             rows = _names(objects).log_rows_of(row[1])
-            ids.append(objects._dag[0].column("oid").take(pa.array(rows)).combine_chunks()
-                       .cast(pa.binary()))
+            graph = objects._graph_table.select(list(LOG_COLUMNS))
+            parts.append(graph.cast(pa.schema(list(zip(LOG_COLUMNS, LOG_TYPES))))
+                         .take(pa.array(rows)))
         nulls.append(row is None)
         sizes.append(len(rows))
     seq = np.concatenate([np.arange(n, dtype=np.uint32) for n in sizes] or
                          [np.zeros(0, dtype=np.uint32)])
+    empty = [pa.array([], t) for t in LOG_TYPES]
+    columns = [pa.concat_arrays([c for t in parts for c in t.column(name).chunks]
+                                or [empty[i]]) for i, name in enumerate(LOG_COLUMNS)]
     values = pa.StructArray.from_arrays(
-        [pa.array(seq), pa.concat_arrays(ids) if ids else pa.array([], pa.binary())],
-        fields=[pa.field("seq", pa.uint32()), pa.field("oid", pa.binary())])
+        [pa.array(seq), *columns],
+        fields=[pa.field("seq", pa.uint32()),
+                *(pa.field(n, t) for n, t in zip(LOG_COLUMNS, LOG_TYPES))])
     return pa.ListArray.from_arrays(_offsets(sizes), values, mask=pa.array(nulls, pa.bool_()))
 
 
 def reachable_udf(archives: Any, oids: Any) -> pa.Array:
-    """``znippy_git_reachable(archive, commit) -> UINTEGER[]``: object ordinals."""
-    parts: list[np.ndarray] = []
+    """``znippy_git_reachable(archive, commit) -> STRUCT(oid, type_name, ordinal)[]``: the
+    objects in ordinal order (:meth:`GitObjects.objects_of`: either tier)."""
+    parts: list[pa.Table] = []
+    sizes: list[int] = []
     nulls: list[bool] = []
     for row in _rows(archives, oids):
         got = np.zeros(0, dtype=np.uint32)
         if row is not None and row[1] is not None:
             got = _names(row[0]).reachable_array_of(row[1]).astype(np.uint32)
+            parts.append(row[0].objects_of(got))
         nulls.append(row is None)
-        parts.append(got)
-    values = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint32)
-    return pa.ListArray.from_arrays(_offsets([len(p) for p in parts]), pa.array(values),
-                                    mask=pa.array(nulls, pa.bool_()))
+        sizes.append(len(got))
+    fields = [pa.field("oid", pa.binary()), pa.field("type_name", pa.utf8()),
+              pa.field("ordinal", pa.uint32())]
+    table = pa.concat_tables(parts).cast(pa.schema(fields)) if parts else \
+        pa.schema(fields).empty_table()
+    rows = pa.StructArray.from_arrays([table.column(f.name).combine_chunks() for f in fields],
+                                      fields=fields)
+    return pa.ListArray.from_arrays(_offsets(sizes), rows, mask=pa.array(nulls, pa.bool_()))
 
 
 def _offsets(sizes: list[int]) -> pa.Array:
@@ -130,7 +151,7 @@ def cat_udf(archives: Any, oids: Any) -> pa.Array:
 #: name, function, parameter types, return type, side effects
 UDFS: tuple[tuple[str, Callable[..., pa.Array], list[str], str, bool], ...] = (
     ("znippy_git_log", log_udf, ["VARCHAR", "VARCHAR"], f"{LOG_ROW}[]", False),
-    ("znippy_git_reachable", reachable_udf, ["VARCHAR", "VARCHAR"], "UINTEGER[]", False),
+    ("znippy_git_reachable", reachable_udf, ["VARCHAR", "VARCHAR"], f"{REACH_ROW}[]", False),
     ("znippy_git_cat", cat_udf, ["VARCHAR", "VARCHAR"], CAT_ROW, False),
     ("znippy_git_shallow", shallow_udf, ["VARCHAR"], "BLOB[]", False),
 )
