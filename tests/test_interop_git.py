@@ -254,3 +254,32 @@ def test_the_refs_log_folds_as_the_library() -> None:
                             None),
         "refs/tags/v1": (tag, main, None),
         "refs/tags/v1-bare": (tag, None, None)}
+
+
+@pytest.mark.parametrize("name", ["lib-git", "lib-git-pushes"])
+def test_the_push_logs_fold_as_the_library_reads_them(name: str) -> None:
+    """``interop/pushlog.py`` ``fold`` against the library's own ``read_refs`` and
+    ``read_secrets`` on the same archive: ``<name>.fold.txt`` is what the throwaway program
+    ``gread`` (``gread.rs.txt``, tests/data/README.md) printed."""
+    from znippy_sql.interop.pushlog import fold
+
+    lines = []
+    with open_archive(GOLDEN.with_name(f"{name}.znippy")) as a:
+        sections = set(a.sections)
+        refs = a.section("__gunnar_refs__")
+        assert isinstance(refs, pa.Table)
+        rows = refs.to_pylist()
+        for n, i in fold(refs, "__gunnar_refs__", live="target,symref_target").items():
+            r = rows[i]
+            lines.append(" ".join(["ref", n, *(r[c] or "-" for c in
+                                               ("target", "peeled", "symref_target")),
+                                   str(r["push_seq"])]))
+        if "__gunnar_secrets__" in sections:
+            secrets = a.section("__gunnar_secrets__")
+            assert isinstance(secrets, pa.Table)
+            rows = secrets.to_pylist()
+            for n, i in fold(secrets, "__gunnar_secrets__", live="ciphertext").items():
+                r = rows[i]
+                lines.append(f"secret {n} {r['ciphertext'].hex()} {r['recipient'] or '-'} "
+                             f"{r['push_seq']}")
+    assert lines == GOLDEN.with_name(f"{name}.fold.txt").read_text().splitlines()
