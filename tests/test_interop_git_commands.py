@@ -195,3 +195,52 @@ def test_the_sql_macros_answer_as_git(golden: Any) -> None:
         assert con.execute("SELECT type, size, content FROM git_cat('g', ?)", [oid]
                            ).fetchall() == [(kind, len(payload),
                                              git(repo, "cat-file", kind, oid).stdout)]
+
+
+def test_a_non_canonical_entry_is_refused() -> None:
+    from znippy_sql.interop.gitloose import LooseTier
+
+    with open_archive(DATA / "lib-git.znippy") as a:
+        tier = LooseTier(a)
+        a.read = lambda path: b"blob 99\0short"  # type: ignore[method-assign]
+        with pytest.raises(ZnippyError, match="is not a canonical git object"):
+            tier.read(0)
+
+
+def test_an_index_row_naming_another_entry_is_refused_by_the_cli(
+        tmp_path: Path, capsys: Any) -> None:
+    """``__gunnar_oid__`` row of ordinal 0 changed to ordinal 1's (the Rust writer keeps no
+    section digest, so only the reader can catch it): one line, exit 2."""
+    data = bytearray((DATA / "lib-git-pushes.znippy").read_bytes())
+    with open_archive(DATA / "lib-git-pushes.znippy") as a:
+        section = bytes(a.section("__gunnar_oid__"))
+    at = data.index(section)
+    rows = at + 24 + 8 * 13
+    data[rows:rows + 8] = data[rows + 8:rows + 16]
+    bad = tmp_path / "bad.znippy"
+    bad.write_bytes(bytes(data))
+    oid = sorted(entries(DATA / "lib-git-pushes.znippy"))[0]
+    code = main(["git", "cat-file", str(bad), "-p", oid])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"object {oid} points at lookup row" in err and str(bad) in err
+
+
+def test_damaged_push_logs_and_graphs_are_refused() -> None:
+    import pyarrow as pa
+
+    from znippy_sql.interop.gitloose import corrected_dates
+    from znippy_sql.interop.pushlog import RUST_REFS_COLUMNS, rust_refs
+
+    def log(*rows: tuple[str, str | None, str | None]) -> pa.Table:
+        return pa.table({"name": [r[0] for r in rows], "target": [r[1] for r in rows],
+                         "peeled": [None] * len(rows), "symref_target": [r[2] for r in rows],
+                         "push_seq": [0] * len(rows), "updated_ms": [0] * len(rows)},
+                        schema=pa.schema(list(RUST_REFS_COLUMNS.items())))
+
+    with pytest.raises(ZnippyError, match="form a loop"):
+        rust_refs(log(("HEAD", None, "refs/heads/a"), ("refs/heads/a", None, "HEAD")), "x")
+    with pytest.raises(ZnippyError, match="not a 40-digit hex id"):
+        rust_refs(log(("refs/heads/a", "XYZ", None)), "x")
+    with pytest.raises(ZnippyError, match="its parent"):
+        corrected_dates(["a", "b"], [[], ["a"]], [1, 2], [2, 1], path="x")

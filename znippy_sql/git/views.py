@@ -1,8 +1,10 @@
 """The git views (docs/git-sections.md): ``git_objects`` (``__gunnar_oid__`` decoded, with the
-path of each object's pack file; a Rust one, ``interop/gitoid.py``, with each object's entry), ``git_commits`` (``__gunnar_graph__``), ``git_reach``
-(``__gunnar_reach__``), ``git_refs`` (``__gunnar_refs__``), ``git_secrets`` (the Rust ``__gunnar_secrets__`` push log
-as written, with ``in_force``: ``interop/pushlog.py``). Registered by name in ``znippy_sql/views/registry.py``, so an archive
-without git sections never imports this package."""
+path of each object's pack file; a Rust one, ``interop/gitoid.py``, with each object's
+entry), ``git_commits`` (``__gunnar_graph__``), ``git_reach`` (``__gunnar_reach__``),
+``git_refs`` (``__gunnar_refs__``), ``git_secrets`` (the Rust ``__gunnar_secrets__`` push log
+as written, with ``in_force``: ``interop/pushlog.py``). Registered by name in
+``znippy_sql/views/registry.py``, so an archive without git sections never imports this
+package."""
 
 from __future__ import annotations
 
