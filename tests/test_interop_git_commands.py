@@ -244,3 +244,15 @@ def test_damaged_push_logs_and_graphs_are_refused() -> None:
         rust_refs(log(("refs/heads/a", "XYZ", None)), "x")
     with pytest.raises(ZnippyError, match="its parent"):
         corrected_dates(["a", "b"], [[], ["a"]], [1, 2], [2, 1], path="x")
+
+
+def test_a_bitmap_naming_an_ordinal_past_the_objects_is_refused() -> None:
+    from pyroaring import BitMap
+
+    with open_archive(DATA / "lib-git.znippy") as a:
+        objects = GitObjects(a)
+        objects.__dict__["_bitmaps"] = {bytes.fromhex(MAIN): BitMap([1, 999]).serialize()}
+        with pytest.raises(ZnippyError, match="ordinal 999 of 12"):
+            Names(objects).reachable_array_of(bytes.fromhex(MAIN))
+        with pytest.raises(ZnippyError, match="ordinal 999 of 12"):
+            Names(objects).reachable(MAIN)

@@ -326,9 +326,6 @@ class GitObjects:
         """Ordinals of every object ``git rev-list --objects <oid>`` lists (of those the
         archive holds: see :attr:`absent_objects`): a stored bitmap, or the union of the
         nearest bitmapped ancestors' and the walked commits' blocks (version 2) or trees."""
-        if self.index.order is None:
-            self._commit(oid)
-            return self._reachable_v1(oid)
         return BitMap(self.reachable_array(oid))
 
     def reachable_array(self, oid: bytes) -> np.ndarray:
@@ -336,7 +333,11 @@ class GitObjects:
         self._row(oid)
         order = self.index.order
         if order is None:
-            return np.frombuffer(self._reachable_v1(oid).to_array(), dtype=np.uint32)
+            ords = np.frombuffer(self._reachable_v1(oid).to_array(), dtype=np.uint32)
+            if len(ords) and int(ords[-1]) >= self.index.count:
+                raise FormatError(f"{GIT_REACH}: a bitmap names ordinal {int(ords[-1])} "
+                                  f"of {self.index.count}", path=self.archive.path)
+            return ords
         stored = self._bitmaps
         if oid in stored:
             found = self._bitmap(oid)
