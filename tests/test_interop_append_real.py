@@ -1,0 +1,152 @@
+"""Our ``append`` to archives the real Rust binaries wrote, read back by them (``make interop``,
+docs/interop.md): their ``compress`` (the ``generic``, ``rust`` and ``python`` plugins, signed)
+and their own ``append --meta``, then ``znippy-sql append``, then their ``verify``,
+``decompress`` (the tree byte for byte, its modes and directories), ``list``, ``get`` and
+``meta``; and this project's reader. The binaries are found as in ``test_interop_real.py``;
+without any, every test here is skipped, saying so. The same appends to the committed
+goldens, checked without the binaries: ``tests/test_rust_append.py``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import interop_corpus as corpus
+from test_interop_real import BINARIES, modes, real, tree, version
+from test_rust_append import more_files
+from znippy_sql import open_archive
+from znippy_sql.cli import main
+
+pytestmark = pytest.mark.skipif(not BINARIES, reason="no real znippy binary: set "
+                                "ZNIPPY_RUST_BINS or install one under /opt (docs/interop.md)")
+
+
+@pytest.fixture(params=BINARIES, ids=[b.parent.parent.name for b in BINARIES])
+def binary(request: pytest.FixtureRequest) -> Path:
+    return Path(request.param)
+
+
+def whole_tree(tmp_path: Path, more: Path) -> Path:
+    """The corpus with ``more`` copied over it (modes too): what a decompress must give."""
+    both = corpus.write(tmp_path / "both")
+    shutil.copytree(more, both, dirs_exist_ok=True)
+    return both
+
+
+def get(binary: Path, archive: Path, path: str) -> bytes:
+    done = subprocess.run([str(binary), "get", "-i", str(archive), "-p", path],
+                          capture_output=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def they_read(binary: Path, archive: Path, want: dict[str, bytes], shape: Path,
+              out: Path) -> None:
+    """Their ``verify``, ``decompress`` (bytes, modes, directories), ``list``, ``get``; and
+    this project's reader."""
+    done = real(binary, "verify", "-i", archive)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", archive, "-o", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(out) == want
+    assert modes(out) == modes(shape)
+    assert (out / "empty-dir").is_dir()
+    listed = real(binary, "list", "-i", archive)
+    assert listed.returncode == 0, listed.stderr
+    assert {line.split("\t")[0] for line in listed.stdout.splitlines()} == set(want)
+    for path in ("later/l.txt", "hello.txt", "docs/readme.md"):
+        assert get(binary, archive, path) == want[path]
+    with open_archive(archive) as a:
+        assert dict(a.read_many(want)) == want and a.verify().ok
+
+
+@pytest.mark.parametrize("fmt", ["generic", "rust", "python"])
+def test_they_compress_we_append_they_read(binary: Path, fmt: str, tmp_path: Path) -> None:
+    """``znippy-sql append`` wrote this project's layout before, which their ``verify`` and
+    ``decompress`` do not read: now it keeps theirs, the replaced and new files included."""
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / f"{fmt}.znippy"
+    done = real(binary, "compress", "-i", src, "-o", out, "--format", fmt)
+    assert done.returncode == 0, done.stderr
+    more, want = more_files(tmp_path)
+    assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 0
+    they_read(binary, out, want, whole_tree(tmp_path, more), tmp_path / "x")
+    found = real(binary, "meta", "-i", out, "-k", "team")
+    assert found.returncode == 0 and '"interop"' in found.stdout, found.stdout + found.stderr
+
+
+def test_we_append_new_files_they_read(binary: Path, tmp_path: Path) -> None:
+    """The plainest case: new files only, no option. Before, the result was in this
+    project's layout and their ``verify`` and ``decompress`` failed on it ("IPC: message
+    metadata is not a valid flatbuffer")."""
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / "generic.znippy"
+    assert real(binary, "compress", "-i", src, "-o", out, "--format", "generic").returncode == 0
+    (tmp_path / "only").mkdir()
+    (tmp_path / "only" / "x.txt").write_bytes(b"x\n")
+    assert main(["append", str(out), str(tmp_path / "only")]) == 0
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == {**corpus.files(), "x.txt": b"x\n"}
+
+
+def test_they_append_meta_we_append_they_read(binary: Path, tmp_path: Path) -> None:
+    """After their own ``append --meta`` (two sub-indexes of group ``(0, "", "")``, typed
+    facts): ours appends again, and their ``meta`` still shows every fact with its kind (an
+    integer, a float, a boolean, bytes), ours a string beside them."""
+    src = corpus.write(tmp_path / "in")
+    add = corpus.write(tmp_path / "add", corpus.APPENDED)
+    out = tmp_path / "meta.znippy"
+    assert real(binary, "compress", "-i", src, "-o", out, "--format", "generic").returncode == 0
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\xfe")
+    done = real(binary, "append", "-i", out, "-a", add, "--meta", "added/new.txt=build=7",
+                "--meta", "added/new.txt=ratio=0.25", "--meta", "added/new.txt=ok=true",
+                "--meta", f"added/new.txt=raw=@{tmp_path / 'blob.bin'}", "--meta-archive",
+                "release=r1")
+    assert done.returncode == 0, done.stderr
+    more, want = more_files(tmp_path)
+    assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 0
+    they_read(binary, out, want, whole_tree(tmp_path, more), tmp_path / "x")
+    found = real(binary, "meta", "-i", out)
+    assert found.returncode == 0, found.stdout + found.stderr
+    shown = {" ".join(line.split()) for line in found.stdout.splitlines()}
+    assert {"added/new.txt build = 7", "added/new.txt ratio = 0.25", "added/new.txt ok = true",
+            "added/new.txt raw = <3 bytes>", '<archive> release = "r1"',
+            '<archive> team = "interop"'} <= shown, found.stdout
+
+
+def test_they_sign_we_append_they_verify(binary: Path, tmp_path: Path) -> None:
+    """A signed archive of theirs: our append refuses to leave their signatures over files
+    they no longer cover (exit 2, the archive as it was); ``--sign-key``/``--sign-cert``
+    re-signs, and their ``verify --signed`` takes it; ``--drop-signatures`` drops them, and
+    their ``verify`` still reads it while ``verify --signed`` finds no signature."""
+    src = corpus.write(tmp_path / "in")
+    key, cert = corpus.signer(tmp_path / "keys")
+    ca = cert.parent / "ca.cert.der"
+    out = tmp_path / "signed.znippy"
+    done = real(binary, "compress", "-i", src, "-o", out, "--sign", key, "--sign-cert", cert)
+    if "not compiled" in done.stderr or "feature" in done.stderr and done.returncode:
+        pytest.skip(f"{version(binary)} was built without the sign feature")
+    assert done.returncode == 0, done.stderr
+    dropped = tmp_path / "dropped.znippy"
+    shutil.copy(out, dropped)
+    before = out.read_bytes()
+    more, want = more_files(tmp_path)
+    assert main(["append", str(out), str(more)]) == 2
+    assert out.read_bytes() == before
+    assert main(["append", str(out), str(more), "--sign-key", str(key), "--sign-cert",
+                 str(cert)]) == 0
+    checked = real(binary, "verify", "-i", out, "--signed", "--root", ca)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"{len(want)}" in checked.stdout.split("artefakter:")[-1], checked.stdout
+    they_read(binary, out, want, whole_tree(tmp_path, more), tmp_path / "x")
+    assert main(["append", str(dropped), str(more), "--drop-signatures"]) == 0
+    assert real(binary, "verify", "-i", dropped).returncode == 0
+    refused = real(binary, "verify", "-i", dropped, "--signed", "--root", ca)
+    assert refused.returncode != 0 and "no provenance signatures" in refused.stderr
