@@ -284,3 +284,25 @@ def test_append_to_a_real_rust_archive_refuses_another_compat(tmp_path: Path) ->
                                           "layouts"):
         append_archive(out, corpus.write(tmp_path / "more", corpus.APPENDED), compat="rust-0.8")
     assert out.read_bytes() == before
+
+
+def test_a_failed_append_to_a_rust_appended_archive_leaves_its_own_bytes(
+        tmp_path: Path) -> None:
+    """After a Rust ``append`` the archive is read laid anew (its two sub-indexes as one); an
+    append that fails after writing blobs rolls back to the file's own bytes, not the
+    tail made in memory."""
+    from znippy_sql.write.append import open_for_append
+
+    out = real_copy(tmp_path, "cli-append-meta")
+    before = out.read_bytes()
+    with pytest.raises(RuntimeError, match="stop"):
+        with open_for_append(out) as app:
+            app.add("x.txt", b"x" * 1000)
+            raise RuntimeError("stop")
+    assert out.read_bytes() == before
+    more = tmp_path / "m"
+    (more / "docs").mkdir(parents=True)
+    (more / "docs" / "readme.md").write_bytes(b"moved")
+    with pytest.raises(ZnippyError, match="would move"):  # refused after its blobs
+        append_archive(out, more, pkg_type=5)
+    assert out.read_bytes() == before

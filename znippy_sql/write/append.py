@@ -132,11 +132,13 @@ class _Old:
     home: GroupKey | None = None
 
 
-def _load(path: str, *, signatures: bool = False) -> _Old:
+def _load(path: str, *, signatures: bool = False, typed: bool = False) -> _Old:
     """Everything an append keeps, copied out of the old tail: the archive may then be written.
 
     ``signatures``: keep the signature sections among the sections (a rewrite that changes no
-    path or checksum, as ``compact``, keeps them valid) instead of listing them as stale."""
+    path or checksum, as ``compact``, keeps them valid) instead of listing them as stale.
+    ``typed``: a ``rust-0.10`` archive's typed meta stays typed (an append in its layout),
+    else it is read as this project's text facts."""
     with open_archive(path, verify_checksums=False) as arc:
         blob_end = arc.blob_end
         if arc.tail_offset < blob_end:
@@ -192,7 +194,8 @@ def _load(path: str, *, signatures: bool = False) -> _Old:
                                                 .to_pybytes()))
             else:
                 table = read_stream(mem, row.index_offset, row.index_len, name)  # type: ignore[arg-type]
-                if name == META and is_typed(table.schema) and layout != RUST10:
+                if name == META and is_typed(table.schema) and not (typed and
+                                                                    layout == RUST10):
                     table = as_text(table, path)  # the Rust __znippy_meta__, as our facts
                 sections.append(ReservedSection(name, table))
     return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path,
@@ -422,7 +425,7 @@ class Appender:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
             remove_stale(self.path)  # what a killed compact or seal of this name left
-            old = self._old = _load(self.path)
+            old = self._old = _load(self.path, typed=True)
             if old.stale and self.provenance.signer is None and not self._drop_signatures:
                 raise SignatureError(
                     f"archive is signed ({', '.join(old.stale)}); appending would leave its "
