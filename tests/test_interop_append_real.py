@@ -17,7 +17,7 @@ import pytest
 
 import interop_corpus as corpus
 from test_interop_real import BINARIES, modes, real, tree, version
-from test_rust_append import more_files
+from test_rust_append import more_files, package_files
 from znippy_sql import open_archive
 from znippy_sql.cli import main
 
@@ -150,3 +150,26 @@ def test_they_sign_we_append_they_verify(binary: Path, tmp_path: Path) -> None:
     assert real(binary, "verify", "-i", dropped).returncode == 0
     refused = real(binary, "verify", "-i", dropped, "--signed", "--root", ca)
     assert refused.returncode != 0 and "no provenance signatures" in refused.stderr
+
+
+def test_we_append_packages_they_list(binary: Path, tmp_path: Path) -> None:
+    """``--pkg-type auto`` on their ``--format rust`` archive: the new crate joins their cargo
+    group, the pom makes the Maven plugin's group; their ``list`` prints the pom's
+    coordinates from the plugin's columns, ``verify``, ``decompress`` and ``get`` read all."""
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / "rust.znippy"
+    assert real(binary, "compress", "-i", src, "-o", out, "--format", "rust").returncode == 0
+    more = package_files(tmp_path)
+    assert main(["append", str(out), str(more), "--pkg-type", "auto"]) == 0
+    want = {**corpus.files(), **tree(more)}
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == want
+    listed = real(binary, "list", "-i", out)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[2:] for line in listed.stdout.splitlines()}
+    assert rows["maven/org/acme/lib/1.0/lib-1.0.pom"] == ["org.acme:lib:1.0"]
+    assert set(rows) == set(want)
+    assert get(binary, out, "crates/extra-2.0.0.crate") == want["crates/extra-2.0.0.crate"]

@@ -306,3 +306,36 @@ def test_a_failed_append_to_a_rust_appended_archive_leaves_its_own_bytes(
     with pytest.raises(ZnippyError, match="would move"):  # refused after its blobs
         append_archive(out, more, pkg_type=5)
     assert out.read_bytes() == before
+
+
+def package_files(tmp_path: Path) -> Path:
+    """A new crate and a Maven pom, for ``pkg_type="auto"``."""
+    more = tmp_path / "pkgs"
+    (more / "crates").mkdir(parents=True)
+    (more / "crates" / "extra-2.0.0.crate").write_bytes(corpus.crate("extra", "2.0.0", []))
+    pom = more / "maven" / "org" / "acme" / "lib" / "1.0"
+    pom.mkdir(parents=True)
+    (pom / "lib-1.0.pom").write_bytes(
+        b"<project><modelVersion>4.0.0</modelVersion><groupId>org.acme</groupId>"
+        b"<artifactId>lib</artifactId><version>1.0</version></project>\n")
+    return more
+
+
+def test_append_packages_to_a_real_rust_archive(tmp_path: Path) -> None:
+    """``pkg_type="auto"`` on the real tool's ``--format rust`` archive: the crate joins its
+    cargo group ``(1, "", "")`` with the plugin's ``crate_name``/``version``, the pom makes the
+    Maven plugin's group ``(3, "", "")``; both groups under one schema."""
+    out = real_copy(tmp_path, "cli-rust")
+    append_archive(out, package_files(tmp_path), pkg_type="auto")
+    data = {(r["pkg_type"], r["module_name"]): t for r, t in sections(out) if r["pkg_type"] >= 0}
+    assert set(data) == {(1, ""), (3, "")}
+    assert len({t.schema for t in data.values() if t is not None}) == 1
+    cargo = {r["relative_path"]: r for r in data[(1, "")].to_pylist()}  # type: ignore[union-attr]
+    assert cargo["crates/extra-2.0.0.crate"]["crate_name"] == "extra"
+    assert cargo["crates/extra-2.0.0.crate"]["pkg_type"] == 1
+    assert cargo["crates/tiny-0.1.0.crate"]["crate_name"] == "tiny"
+    maven = data[(3, "")].to_pylist()  # type: ignore[union-attr]
+    assert [(r["group_id"], r["artifact_id"], r["version"]) for r in maven] == \
+        [("org.acme", "lib", "1.0")]
+    with open_archive(out) as a:
+        assert a.verify().ok and a.read("crates/extra-2.0.0.crate").startswith(b"\x1f\x8b")
