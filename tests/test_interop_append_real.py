@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import interop_corpus as corpus
@@ -20,6 +21,7 @@ from test_interop_real import BINARIES, modes, real, tree, version
 from test_rust_append import more_files, package_files
 from znippy_sql import open_archive
 from znippy_sql.cli import main
+from znippy_sql.duckdb import register
 
 pytestmark = pytest.mark.skipif(not BINARIES, reason="no real znippy binary: set "
                                 "ZNIPPY_RUST_BINS or install one under /opt (docs/interop.md)")
@@ -47,7 +49,7 @@ def get(binary: Path, archive: Path, path: str) -> bytes:
 def they_read(binary: Path, archive: Path, want: dict[str, bytes], shape: Path,
               out: Path) -> None:
     """Their ``verify``, ``decompress`` (bytes, modes, directories), ``list``, ``get``; and
-    this project's reader."""
+    this project's reader, its ``extract --preserve`` and its DuckDB views."""
     done = real(binary, "verify", "-i", archive)
     assert done.returncode == 0, done.stdout + done.stderr
     done = real(binary, "decompress", "-i", archive, "-o", out)
@@ -62,6 +64,15 @@ def they_read(binary: Path, archive: Path, want: dict[str, bytes], shape: Path,
         assert get(binary, archive, path) == want[path]
     with open_archive(archive) as a:
         assert dict(a.read_many(want)) == want and a.verify().ok
+        assert a.not_understood() == {}
+        a.extract(out.parent / "ours", preserve=True)
+    assert tree(out.parent / "ours") == want and modes(out.parent / "ours") == modes(shape)
+    con = duckdb.connect()
+    register(con, archive, "r")
+    got = con.execute("SELECT relative_path, size FROM r_files").fetchall()
+    assert sorted(got) == sorted((p, len(d)) for p, d in want.items())
+    assert con.execute("SELECT content FROM znippy_cat('r', 'later/l.txt')").fetchall() == \
+        [(want["later/l.txt"],)]
 
 
 @pytest.mark.parametrize("fmt", ["generic", "rust", "python"])
