@@ -184,3 +184,24 @@ def test_we_append_packages_they_list(binary: Path, tmp_path: Path) -> None:
     assert rows["maven/org/acme/lib/1.0/lib-1.0.pom"] == ["org.acme:lib:1.0"]
     assert set(rows) == set(want)
     assert get(binary, out, "crates/extra-2.0.0.crate") == want["crates/extra-2.0.0.crate"]
+
+
+def test_we_append_to_a_rust_08_archive_they_read(binary: Path, tmp_path: Path) -> None:
+    """The 0.8 layout (``tests/data/rust-0.8-cli.znippy``: no lookup, no reserved row) stays
+    in it through our append: their ``verify``, ``decompress`` and ``list`` read the result
+    (their ``get`` wants the lookup the 0.8 layout has not)."""
+    out = tmp_path / "r08.znippy"
+    shutil.copy(Path(__file__).parent / "data" / "rust-0.8-cli.znippy", out)
+    with open_archive(out) as a:  # its files (test_rust_read.py checks them)
+        old = dict(a.read_many(a.first_paths()))
+    (tmp_path / "only" / "added").mkdir(parents=True)
+    (tmp_path / "only" / "added" / "one.txt").write_bytes(b"one\n")
+    assert main(["append", str(out), str(tmp_path / "only")]) == 0
+    want = {**old, "added/one.txt": b"one\n"}
+    done = real(binary, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == want
+    listed = real(binary, "list", "-i", out)
+    assert {line.split("\t")[0] for line in listed.stdout.splitlines()} == set(want)
