@@ -9,6 +9,7 @@ goldens, checked without the binaries: ``tests/test_rust_append.py``.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,8 +28,27 @@ pytestmark = pytest.mark.skipif(not BINARIES, reason="no real znippy binary: set
                                 "ZNIPPY_RUST_BINS or install one under /opt (docs/interop.md)")
 
 
+#: the first release whose layout these tests append to: typed meta, fsmeta, ``--format
+#: generic`` (docs/interop.md, "Layouts"); ``znippy`` 0.9.12 pins ``znippy-common`` 0.9.18
+FIRST = (0, 9, 12)
+
+
+def release(binary: Path) -> tuple[int, ...] | None:
+    """The release of ``binary``: from its install folder (``/opt/znippy-0.9.5``), else its
+    ``--version`` (which 0.9.5 has not); None when neither says."""
+    found = re.search(r"znippy-(\d+)\.(\d+)\.(\d+)", str(binary))
+    if found is None:
+        done = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
+        found = re.search(r"v(\d+)\.(\d+)\.(\d+)", done.stdout)
+    return tuple(map(int, found.groups())) if found else None
+
+
 @pytest.fixture(params=BINARIES, ids=[b.parent.parent.name for b in BINARIES])
 def binary(request: pytest.FixtureRequest) -> Path:
+    found = release(Path(request.param))
+    if found is not None and found < FIRST:
+        pytest.skip(f"{request.param} is {'.'.join(map(str, found))}: its layout predates "
+                    "the typed meta and fsmeta these appends keep (0.9.12 and later)")
     return Path(request.param)
 
 
@@ -205,3 +225,40 @@ def test_we_append_to_a_rust_08_archive_they_read(binary: Path, tmp_path: Path) 
     assert tree(tmp_path / "x") == want
     listed = real(binary, "list", "-i", out)
     assert {line.split("\t")[0] for line in listed.stdout.splitlines()} == set(want)
+
+
+#: binaries before 0.9.12, whose ``znippy-common`` (0.9.11 for 0.9.5) writes no fsmeta
+EARLY = [b for b in BINARIES if (release(b) or FIRST) < FIRST]
+
+
+@pytest.mark.skipif(not EARLY, reason="no real znippy before 0.9.12 installed (e.g. "
+                    "/opt/znippy-0.9.5, docs/interop.md)")
+@pytest.mark.parametrize("early", EARLY, ids=[b.parent.parent.name for b in EARLY])
+def test_we_append_to_a_pre_fsmeta_archive_they_read(early: Path, tmp_path: Path) -> None:
+    """An archive of a release before 0.9.15 (the Rust-named lookup and trie, no
+    ``__znippy_fsmeta__``): its readers take a section they do not know for data (0.9.5's
+    ``verify`` fails "concat sub-indexes" on an fsmeta), so our append adds none: ``--meta``
+    is refused (exit 2, the archive as it was), a plain append is read by that release and
+    by every later one installed."""
+    src = corpus.write(tmp_path / "in")
+    out = tmp_path / "early.znippy"
+    done = real(early, "compress", "-i", src, "-o", out)
+    assert done.returncode == 0, done.stderr
+    with open_archive(out) as a:
+        if "__lookup__" not in a.sections or "__znippy_fsmeta__" in a.sections:
+            pytest.skip(f"{early} writes {a.sections}: not the 0.9.1 ... 0.9.14 layout")
+    more, _ = more_files(tmp_path)
+    before = out.read_bytes()
+    assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 2
+    assert out.read_bytes() == before
+    assert main(["append", str(out), str(more)]) == 0
+    want = {**corpus.files(), **tree(more)}
+    with open_archive(out) as a:
+        assert dict(a.read_many(want)) == want and a.verify().ok
+        assert "__znippy_fsmeta__" not in a.sections and a.meta is None
+    for binary in [early, *(b for b in BINARIES if (release(b) or FIRST) >= FIRST)]:
+        done = real(binary, "verify", "-i", out)
+        assert done.returncode == 0, f"{binary}: {done.stdout}{done.stderr}"
+        done = real(binary, "decompress", "-i", out, "-o", tmp_path / binary.parent.parent.name)
+        assert done.returncode == 0, f"{binary}: {done.stdout}{done.stderr}"
+        assert tree(tmp_path / binary.parent.parent.name) == want

@@ -47,8 +47,8 @@ from ..format.lookup import with_inner
 from .staging import remove_stale, staging_prefix
 from .writer import meta_of, optional_sections
 from .compat import check_compat
-from .rustappend import (archive_compat, at_home, follow_given, home_group, live_paths,
-                         merged_fsmeta, rust_groups, written_layout)
+from .rustappend import (archive_compat, at_home, check_early, follow_given, home_group,
+                         live_paths, merged_fsmeta, rust_groups, written_layout)
 from .rust10 import RUST10
 
 
@@ -130,6 +130,8 @@ class _Old:
     layout: str | None = None
     real: bool = False
     home: GroupKey | None = None
+    #: the real tool wrote it before 0.9.15: no __znippy_fsmeta__ (rustappend.check_early)
+    early: bool = False
 
 
 def _load(path: str, *, signatures: bool = False, typed: bool = False) -> _Old:
@@ -199,7 +201,8 @@ def _load(path: str, *, signatures: bool = False, typed: bool = False) -> _Old:
                     table = as_text(table, path)  # the Rust __znippy_meta__, as our facts
                 sections.append(ReservedSection(name, table))
     return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path,
-                layout, real, home_group(groups) if real else None)
+                layout, real, home_group(groups) if real else None,
+                real and layout == RUST10 and FSMETA not in arc.sections)
 
 
 class _Stored:
@@ -512,6 +515,9 @@ class Appender:
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
         compat = self.options.compat
         check_compat(compat, meta=self.provenance.meta, signer=self.provenance.signer)
+        if old.early:
+            check_early(self.path, self.provenance.meta, self.provenance.signer,
+                        signed=bool(old.stale))
         if compat is not None:  # as the archive's compat mode writes them (rustappend.py)
             old.groups, new = rust_groups(old.groups, new, compat, old.home)
         sections, builders, meta_state = self._sections(old, new)
@@ -556,7 +562,7 @@ class Appender:
             new_meta = with_rows(new_meta, facts.rows())
         sections = [s for s in old.sections
                     if s.name != META and not (rust10 and s.name == FSMETA)]
-        if rust10:  # modes and directories as __znippy_fsmeta__ (write/rustappend.py)
+        if rust10 and not old.early:  # modes and directories as __znippy_fsmeta__
             fsmeta = merged_fsmeta(next((s.payload for s in old.sections if s.name == FSMETA
                                          and isinstance(s.payload, pa.Table)), None),
                                    _live_after(old.groups, new), facts)

@@ -25,7 +25,9 @@ sub-indexes of ``(0, "", "")`` become one); a file given no package type joins t
 one group (:func:`home_group`: the ``--format`` of its compress, 26 generic, 1 rust, ...), as
 the Rust ``append`` keeps every file in one group; the typed meta keeps each old fact's value
 kind (:func:`~znippy_sql.interop.meta.as_typed`). A signed one is refused unless re-signed or
-its signatures are dropped, as any signed archive (``write/append.py``).
+its signatures are dropped, as any signed archive (``write/append.py``). One of a release
+before 0.9.15 (no ``__znippy_fsmeta__``) gets no section its readers do not know
+(:func:`check_early`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import pyarrow as pa
 
 from ..errors import ZnippyError
 from ..format.schema import GroupKey
-from ..interop.layouts import RUST_RESERVED_PKG_TYPE
+from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE
 from ..read.foreign import RUST_VERSION_KEY, own_writer
 from .compat import COMPAT_KEY, COMPAT_MODES, Compat, one_schema
 from .posix import PosixFacts
@@ -59,6 +61,21 @@ def written_layout(archive: Any, metadata: Mapping[str, str]) -> tuple[str | Non
         return None, False
     rust10 = RUST_RESERVED_PKG_TYPE in archive.manifest.column("pkg_type").to_pylist()
     return (RUST10 if rust10 else "rust-0.8"), True
+
+
+def check_early(path: str, meta: Any, signer: Any, *, signed: bool) -> None:
+    """Refuse what an archive the real tool wrote before 0.9.15 cannot hold: it has the
+    0.9.1+ layout but no ``__znippy_fsmeta__`` (every compress since writes one), and the
+    readers of those releases take a reserved section they do not know for a data sub-index
+    (0.9.5: "concat sub-indexes: ... UInt32, UInt8" on an fsmeta): no ``meta`` (0.9.13+),
+    no signatures unless it was signed already (0.9.8+). The walk's modes are not recorded
+    for it either (``write/append.py``)."""
+    given = [what for what, value in (("meta", meta), ("a signer", None if signed else signer))
+             if value]
+    if given:
+        raise ZnippyError(f"archive was written by a znippy before 0.9.15 (it has no "
+                          f"{FSMETA}), whose readers take a section they do not know for "
+                          f"data: {', '.join(given)} cannot be written to it", path=path)
 
 
 def home_group(groups: Iterable[GroupKey]) -> GroupKey | None:
