@@ -3,7 +3,6 @@ bitmaps' bytes, a damaged pack, Ctrl-C."""
 
 from __future__ import annotations
 
-import collections
 import errno
 import os
 import random
@@ -13,10 +12,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
+from _calls import python_calls
 
 from znippy_sql import corelib
 from znippy_sql.errors import PackError
@@ -80,19 +79,7 @@ def test_git_import_makes_at_most_005_python_calls_an_object(big: Path, tmp_path
     small = tmp_path / "small.git"
     _fast_import(small, 5)
     import_repository(small, tmp_path / "small.znippy")
-    calls: collections.Counter[str] = collections.Counter()
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
-
-    sys.setprofile(count)
-    threading.setprofile(count)
-    try:
-        report = import_repository(big, tmp_path / "big.znippy")
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+    report, calls = python_calls(lambda: import_repository(big, tmp_path / "big.znippy"))
     n = _objects(big)
     assert report.objects == n > 35_000
     per_object = sum(calls.values()) / n
