@@ -1,0 +1,211 @@
+"""An Iceberg-backed archive of the Rust tool (feature ``iceberg``), read with pyiceberg.
+
+``znippy compress --meta-format iceberg --warehouse W -o NAME.znippy`` (``znippy`` 0.10.1 with
+``znippy-iceberg`` 0.2.0, docs/interop.md "Iceberg-backed archives") writes the blobs to
+``NAME.znippy`` (no tail, no footer) and each sub-index as an Iceberg table of a skade
+warehouse: a redb catalog ``W/catalog.redb`` (``skade-katalog``'s ``RedbCatalog``, catalog
+name ``skade``) and the tables under ``W/warehouse/<namespace>/<table>/`` (``metadata/`` with
+``NNNNN-<uuid>.metadata.json``, the Avro manifest list and manifests; ``data/`` with Parquet).
+The namespace is the sidecar's file stem with every byte outside ``[A-Za-z0-9]`` made ``_``;
+a table is ``idx_<pkg_type as a byte, 3 digits>[_<repo>][_<module>]_<n>`` (``n``: the
+sub-index's place); ``idx_128…`` are reserved sections (``__znippy_fsmeta__``). Unsigned
+columns are stored widened (``uint32`` as ``int``, ``uint64`` as ``long``, the same bits), the
+checksum as ``binary``.
+
+No Python client reads redb: a table's current metadata file is taken here as the
+highest-numbered ``NNNNN-*.metadata.json`` whose location the catalog file names (the catalog
+stores each commit's pointer as plain text; a metadata file no commit recorded is skipped), and
+a table counts when the catalog names its key ``skade<US><namespace><US><table>``. The files
+record absolute ``file://`` locations of the place the warehouse was written; a warehouse
+moved elsewhere is read through :class:`RelocatedFileIO`, which maps that place onto the
+directory given.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import FormatError, ZnippyError
+from ..format.schema import BASE_FIELDS, BASE_NAMES
+
+CATALOG_FILE = "catalog.redb"
+CATALOG_NAME = b"skade"
+#: the unit separator between a skade table key's parts (``skade-katalog`` ``keys.rs``)
+KEY_SEP = b"\x1f"
+#: a reserved section's table (``pkg_type`` -128 as a byte)
+RESERVED_PREFIX = "idx_128"
+#: rows of one decoded batch (``skade`` ``read.rs`` ``SCAN_BATCH_ROWS``)
+SCAN_BATCH_ROWS = 8192
+_METADATA = re.compile(r"(\d+)-.*\.metadata\.json\Z")
+_FROM, _TO = "znippy.relocate.from", "znippy.relocate.to"
+
+
+def namespace_of(sidecar: str | os.PathLike[str]) -> str:
+    """The namespace ``znippy compress`` gives the sidecar's tables: its file stem with
+    every character outside ``[A-Za-z0-9]`` made ``_`` (``qualified_table_name``)."""
+    stem = os.path.splitext(os.path.basename(os.fspath(sidecar)))[0]
+    return re.sub(r"[^A-Za-z0-9]", "_", stem)
+
+
+def is_rust_warehouse(warehouse: str | os.PathLike[str]) -> bool:
+    """Whether ``warehouse`` is a skade warehouse (its redb catalog is there)."""
+    return os.path.isfile(os.path.join(os.fspath(warehouse), CATALOG_FILE))
+
+
+class RelocatedFileIO:
+    """pyiceberg's ``PyArrowFileIO`` reading ``file://FROM…`` locations at ``file://TO…``
+    (properties ``znippy.relocate.from``/``.to``): a warehouse read where it was not
+    written. Made a subclass when first used, so importing this module imports no pyiceberg."""
+
+    def __new__(cls, properties: dict[str, str] | None = None) -> Any:
+        return _relocated_class()(properties or {})
+
+
+@functools.cache
+def _relocated_class() -> type:
+    from pyiceberg.io.pyarrow import PyArrowFileIO
+
+    class _Relocated(PyArrowFileIO):
+        def new_input(self, location: str) -> Any:
+            src, dst = self.properties.get(_FROM, ""), self.properties.get(_TO, "")
+            if src and location.startswith(src):
+                location = dst + location[len(src):]
+            return super().new_input(location)
+
+    return _Relocated
+
+
+@dataclass
+class RustTable:
+    """One table of an archive's namespace: its name, current metadata file, and rows."""
+
+    name: str
+    metadata: str
+    table: Any  # pyiceberg StaticTable
+
+    @property
+    def reserved(self) -> bool:
+        return self.name.startswith(RESERVED_PREFIX)
+
+    def batches(self) -> list[pa.RecordBatch]:
+        """The rows as stored, in the order the Rust reader decodes them: each data file
+        in path order, in batches of at most 8192 rows."""
+        meta = self.table.metadata
+        if len(meta.schemas) > 1:
+            raise FormatError(f"table {self.name}: an evolved schema is not read here",
+                              path=self.metadata)
+        tasks = list(self.table.scan().plan_files())
+        if any(t.delete_files for t in tasks):
+            raise FormatError(f"table {self.name}: row deletes are not read here",
+                              path=self.metadata)
+        import pyarrow.parquet as pq
+
+        schema = self.table.schema().as_arrow()
+        out: list[pa.RecordBatch] = []
+        for task in sorted(tasks, key=lambda t: t.file.file_path):
+            with self.table.io.new_input(task.file.file_path).open() as fh:
+                data = pq.read_table(fh).select(schema.names)
+            for batch in data.combine_chunks().to_batches(max_chunksize=SCAN_BATCH_ROWS):
+                out.append(batch)
+        return out
+
+    def read(self) -> pa.Table:
+        batches = self.batches()
+        schema = self.table.schema().as_arrow() if not batches else batches[0].schema
+        return pa.Table.from_batches(batches, schema=schema)
+
+
+def _current_metadata(folder: str, catalog: bytes) -> str | None:
+    """The highest-numbered metadata file of a table whose location the catalog names."""
+    found = []
+    for name in os.listdir(folder):
+        m = _METADATA.match(name)
+        if m:
+            found.append((int(m.group(1)), name))
+    for _, name in sorted(found, reverse=True):
+        path = os.path.join(folder, name)
+        with open(path, "rb") as fh:
+            location = json.load(fh).get("location", "")
+        if f"{location}/metadata/{name}".encode() in catalog:
+            return path
+    return None
+
+
+def rust_tables(warehouse: str | os.PathLike[str], namespace: str) -> list[RustTable]:
+    """The tables of ``namespace`` in the skade ``warehouse``, in the order the Rust
+    catalog lists them (by name), each loaded with pyiceberg from its current metadata."""
+    from pyiceberg.table import StaticTable
+
+    root = os.path.abspath(os.fspath(warehouse))
+    try:
+        with open(os.path.join(root, CATALOG_FILE), "rb") as fh:
+            catalog = fh.read()
+    except OSError as exc:
+        raise ZnippyError(f"not a skade warehouse ({CATALOG_FILE}: {exc.strerror})",
+                          path=root) from None
+    ns_dir = os.path.join(root, "warehouse", namespace)
+    names = sorted(os.listdir(ns_dir), key=str.encode) if os.path.isdir(ns_dir) else []
+    out = []
+    for name in names:
+        key = KEY_SEP.join([CATALOG_NAME, namespace.encode(), name.encode()])
+        folder = os.path.join(ns_dir, name, "metadata")
+        if key not in catalog or not os.path.isdir(folder):
+            continue
+        metadata = _current_metadata(folder, catalog)
+        if metadata is None:
+            continue
+        with open(metadata, "rb") as fh:
+            recorded = json.load(fh)["location"]
+        actual = "file://" + os.path.join(ns_dir, name)
+        props = {"py-io-impl": f"{__name__}.RelocatedFileIO", _FROM: recorded, _TO: actual}
+        try:
+            table = StaticTable.from_metadata(metadata, properties=props)
+        except Exception as exc:  # pyiceberg raises many kinds on a bad file
+            raise FormatError(f"table {namespace}.{name}: {exc}", path=metadata) from None
+        out.append(RustTable(name, metadata, table))
+    if not out:
+        present = sorted(os.listdir(os.path.join(root, "warehouse"))) if os.path.isdir(
+            os.path.join(root, "warehouse")) else []
+        raise ZnippyError(f"no table of namespace {namespace!r} in the warehouse (it has: "
+                          f"{', '.join(present) or 'none'})", path=root)
+    return out
+
+
+def _unwiden(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A data table's batch as the base columns (``skade::unwiden``: the same bits)."""
+    columns = []
+    for field in BASE_FIELDS:
+        column = batch.column(field.name)
+        if pa.types.is_fixed_size_binary(field.type):
+            values = column.to_pylist()
+            if any(v is None or len(v) != field.type.byte_width for v in values):
+                raise FormatError(f"a {field.name} that is not {field.type.byte_width} bytes")
+            column = pa.array(values, field.type)
+        elif column.type != field.type:
+            column = column.view(field.type)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=pa.schema(BASE_FIELDS))
+
+
+def rust_iceberg_rows(warehouse: str | os.PathLike[str], namespace: str) -> pa.Table:
+    """The base rows the Rust seal takes (``scan_base_batches_57``): every data table of
+    ``namespace`` in name order, reserved tables skipped, each table's batches kept."""
+    batches: list[pa.RecordBatch] = []
+    for table in rust_tables(warehouse, namespace):
+        if table.reserved:
+            continue
+        for batch in table.batches():
+            if batch.num_rows:
+                missing = [n for n in BASE_NAMES if n not in batch.schema.names]
+                if missing:
+                    raise FormatError(f"table {namespace}.{table.name} lacks {missing[0]}",
+                                      path=table.metadata)
+                batches.append(_unwiden(batch))
+    return pa.Table.from_batches(batches, schema=pa.schema(BASE_FIELDS))
