@@ -47,8 +47,10 @@ def seal_rust_iceberg(sidecar: str | os.PathLike[str], warehouse: str | os.PathL
     """Write to ``output`` what ``znippy seal`` writes for the Iceberg-backed archive
     ``sidecar`` + ``warehouse`` (the module's docstring); its size. Nothing is written when
     the tables cannot be read."""
-    tail = rust_iceberg_tail(sidecar, warehouse, namespace)
     out = os.fspath(output)
+    if os.path.exists(out) and os.path.samefile(out, os.fspath(sidecar)):
+        raise ZnippyError("the seal would overwrite its own sidecar", path=out)
+    tail = rust_iceberg_tail(sidecar, warehouse, namespace)
     try:
         shutil.copyfile(os.fspath(sidecar), out)
         with open(out, "ab") as fh:
@@ -57,4 +59,7 @@ def seal_rust_iceberg(sidecar: str | os.PathLike[str], warehouse: str | os.PathL
             os.fsync(fh.fileno())
         return os.path.getsize(out)
     except OSError as exc:
-        raise ZnippyError(f"cannot write: {exc.strerror or exc}", path=out) from None
+        if os.path.isfile(out):
+            os.unlink(out)
+        raise ZnippyError(f"cannot write: {exc.strerror or exc}; nothing was written",
+                          path=out) from None

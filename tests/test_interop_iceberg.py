@@ -1,0 +1,186 @@
+"""The Rust tool's Iceberg-backed archive (``znippy`` 0.10.1 built with ``--features iceberg``):
+its tables read with pyiceberg, its seal written here byte for byte (docs/interop.md,
+"Iceberg-backed archives").
+
+Goldens (``tests/data/rust-0.10.1/``, tests/data/README.md): in ``iceberg/``, the sidecars
+``ice_generic`` and ``ice_maven`` of one warehouse ``ice-wh/`` (its redb catalog committed
+gzip'd); beside the other goldens, the real seal ``ice_generic-sealed.znippy`` (the golden reads of tests/test_interop_goldens.py read it
+through every path). The warehouse was written at ``/tmp/znippy-iceberg-golden/ice-wh``: read
+here from a copy elsewhere, which the files' absolute locations do not name. The live tests run
+``/opt/znippy-0.10.1-iceberg/bin/znippy`` (or ``$ZNIPPY_ICEBERG_BIN``) when it is there.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from blake3 import blake3
+
+import interop_corpus as corpus
+from znippy_sql import ZnippyError, open_archive
+from znippy_sql.cli import main
+from znippy_sql.interop.icebergrs import namespace_of, rust_iceberg_rows, rust_tables
+from znippy_sql.write.rusticeberg import seal_rust_iceberg
+
+DATA = Path(__file__).parent / "data" / "rust-0.10.1"
+SEALED = DATA / "ice_generic-sealed.znippy"
+BIN = Path(os.environ.get("ZNIPPY_ICEBERG_BIN", "/opt/znippy-0.10.1-iceberg/bin/znippy"))
+live = pytest.mark.skipif(not BIN.is_file(), reason=f"no znippy built with --features iceberg "
+                          f"at {BIN} (docs/interop.md, 'Building the real tools')")
+
+
+@pytest.fixture
+def golden(tmp_path: Path) -> Path:
+    """A copy of the goldens in a temporary folder, the catalog unpacked."""
+    wh = tmp_path / "wh"
+    shutil.copytree(DATA / "iceberg" / "ice-wh", wh)
+    gz = wh / "catalog.redb.gz"
+    (wh / "catalog.redb").write_bytes(gzip.decompress(gz.read_bytes()))
+    gz.unlink()
+    for name in ("ice_generic.znippy", "ice_maven.znippy"):
+        shutil.copy2(DATA / "iceberg" / name, tmp_path / name)
+    return tmp_path
+
+
+def _checksums() -> dict[str, bytes]:
+    return {p: blake3(d).digest() for p, d in corpus.files().items()}
+
+
+def test_pyiceberg_reads_their_tables(golden: Path) -> None:
+    tables = {t.name: t for t in rust_tables(golden / "wh", "ice_maven")}
+    assert sorted(tables) == ["idx_003_0", "idx_128_znippy_fsmeta_1"]
+    data = tables["idx_003_0"].read()
+    # stored widened: uint32 as int, uint64 as long, the checksum as binary
+    assert str(data.schema.field("chunk_seq").type) == "int32"
+    assert str(data.schema.field("checksum").type) == "large_binary"
+    rows = data.to_pylist()
+    assert {r["relative_path"]: r["checksum"] for r in rows} == _checksums()
+    assert {r["uncompressed_size"] for r in rows if r["relative_path"] == "hello.txt"} == {14}
+    claimed = {r["relative_path"]: (r["pkg_type"], r["group_id"], r["artifact_id"],
+                                    r["version"], r["packaging"]) for r in rows
+               if r["pkg_type"] is not None}  # the maven plugin reads the pom
+    assert claimed == {"maven/org/example/demo/1.2.3/demo-1.2.3.pom": (
+        3, "org.example", "demo", "1.2.3", "jar")}
+    fsmeta = {r["relative_path"]: (r["kind"], r["mode"])
+              for r in tables["idx_128_znippy_fsmeta_1"].read().to_pylist()}
+    assert fsmeta["empty-dir"][0] == 0 and fsmeta["bin/run.sh"] == (1, 0o755)
+    # the base rows the seal takes: unsigned again, the checksum 32 bytes
+    base = rust_iceberg_rows(golden / "wh", "ice_generic")
+    assert str(base.schema.field("blob_offset").type) == "uint64"
+    assert dict(zip(base.column("relative_path").to_pylist(),
+                    base.column("checksum").to_pylist())) == _checksums()
+
+
+def test_we_seal_into_their_seal(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    want = SEALED.read_bytes()
+    for name in ("ice_generic", "ice_maven"):  # the seal drops the plugin columns
+        out = golden / f"{name}-ours.znippy"
+        assert seal_rust_iceberg(golden / f"{name}.znippy", golden / "wh", out) == len(want)
+        assert out.read_bytes() == want, name
+    out = golden / "cli.znippy"
+    code = main(["store", "seal", "--sidecar", str(golden / "ice_generic.znippy"),
+                 "--warehouse", str(golden / "wh"), "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert out.read_bytes() == want
+    with open_archive(out) as a:
+        assert dict(a.read_many(corpus.files())) == corpus.files()
+        assert a.groups[0] == (0, "", "")
+        assert a.group_table(a.groups[0]).schema.metadata is None  # no format version
+
+
+def test_namespace_with_a_hyphen(golden: Path) -> None:
+    """The Rust compress names the namespace by the stem made alphanumeric; the seal's
+    default is the stem as it is: a stem with a '-' needs the namespace given, as in Rust."""
+    side = golden / "ice-generic.znippy"
+    shutil.copy2(golden / "ice_generic.znippy", side)
+    assert namespace_of(side) == "ice_generic"
+    with pytest.raises(ZnippyError, match=r"no table of namespace 'ice-generic'.*ice_generic"):
+        seal_rust_iceberg(side, golden / "wh", golden / "x.znippy")
+    assert not (golden / "x.znippy").exists()
+    seal_rust_iceberg(side, golden / "wh", golden / "x.znippy", namespace="ice_generic")
+    assert (golden / "x.znippy").read_bytes() == SEALED.read_bytes()
+
+
+def test_an_uncommitted_metadata_file_is_not_read(golden: Path) -> None:
+    """A metadata file no catalog commit names (a writer that died before its commit) is
+    passed over for the one the catalog points at."""
+    folder = golden / "wh" / "warehouse" / "ice_generic" / "idx_026_0" / "metadata"
+    current = sorted(folder.glob("*.metadata.json"))[-1]
+    meta = json.loads(current.read_text())
+    meta["snapshots"], meta["current-snapshot-id"] = [], None
+    (folder / "00002-orphan.metadata.json").write_text(json.dumps(meta))
+    (table,) = [t for t in rust_tables(golden / "wh", "ice_generic") if not t.reserved]
+    assert Path(table.metadata) == current
+    seal_rust_iceberg(golden / "ice_generic.znippy", golden / "wh", golden / "s.znippy")
+    assert (golden / "s.znippy").read_bytes() == SEALED.read_bytes()
+
+
+def test_refusals(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    side = str(golden / "ice_generic.znippy")
+    (golden / "wh" / "catalog.redb").unlink()
+    with pytest.raises(ZnippyError, match="not a skade warehouse"):
+        seal_rust_iceberg(side, golden / "wh", golden / "o.znippy")
+    shutil.copy2(golden / "ice_maven.znippy", golden / "o.znippy")
+    code = main(["store", "seal", "--sidecar", side, "--warehouse", str(golden / "nowhere"),
+                 "-o", str(golden / "o.znippy")])  # not a skade warehouse: our store's path
+    assert code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+# --- live, against the binary built with --features iceberg ------------------------------
+
+
+def real(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True,
+                          timeout=600)
+
+
+@live
+def test_they_compress_to_iceberg_we_read_and_seal(tmp_path: Path) -> None:
+    src = corpus.write(tmp_path / "in")
+    wh = tmp_path / "wh"
+    for fmt in ("generic", "maven"):
+        done = real("compress", "-i", src, "-o", tmp_path / f"live_{fmt}.znippy", "--format",
+                    fmt, "--meta-format", "iceberg", "--warehouse", wh)
+        assert done.returncode == 0, done.stderr
+    # a copy of the warehouse elsewhere: our reader relocates it, theirs is left where it is
+    moved = tmp_path / "moved"
+    shutil.copytree(wh, moved)
+    want = corpus.files()
+    for fmt in ("generic", "maven"):
+        side = tmp_path / f"live_{fmt}.znippy"
+        rows = rust_iceberg_rows(moved, f"live_{fmt}")
+        assert dict(zip(rows.column("relative_path").to_pylist(),
+                        rows.column("checksum").to_pylist())) == _checksums()
+        theirs = tmp_path / f"theirs_{fmt}.znippy"
+        done = real("seal", "--input", side, "--warehouse", wh, "-o", theirs)
+        assert done.returncode == 0, done.stderr
+        ours = tmp_path / f"ours_{fmt}.znippy"
+        seal_rust_iceberg(side, moved, ours)
+        assert hashlib.sha256(ours.read_bytes()).hexdigest() == hashlib.sha256(
+            theirs.read_bytes()).hexdigest(), fmt
+        with open_archive(theirs) as a:
+            assert dict(a.read_many(want)) == want
+            assert a.verify().ok
+        done = real("verify", "-i", ours)
+        assert done.returncode == 0 and "Korrupta bytes:    0" in done.stdout, done.stdout
+
+
+@live
+def test_their_iceberg_backend_refuses_list_columns(tmp_path: Path) -> None:
+    """The rust and python plugins' ``List<Utf8>`` columns (``deps``, ``requires_dist``) have
+    no Iceberg type in skade: the compress fails after writing the sidecar, no table."""
+    src = corpus.write(tmp_path / "in")
+    for fmt, column in (("rust", "deps"), ("python", "requires_dist")):
+        done = real("compress", "-i", src, "-o", tmp_path / f"l_{fmt}.znippy", "--format", fmt,
+                    "--meta-format", "iceberg", "--warehouse", tmp_path / "wh")
+        assert done.returncode != 0 and column in done.stderr, done.stderr
+        with pytest.raises(ZnippyError, match="no table of namespace"):
+            rust_iceberg_rows(tmp_path / "wh", f"l_{fmt}")
