@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from blake3 import blake3
@@ -26,6 +27,7 @@ from blake3 import blake3
 import interop_corpus as corpus
 from znippy_sql import ZnippyError, open_archive
 from znippy_sql.cli import main
+from znippy_sql.format.schema import RESERVED_PKG_TYPE, GroupKey
 from znippy_sql.interop.icebergrs import namespace_of, rust_iceberg_rows, rust_tables
 from znippy_sql.write.rusticeberg import seal_rust_iceberg
 
@@ -96,16 +98,52 @@ def test_we_seal_into_their_seal(golden: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_namespace_with_a_hyphen(golden: Path) -> None:
-    """The Rust compress names the namespace by the stem made alphanumeric; the seal's
-    default is the stem as it is: a stem with a '-' needs the namespace given, as in Rust."""
+    """The Rust compress names the namespace by the stem made alphanumeric; the Rust seal's
+    default is the stem as it is (it finds no table for ``ice-generic``: live test below),
+    ours the compress's name; a namespace given is taken as it is."""
     side = golden / "ice-generic.znippy"
     shutil.copy2(golden / "ice_generic.znippy", side)
     assert namespace_of(side) == "ice_generic"
-    with pytest.raises(ZnippyError, match=r"no table of namespace 'ice-generic'.*ice_generic"):
-        seal_rust_iceberg(side, golden / "wh", golden / "x.znippy")
-    assert not (golden / "x.znippy").exists()
-    seal_rust_iceberg(side, golden / "wh", golden / "x.znippy", namespace="ice_generic")
+    seal_rust_iceberg(side, golden / "wh", golden / "x.znippy")
     assert (golden / "x.znippy").read_bytes() == SEALED.read_bytes()
+    with pytest.raises(ZnippyError, match=r"no table of namespace 'ice-generic'.*ice_generic"):
+        seal_rust_iceberg(side, golden / "wh", golden / "y.znippy", namespace="ice-generic")
+    assert not (golden / "y.znippy").exists()
+
+
+def test_open_archive_with_the_warehouse(golden: Path, tmp_path: Path) -> None:
+    """``open_archive(sidecar, warehouse=W)``: the archive the inline sink would have
+    written, its tables as sub-indexes (the plugin columns kept) and ``__znippy_fsmeta__``."""
+    want = corpus.files()
+    for name, pkg_type in (("ice_generic", 26), ("ice_maven", 3)):
+        with open_archive(golden / f"{name}.znippy", warehouse=golden / "wh") as a:
+            assert a.groups == [(pkg_type, "", "")]
+            assert a.sections == ["__znippy_fsmeta__"] and a.not_understood() == {}
+            assert a.select() == sorted(want, key=str.encode)
+            assert dict(a.read_many(want)) == want
+            for p, data in want.items():
+                assert a.read(p) == data
+            assert a.verify().ok
+            out = tmp_path / name
+            assert a.extract(out, preserve=True).ok
+            assert (out / "empty-dir").is_dir()
+            assert (out / "bin" / "run.sh").stat().st_mode & 0o777 == 0o755
+            table = a.group_table(a.groups[0])
+            if name == "ice_maven":
+                assert table.schema.field("pkg_type").type == "int8"
+                got = [r for r in table.to_pylist() if r["pkg_type"] is not None]
+                assert [(r["relative_path"], r["artifact_id"]) for r in got] == [
+                    ("maven/org/example/demo/1.2.3/demo-1.2.3.pom", "demo")]
+    # the default namespace is the compress's; another one is taken as given
+    side = golden / "ice-maven.znippy"
+    shutil.copy2(golden / "ice_maven.znippy", side)
+    with open_archive(side, warehouse=golden / "wh") as a:
+        assert a.groups == [(3, "", "")]
+    with open_archive(side, warehouse=golden / "wh", namespace="ice_generic") as a:
+        assert a.groups == [(26, "", "")]
+    (golden / "short.znippy").write_bytes(b"x" * 100)
+    with pytest.raises(ZnippyError, match="point past the sidecar's end"):
+        open_archive(golden / "short.znippy", warehouse=golden / "wh", namespace="ice_maven")
 
 
 def test_an_uncommitted_metadata_file_is_not_read(golden: Path) -> None:
@@ -132,6 +170,14 @@ def test_refusals(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
                  "-o", str(golden / "o.znippy")])  # not a skade warehouse: our store's path
     assert code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+def _fsmeta(archive: Any) -> list[dict[str, Any]]:
+    import pyarrow as pa
+
+    key = GroupKey(RESERVED_PKG_TYPE, "", "__znippy_fsmeta__")
+    data = archive.range_bytes(key, "__znippy_fsmeta__")
+    return list(pa.ipc.open_stream(data).read_all().to_pylist())
 
 
 # --- live, against the binary built with --features iceberg ------------------------------
@@ -171,6 +217,21 @@ def test_they_compress_to_iceberg_we_read_and_seal(tmp_path: Path) -> None:
             assert a.verify().ok
         done = real("verify", "-i", ours)
         assert done.returncode == 0 and "Korrupta bytes:    0" in done.stdout, done.stdout
+        # read as it stands: the sub-index the inline compress writes, row for row
+        inline = tmp_path / f"inline_{fmt}.znippy"
+        done = real("compress", "-i", src, "-o", inline, "--format", fmt)
+        assert done.returncode == 0, done.stderr
+        with open_archive(side, warehouse=moved) as dyn, open_archive(inline) as a:
+            assert dyn.groups == a.groups
+            assert dyn.group_table(dyn.groups[0]).equals(
+                a.group_table(a.groups[0]).replace_schema_metadata(None))
+            assert dict(dyn.read_many(want)) == want
+            assert _fsmeta(dyn) == _fsmeta(a)
+    # their seal's default namespace is the stem as it is: a '-' in it finds no table
+    shutil.copy2(tmp_path / "live_generic.znippy", tmp_path / "live-generic.znippy")
+    done = real("seal", "--input", tmp_path / "live-generic.znippy", "--warehouse", wh, "-o",
+                tmp_path / "h.znippy")
+    assert done.returncode != 0 and "no metadata tables found" in done.stderr, done.stderr
 
 
 @live

@@ -33,7 +33,12 @@ from typing import Any
 import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
-from ..format.schema import BASE_FIELDS, BASE_NAMES
+from ..format.ipc import stream_bytes
+from ..format.rangeio import RangeSource
+from ..format.schema import BASE_FIELDS, BASE_NAMES, GroupKey
+from .layouts import FSMETA, RUST_RESERVED_PKG_TYPE
+from .tail import make_tail
+from .vsource import Piece, VirtualSource
 
 CATALOG_FILE = "catalog.redb"
 CATALOG_NAME = b"skade"
@@ -44,6 +49,11 @@ RESERVED_PREFIX = "idx_128"
 #: rows of one decoded batch (``skade`` ``read.rs`` ``SCAN_BATCH_ROWS``)
 SCAN_BATCH_ROWS = 8192
 _METADATA = re.compile(r"(\d+)-.*\.metadata\.json\Z")
+_TABLE = re.compile(r"idx_(\d{3})(?:_(.*))?_\d+\Z")
+#: ``__znippy_fsmeta__`` as ``fsmeta.rs`` types it (stored widened: ``int``, ``int``)
+FSMETA_SCHEMA = pa.schema([pa.field("relative_path", pa.utf8(), nullable=False),
+                           pa.field("kind", pa.uint8(), nullable=False),
+                           pa.field("mode", pa.uint32(), nullable=False)])
 _FROM, _TO = "znippy.relocate.from", "znippy.relocate.to"
 
 
@@ -93,6 +103,22 @@ class RustTable:
     @property
     def reserved(self) -> bool:
         return self.name.startswith(RESERVED_PREFIX)
+
+    @property
+    def key(self) -> GroupKey:
+        """The sub-index's manifest key, as far as the table name tells it: the package
+        type (its byte read back as signed), the name's middle as ``module_name`` (a
+        reserved one as ``__<middle>__``); the repo and the original spelling are not
+        recorded (``qualified_table_name`` made them alphanumeric and joined them)."""
+        m = _TABLE.match(self.name)
+        if m is None:
+            raise FormatError(f"table {self.name}: not a znippy sub-index's name",
+                              path=self.metadata)
+        byte = int(m.group(1))
+        middle = m.group(2) or ""
+        if self.reserved:
+            return GroupKey(RUST_RESERVED_PKG_TYPE, "", f"__{middle}__")
+        return GroupKey(byte - 256 if byte > 127 else byte, "", middle)
 
     def batches(self) -> list[pa.RecordBatch]:
         """The rows as stored, in the order the Rust reader decodes them: each data file
@@ -209,3 +235,77 @@ def rust_iceberg_rows(warehouse: str | os.PathLike[str], namespace: str) -> pa.T
                                       path=table.metadata)
                 batches.append(_unwiden(batch))
     return pa.Table.from_batches(batches, schema=pa.schema(BASE_FIELDS))
+
+
+def _narrow(column: pa.Array, typ: pa.DataType, table: RustTable) -> pa.Array:
+    """``column`` as ``typ`` (``skade::unwiden``): the same bits for a type of the stored
+    width, a checked cast for a narrower one."""
+    if column.type == typ:
+        return column
+    if pa.types.is_integer(typ) and column.type.bit_width == typ.bit_width:
+        return column.view(typ)
+    try:
+        return column.cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise FormatError(f"table {table.name}: a value that is no {typ}",
+                          path=table.metadata) from None
+
+
+def _as_written(table: RustTable) -> pa.Table | None:
+    """A table's rows typed as the inline Arrow-IPC sink would have written them: the base
+    columns unsigned again, ``pkg_type`` an ``int8``, text ``utf8``; ``__znippy_fsmeta__``
+    as ``fsmeta.rs`` types it; None for another reserved table (not read here)."""
+    batches = table.batches()
+    if table.reserved:
+        if table.key.module_name != FSMETA:
+            return None
+        rows = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+        if rows is None:
+            return FSMETA_SCHEMA.empty_table()
+        return pa.table([_narrow(rows.column(f.name).combine_chunks(), f.type, table)
+                         for f in FSMETA_SCHEMA], schema=FSMETA_SCHEMA)
+    out = []
+    for batch in batches:
+        base = _unwiden(batch)
+        columns, fields = list(base.columns), list(base.schema)
+        for field in batch.schema:
+            if field.name in BASE_NAMES:
+                continue
+            column = batch.column(field.name)
+            typ = field.type
+            if field.name == "pkg_type":
+                typ = pa.int8()
+            elif pa.types.is_large_string(typ):
+                typ = pa.utf8()
+            columns.append(_narrow(column, typ, table))
+            fields.append(pa.field(field.name, typ, nullable=True))
+        out.append(pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields)))
+    return pa.Table.from_batches(out) if out else None
+
+
+def rust_iceberg_source(src: RangeSource, path: str, warehouse: str | os.PathLike[str],
+                        namespace: str | None = None) -> VirtualSource:
+    """The Iceberg-backed archive whose blobs are ``src`` (the sidecar at ``path``) and
+    whose tables are ``namespace`` (default: the one ``znippy compress`` named after the
+    sidecar, :func:`namespace_of`) in ``warehouse``, as the archive the inline sink would
+    have written: the sidecar's bytes, then a tail made in memory with one data sub-index
+    per data table (its plugin columns kept) and ``__znippy_fsmeta__``."""
+    ns = namespace or namespace_of(path)
+    streams: list[tuple[GroupKey, bytes, int]] = []
+    end = 0
+    for table in rust_tables(warehouse, ns):
+        rows = _as_written(table)
+        if rows is None:
+            continue
+        if not table.reserved and rows.num_rows:
+            last = max(o + n for o, n in zip(rows.column("blob_offset").to_pylist(),
+                                              rows.column("blob_size").to_pylist()))
+            end = max(end, last)
+        streams.append((table.key, stream_bytes(rows), rows.num_rows))
+    if end > src.size:
+        raise FormatError(f"the tables of {ns!r} point past the sidecar's end ({end} > "
+                          f"{src.size} bytes): not this archive's warehouse?", path=path)
+    tail = make_tail(src.size, streams)
+    pieces = [Piece(0, src.size, file_offset=0),
+              Piece(src.size, len(tail), data=pa.py_buffer(tail))]
+    return VirtualSource(src, pieces if src.size else pieces[1:], "iceberg")

@@ -9,8 +9,10 @@ out) as one data sub-index ``(0, "", "")`` under the bare base schema (``lookup_
 schema metadata, so no ``znippy_format_version``; plugin columns and the package type are
 dropped), then the lookup, the trie, the manifest and the footer, each stream as arrow-rs
 writes it (:func:`~znippy_sql.write.rustseal.sealed_tail`). The namespace defaults to the
-sidecar's file stem as it is (``--namespace`` in the Rust CLI): the Rust compress made every
-other character than ``[A-Za-z0-9]`` ``_``, so a stem with one needs the namespace given.
+namespace ``znippy compress`` gave the tables (the sidecar's file stem, every character
+outside ``[A-Za-z0-9]`` made ``_``): the Rust seal's default is the stem as it is, so for a
+stem with another character it finds no table unless ``--namespace`` is given; the bytes are
+the same whenever both find the tables.
 """
 
 from __future__ import annotations
@@ -19,22 +21,15 @@ import os
 import shutil
 
 from ..errors import ZnippyError
-from ..interop.icebergrs import rust_iceberg_rows
+from ..interop.icebergrs import namespace_of, rust_iceberg_rows
 from .rustseal import sealed_tail
-
-
-def rust_iceberg_stem(sidecar: str | os.PathLike[str]) -> str:
-    """The Rust seal's default namespace: the sidecar's file stem (``Path::file_stem``)."""
-    name = os.path.basename(os.fspath(sidecar))
-    stem, ext = os.path.splitext(name)
-    return stem if stem else name + ext
 
 
 def rust_iceberg_tail(sidecar: str | os.PathLike[str], warehouse: str | os.PathLike[str],
                       namespace: str | None = None) -> bytes:
     """What the Rust seal writes after the sidecar's bytes."""
     where = os.fspath(sidecar)
-    rows = rust_iceberg_rows(warehouse, namespace or rust_iceberg_stem(where))
+    rows = rust_iceberg_rows(warehouse, namespace or namespace_of(where))
     try:
         size = os.path.getsize(where)
     except OSError as exc:
