@@ -160,6 +160,26 @@ def test_an_uncommitted_metadata_file_is_not_read(golden: Path) -> None:
     assert (golden / "s.znippy").read_bytes() == SEALED.read_bytes()
 
 
+def test_damaged_tables_are_refused(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A cut data file or a metadata file that is no JSON: one line naming the file (exit 2
+    from the CLI), nothing written."""
+    table = golden / "wh" / "warehouse" / "ice_generic" / "idx_026_0"
+    (data,) = (table / "data").glob("*.parquet")
+    data.write_bytes(data.read_bytes()[:-100])
+    with pytest.raises(ZnippyError, match="data file"):
+        open_archive(golden / "ice_generic.znippy", warehouse=golden / "wh")
+    out = golden / "o.znippy"
+    code = main(["store", "seal", "--sidecar", str(golden / "ice_generic.znippy"),
+                 "--warehouse", str(golden / "wh"), "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    current = sorted((table / "metadata").glob("*.metadata.json"))[-1]
+    current.write_text("{not json")
+    with pytest.raises(ZnippyError, match="not an Iceberg table metadata file"):
+        seal_rust_iceberg(golden / "ice_generic.znippy", golden / "wh", out)
+
+
 def test_refusals(golden: Path, capsys: pytest.CaptureFixture[str]) -> None:
     side = str(golden / "ice_generic.znippy")
     (golden / "wh" / "catalog.redb").unlink()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import mmap
 import os
 import re
 from dataclasses import dataclass
@@ -127,7 +128,10 @@ class RustTable:
         if len(meta.schemas) > 1:
             raise FormatError(f"table {self.name}: an evolved schema is not read here",
                               path=self.metadata)
-        tasks = list(self.table.scan().plan_files())
+        try:
+            tasks = list(self.table.scan().plan_files())
+        except Exception as exc:  # pyiceberg raises many kinds on a bad manifest
+            raise FormatError(f"table {self.name}: {exc}", path=self.metadata) from None
         if any(t.delete_files for t in tasks):
             raise FormatError(f"table {self.name}: row deletes are not read here",
                               path=self.metadata)
@@ -136,8 +140,12 @@ class RustTable:
         schema = self.table.schema().as_arrow()
         out: list[pa.RecordBatch] = []
         for task in sorted(tasks, key=lambda t: t.file.file_path):
-            with self.table.io.new_input(task.file.file_path).open() as fh:
-                data = pq.read_table(fh).select(schema.names)
+            try:
+                with self.table.io.new_input(task.file.file_path).open() as fh:
+                    data = pq.read_table(fh).select(schema.names)
+            except (OSError, KeyError, pa.ArrowException) as exc:
+                raise FormatError(f"table {self.name}: data file {task.file.file_path}: "
+                                  f"{exc}", path=self.metadata) from None
             for batch in data.combine_chunks().to_batches(max_chunksize=SCAN_BATCH_ROWS):
                 out.append(batch)
         return out
@@ -148,8 +156,9 @@ class RustTable:
         return pa.Table.from_batches(batches, schema=schema)
 
 
-def _current_metadata(folder: str, catalog: bytes) -> str | None:
-    """The highest-numbered metadata file of a table whose location the catalog names."""
+def _current_metadata(folder: str, catalog: mmap.mmap) -> tuple[str, str] | None:
+    """The highest-numbered metadata file of a table whose location the catalog names, and
+    the table location it records."""
     found = []
     for name in os.listdir(folder):
         m = _METADATA.match(name)
@@ -157,38 +166,47 @@ def _current_metadata(folder: str, catalog: bytes) -> str | None:
             found.append((int(m.group(1)), name))
     for _, name in sorted(found, reverse=True):
         path = os.path.join(folder, name)
-        with open(path, "rb") as fh:
-            location = json.load(fh).get("location", "")
-        if f"{location}/metadata/{name}".encode() in catalog:
-            return path
+        try:
+            with open(path, "rb") as fh:
+                location = json.load(fh)["location"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise FormatError("not an Iceberg table metadata file", path=path) from None
+        if catalog.find(f"{location}/metadata/{name}".encode()) >= 0:
+            return path, location
     return None
 
 
 def rust_tables(warehouse: str | os.PathLike[str], namespace: str) -> list[RustTable]:
     """The tables of ``namespace`` in the skade ``warehouse``, in the order the Rust
     catalog lists them (by name), each loaded with pyiceberg from its current metadata."""
-    from pyiceberg.table import StaticTable
-
     root = os.path.abspath(os.fspath(warehouse))
     try:
         with open(os.path.join(root, CATALOG_FILE), "rb") as fh:
-            catalog = fh.read()
-    except OSError as exc:
-        raise ZnippyError(f"not a skade warehouse ({CATALOG_FILE}: {exc.strerror})",
-                          path=root) from None
+            catalog = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:  # (ValueError: an empty file)
+        raise ZnippyError(f"not a skade warehouse ({CATALOG_FILE}: "
+                          f"{getattr(exc, 'strerror', None) or exc})", path=root) from None
+    try:
+        return _tables(root, namespace, catalog)
+    finally:
+        catalog.close()
+
+
+def _tables(root: str, namespace: str, catalog: mmap.mmap) -> list[RustTable]:
+    from pyiceberg.table import StaticTable
+
     ns_dir = os.path.join(root, "warehouse", namespace)
     names = sorted(os.listdir(ns_dir), key=str.encode) if os.path.isdir(ns_dir) else []
     out = []
     for name in names:
         key = KEY_SEP.join([CATALOG_NAME, namespace.encode(), name.encode()])
         folder = os.path.join(ns_dir, name, "metadata")
-        if key not in catalog or not os.path.isdir(folder):
+        if catalog.find(key) < 0 or not os.path.isdir(folder):
             continue
-        metadata = _current_metadata(folder, catalog)
-        if metadata is None:
+        current = _current_metadata(folder, catalog)
+        if current is None:
             continue
-        with open(metadata, "rb") as fh:
-            recorded = json.load(fh)["location"]
+        metadata, recorded = current
         actual = "file://" + os.path.join(ns_dir, name)
         props = {"py-io-impl": f"{__name__}.RelocatedFileIO", _FROM: recorded, _TO: actual}
         try:
@@ -204,19 +222,13 @@ def rust_tables(warehouse: str | os.PathLike[str], namespace: str) -> list[RustT
     return out
 
 
-def _unwiden(batch: pa.RecordBatch) -> pa.RecordBatch:
+def _unwiden(batch: pa.RecordBatch, table: RustTable) -> pa.RecordBatch:
     """A data table's batch as the base columns (``skade::unwiden``: the same bits)."""
-    columns = []
-    for field in BASE_FIELDS:
-        column = batch.column(field.name)
-        if pa.types.is_fixed_size_binary(field.type):
-            values = column.to_pylist()
-            if any(v is None or len(v) != field.type.byte_width for v in values):
-                raise FormatError(f"a {field.name} that is not {field.type.byte_width} bytes")
-            column = pa.array(values, field.type)
-        elif column.type != field.type:
-            column = column.view(field.type)
-        columns.append(column)
+    missing = [n for n in BASE_NAMES if n not in batch.schema.names]
+    if missing:
+        raise FormatError(f"table {table.name} lacks the column {missing[0]}",
+                          path=table.metadata)
+    columns = [_narrow(batch.column(f.name), f.type, table) for f in BASE_FIELDS]
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(BASE_FIELDS))
 
 
@@ -229,11 +241,7 @@ def rust_iceberg_rows(warehouse: str | os.PathLike[str], namespace: str) -> pa.T
             continue
         for batch in table.batches():
             if batch.num_rows:
-                missing = [n for n in BASE_NAMES if n not in batch.schema.names]
-                if missing:
-                    raise FormatError(f"table {namespace}.{table.name} lacks {missing[0]}",
-                                      path=table.metadata)
-                batches.append(_unwiden(batch))
+                batches.append(_unwiden(batch, table))
     return pa.Table.from_batches(batches, schema=pa.schema(BASE_FIELDS))
 
 
@@ -266,7 +274,7 @@ def _as_written(table: RustTable) -> pa.Table | None:
                          for f in FSMETA_SCHEMA], schema=FSMETA_SCHEMA)
     out = []
     for batch in batches:
-        base = _unwiden(batch)
+        base = _unwiden(batch, table)
         columns, fields = list(base.columns), list(base.schema)
         for field in batch.schema:
             if field.name in BASE_NAMES:
