@@ -265,3 +265,23 @@ def test_their_iceberg_backend_refuses_list_columns(tmp_path: Path) -> None:
         assert done.returncode != 0 and column in done.stderr, done.stderr
         with pytest.raises(ZnippyError, match="no table of namespace"):
             rust_iceberg_rows(tmp_path / "wh", f"l_{fmt}")
+
+
+@live
+def test_a_second_compress_into_the_same_name(tmp_path: Path) -> None:
+    """A second ``compress`` to the same name and warehouse appends its rows to the first
+    one's tables: their seal writes every path twice (their ``verify`` passes, counting each
+    twice); read or sealed here, it is refused in one line."""
+    src = corpus.write(tmp_path / "in")
+    side, wh = tmp_path / "twice.znippy", tmp_path / "wh"
+    for _ in range(2):
+        done = real("compress", "-i", src, "-o", side, "--format", "generic",
+                    "--meta-format", "iceberg", "--warehouse", wh)
+        assert done.returncode == 0, done.stderr
+    done = real("seal", "--input", side, "--warehouse", wh, "-o", tmp_path / "s.znippy")
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(ZnippyError, match="more than once.*twice"):
+        open_archive(side, warehouse=wh)
+    with pytest.raises(ZnippyError, match="more than once"):
+        seal_rust_iceberg(side, wh, tmp_path / "o.znippy")
+    assert not (tmp_path / "o.znippy").exists()

@@ -35,6 +35,7 @@ import pyarrow as pa
 
 from ..errors import FormatError, ZnippyError
 from ..format.ipc import stream_bytes
+from ..format.kernels import call_function, filter_by
 from ..format.rangeio import RangeSource
 from ..format.schema import BASE_FIELDS, BASE_NAMES, GroupKey
 from .layouts import FSMETA, RUST_RESERVED_PKG_TYPE
@@ -232,6 +233,23 @@ def _unwiden(batch: pa.RecordBatch, table: RustTable) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(BASE_FIELDS))
 
 
+def _once_each(rows: pa.Table, namespace: str, root: str | os.PathLike[str]) -> None:
+    """Refuse rows holding a chunk twice: a second ``compress`` into the same warehouse and
+    name appends its rows to the first one's tables (and overwrites the sidecar), and the
+    Rust seal writes both (a lookup listing each path twice)."""
+    if not rows.num_rows:
+        return
+    keys = rows.select(["relative_path", "chunk_seq"]).group_by(
+        ["relative_path", "chunk_seq"]).aggregate([("chunk_seq", "count")])
+    if keys.num_rows != rows.num_rows:
+        twice = filter_by(keys, call_function("greater", [keys.column("chunk_seq_count"),
+                                                          pa.scalar(1, pa.int64())]))
+        raise FormatError(f"namespace {namespace!r} holds {twice.num_rows} chunk(s) more than "
+                          f"once, e.g. {twice.column('relative_path')[0].as_py()!r} (compressed "
+                          "into this warehouse under the same name twice?)",
+                          path=os.fspath(root))
+
+
 def rust_iceberg_rows(warehouse: str | os.PathLike[str], namespace: str) -> pa.Table:
     """The base rows the Rust seal takes (``scan_base_batches_57``): every data table of
     ``namespace`` in name order, reserved tables skipped, each table's batches kept."""
@@ -242,7 +260,9 @@ def rust_iceberg_rows(warehouse: str | os.PathLike[str], namespace: str) -> pa.T
         for batch in table.batches():
             if batch.num_rows:
                 batches.append(_unwiden(batch, table))
-    return pa.Table.from_batches(batches, schema=pa.schema(BASE_FIELDS))
+    rows = pa.Table.from_batches(batches, schema=pa.schema(BASE_FIELDS))
+    _once_each(rows, namespace, warehouse)
+    return rows
 
 
 def _narrow(column: pa.Array, typ: pa.DataType, table: RustTable) -> pa.Array:
@@ -306,6 +326,7 @@ def rust_iceberg_source(src: RangeSource, path: str, warehouse: str | os.PathLik
         if rows is None:
             continue
         if not table.reserved and rows.num_rows:
+            _once_each(rows, ns, warehouse)
             last = max(o + n for o, n in zip(rows.column("blob_offset").to_pylist(),
                                               rows.column("blob_size").to_pylist()))
             end = max(end, last)
