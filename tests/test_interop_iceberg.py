@@ -285,3 +285,25 @@ def test_a_second_compress_into_the_same_name(tmp_path: Path) -> None:
     with pytest.raises(ZnippyError, match="more than once"):
         seal_rust_iceberg(side, wh, tmp_path / "o.znippy")
     assert not (tmp_path / "o.znippy").exists()
+
+
+@live
+def test_two_data_files_seal_as_two_batches(tmp_path: Path) -> None:
+    """Two ``compress`` runs of different trees to one name leave a table of two data files:
+    the seal writes one record batch per decoded batch, data files in path order, and ours
+    the same bytes (the first run's rows point into a sidecar the second one overwrote: the
+    seal copies bytes, it does not look)."""
+    first, second = corpus.write(tmp_path / "in"), tmp_path / "b"
+    (second / "sub").mkdir(parents=True)
+    (second / "x.txt").write_bytes(b"one\n")
+    (second / "sub" / "y.txt").write_bytes(b"two\n")
+    side, wh = tmp_path / "two.znippy", tmp_path / "wh"
+    for src in (first, second):
+        done = real("compress", "-i", src, "-o", side, "--format", "generic",
+                    "--meta-format", "iceberg", "--warehouse", wh)
+        assert done.returncode == 0, done.stderr
+    assert sorted(b.num_rows for b in rust_iceberg_rows(wh, "two").to_batches()) == [2, 11]
+    done = real("seal", "--input", side, "--warehouse", wh, "-o", tmp_path / "theirs.znippy")
+    assert done.returncode == 0, done.stderr
+    seal_rust_iceberg(side, wh, tmp_path / "ours.znippy")
+    assert (tmp_path / "ours.znippy").read_bytes() == (tmp_path / "theirs.znippy").read_bytes()
