@@ -4,8 +4,8 @@ its tables read with pyiceberg, its seal written here byte for byte (docs/intero
 
 Goldens (``tests/data/rust-0.10.1/``, tests/data/README.md): in ``iceberg/``, the sidecars
 ``ice_generic`` and ``ice_maven`` of one warehouse ``ice-wh/`` (its redb catalog committed
-gzip'd); beside the other goldens, the real seal ``ice_generic-sealed.znippy`` (the golden reads of tests/test_interop_goldens.py read it
-through every path). The warehouse was written at ``/tmp/znippy-iceberg-golden/ice-wh``: read
+gzip'd); beside the other goldens, the real seal ``ice_generic-sealed.znippy`` (the golden
+reads of tests/test_interop_goldens.py read it through every path). The warehouse was written at ``/tmp/znippy-iceberg-golden/ice-wh``: read
 here from a copy elsewhere, which the files' absolute locations do not name. The live tests run
 ``/opt/znippy-0.10.1-iceberg/bin/znippy`` (or ``$ZNIPPY_ICEBERG_BIN``) when it is there.
 """
