@@ -104,6 +104,7 @@ def test_namespace_with_a_hyphen(golden: Path) -> None:
     side = golden / "ice-generic.znippy"
     shutil.copy2(golden / "ice_generic.znippy", side)
     assert namespace_of(side) == "ice_generic"
+    assert namespace_of("/x/_é-b_.v1.znippy") == "b__v1"  # (Rust trims the '_' at the ends)
     seal_rust_iceberg(side, golden / "wh", golden / "x.znippy")
     assert (golden / "x.znippy").read_bytes() == SEALED.read_bytes()
     with pytest.raises(ZnippyError, match=r"no table of namespace 'ice-generic'.*ice_generic"):
@@ -307,3 +308,19 @@ def test_two_data_files_seal_as_two_batches(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     seal_rust_iceberg(side, wh, tmp_path / "ours.znippy")
     assert (tmp_path / "ours.znippy").read_bytes() == (tmp_path / "theirs.znippy").read_bytes()
+
+
+@live
+def test_their_namespace_is_ours(tmp_path: Path) -> None:
+    """The namespace their compress makes of an awkward stem is :func:`namespace_of`'s."""
+    src = tmp_path / "b"
+    src.mkdir()
+    (src / "x.txt").write_bytes(b"one\n")
+    for name in ("_\u00e9-b_.v1.znippy", "plain.znippy", "a b.znippy"):
+        wh = tmp_path / f"wh{len(name)}"
+        done = real("compress", "-i", src, "-o", tmp_path / name, "--format", "generic",
+                    "--meta-format", "iceberg", "--warehouse", wh)
+        assert done.returncode == 0, done.stderr
+        assert os.listdir(wh / "warehouse") == [namespace_of(name)], name
+        with open_archive(tmp_path / name, warehouse=wh) as a:
+            assert a.read("x.txt") == b"one\n"

@@ -6,7 +6,8 @@
 warehouse: a redb catalog ``W/catalog.redb`` (``skade-katalog``'s ``RedbCatalog``, catalog
 name ``skade``) and the tables under ``W/warehouse/<namespace>/<table>/`` (``metadata/`` with
 ``NNNNN-<uuid>.metadata.json``, the Avro manifest list and manifests; ``data/`` with Parquet).
-The namespace is the sidecar's file stem with every byte outside ``[A-Za-z0-9]`` made ``_``;
+The namespace is the sidecar's file stem with every character outside ``[A-Za-z0-9]`` made
+``_``, then leading and trailing ``_`` trimmed;
 a table is ``idx_<pkg_type as a byte, 3 digits>[_<repo>][_<module>]_<n>`` (``n``: the
 sub-index's place); ``idx_128…`` are reserved sections (``__znippy_fsmeta__``). Unsigned
 columns are stored widened (``uint32`` as ``int``, ``uint64`` as ``long``, the same bits), the
@@ -61,9 +62,10 @@ _FROM, _TO = "znippy.relocate.from", "znippy.relocate.to"
 
 def namespace_of(sidecar: str | os.PathLike[str]) -> str:
     """The namespace ``znippy compress`` gives the sidecar's tables: its file stem with
-    every character outside ``[A-Za-z0-9]`` made ``_`` (``qualified_table_name``)."""
+    every character outside ``[A-Za-z0-9]`` made ``_``, then ``_`` trimmed from both ends
+    (``qualified_table_name``)."""
     stem = os.path.splitext(os.path.basename(os.fspath(sidecar)))[0]
-    return re.sub(r"[^A-Za-z0-9]", "_", stem)
+    return re.sub(r"[^A-Za-z0-9]", "_", stem).strip("_")
 
 
 def is_rust_warehouse(warehouse: str | os.PathLike[str]) -> bool:
@@ -124,7 +126,10 @@ class RustTable:
 
     def batches(self) -> list[pa.RecordBatch]:
         """The rows as stored, in the order the Rust reader decodes them: each data file
-        in path order, in batches of at most 8192 rows."""
+        in path order, in batches of at most 8192 rows. (The Rust reader's batches are these
+        while a data file is one Parquet row group, up to 1,048,576 rows as skade writes
+        them; a bigger file's row groups are decoded in runs cut by the host's core count,
+        which may end a batch early: the same rows, other batch boundaries.)"""
         meta = self.table.metadata
         if len(meta.schemas) > 1:
             raise FormatError(f"table {self.name}: an evolved schema is not read here",
