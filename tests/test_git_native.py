@@ -254,3 +254,21 @@ def test_pyarrow_reads_every_stream_the_core_writes(big: Path, tmp_path: Path) -
         assert graph.schema.metadata == {b"znippy.git.absent_objects": b"0"}
         assert graph.num_rows == COMMITS
         assert a.verify().problems == []
+
+
+def test_a_tail_that_cannot_be_written_is_an_error_naming_the_archive(tmp_path: Path) -> None:
+    """The core's tail writer fails as a ``ZnippyError`` naming the archive, never a panic:
+    a file opened read-only, and no file at all."""
+    from znippy_sql.errors import ZnippyError
+
+    target = tmp_path / "ro.znippy"
+    target.write_bytes(b"")
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        for bad in (fd, -1):
+            with pytest.raises(ZnippyError) as err:
+                corelib.git_seal_tail(str(target), bad, 0, [], None, b"", 0, [])
+            assert err.value.path == str(target)
+    finally:
+        os.close(fd)
+    assert target.read_bytes() == b""

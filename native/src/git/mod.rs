@@ -350,6 +350,11 @@ fn git_seal_tail(
         .chunks_exact(OID)
         .map(|c| c.try_into().unwrap_or([0; OID]))
         .collect();
+    if fd < 0 {
+        return Err(bad(format!(
+            "no open file to write the tail into (descriptor {fd})"
+        )));
+    }
     // SAFETY: `fd` is the caller's open file, kept open by it for this call (the GIL is
     // held while it is duplicated); the duplicate is owned and closed here.
     let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
