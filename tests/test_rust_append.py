@@ -104,9 +104,9 @@ def test_append_resigns_over_the_rust_digests(tmp_path: Path) -> None:
 
 
 def test_append_to_a_real_rust_archive_with_typed_meta(tmp_path: Path) -> None:
-    """The real tool's typed ``__znippy_meta__`` is carried over as facts (it failed with a
-    KeyError traceback before): the archive is appended to (in this project's layout, as
-    any archive without ``compat``) and reads with the old facts and the new file."""
+    """The real library's typed ``__znippy_meta__`` is carried over (it failed with a
+    KeyError traceback before): the archive is appended to (in its own rust-0.10 layout,
+    ``write/rustappend.py``) and reads with the old facts and the new file."""
     out = tmp_path / "r.znippy"
     shutil.copy(DATA / "rust-common-0.10.6" / "lib-meta.znippy", out)
     with open_archive(out) as a:
