@@ -53,6 +53,7 @@ test: install-dev native-check
 # docs/interop.md says how to install them), then the golden reads
 interop: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_interop_real.py \
+	  tests/test_interop_append_real.py tests/test_interop_iceberg.py \
 	  tests/test_interop_goldens.py $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev

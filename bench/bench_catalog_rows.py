@@ -10,38 +10,25 @@ Python too) of ``read_rows`` and of ``Catalog.add``, and the median wall time of
 from __future__ import annotations
 
 import argparse
-import collections
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-import znippy_sql
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from _calls import python_calls  # noqa: E402
+
+import znippy_sql  # noqa: E402
 from znippy_sql import Entry, write_archive
 from znippy_sql.catalog import open_catalog
 from znippy_sql.catalog.rows import read_rows
 
 
 def calls(fn: Callable[[], Any], events: tuple[str, ...]) -> int:
-    counter: collections.Counter[str] = collections.Counter()
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event in events:
-            counter[frame.f_code.co_name] += 1
-
-    sys.setprofile(count)
-    threading.setprofile(count)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
-    return sum(counter.values())
+    return sum(python_calls(fn, events)[1].values())
 
 
 def main() -> None:

@@ -23,15 +23,14 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
-from types import FrameType
-from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 WORK = os.path.join(HERE, "out", "git-native")
 CLI = os.path.join(os.path.dirname(sys.executable), "znippy-sql")
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from _calls import python_calls  # noqa: E402
 
 
 def load() -> str:
@@ -64,21 +63,9 @@ def calls_per_object(repo: str, out: str) -> tuple[int, int]:
 
     import_repository(repo, out)          # warm: modules imported, files cached
     os.unlink(out)
-    calls = [0]
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            calls[0] += 1
-
-    sys.setprofile(count)
-    threading.setprofile(count)
-    try:
-        report = import_repository(repo, out)
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+    report, calls = python_calls(lambda: import_repository(repo, out))
     os.unlink(out)
-    return calls[0], report.objects
+    return sum(calls.values()), report.objects
 
 
 def bench(name: str, mirror: str, rounds: int, before: str | None) -> list[str]:

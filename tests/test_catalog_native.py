@@ -7,17 +7,14 @@ commits of the three tables."""
 
 from __future__ import annotations
 
-import collections
 import random
-import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from _calls import python_calls
 
 from znippy_sql import Entry, write_archive
 from znippy_sql.catalog import open_catalog
@@ -45,22 +42,7 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 
 def _calls(fn: Callable[[], Any], events: tuple[str, ...] = ("call",)) -> int:
-    """Python function calls made by ``fn()`` (with ``"c_call"``: builtins called from Python
-    too, such as a hasher built and asked for its digest)."""
-    calls: collections.Counter[str] = collections.Counter()
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event in events:
-            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
-
-    sys.setprofile(count)
-    threading.setprofile(count)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
-    return sum(calls.values())
+    return sum(python_calls(fn, events)[1].values())
 
 
 def test_read_rows_makes_at_most_half_a_python_call_a_file(archives: dict[int, Path]) -> None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_cli_fast import HEAVY, entries, run
+from test_cli_fast import HEAVY, entries, same
 
 from znippy_sql import _native, write_archive
 from znippy_sql.cli import fast
@@ -65,21 +65,13 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def _both(argv: list[str], capsysbinary: pytest.CaptureFixture[bytes],
-          monkeypatch: pytest.MonkeyPatch) -> tuple[int, bytes, bytes]:
-    want = run(argv, capsysbinary, monkeypatch, slow=True)
-    got = run(argv, capsysbinary, monkeypatch, slow=False)
-    assert got == want, argv
-    return got
-
-
 def test_info_equals_the_python_path_on_every_archive_kind(
         written: dict[str, Path], capsysbinary: pytest.CaptureFixture[bytes],
         monkeypatch: pytest.MonkeyPatch) -> None:
     ours = [*OURS, *written.values()]
     for path in [*ours, *GIT, *RUST]:
         for extra in ([], ["--json"]):
-            code, out, _ = _both(["info", str(path), *extra], capsysbinary, monkeypatch)
+            code, out, _ = same(["info", str(path), *extra], capsysbinary, monkeypatch)
             assert code == 0 and out, path
     # not a fall-through in disguise: the core read every archive of this project's layout,
     # and left the others to the Python path
@@ -105,8 +97,8 @@ def test_options_urls_and_damage_fall_through(
         flipped[at] ^= 0x40
         bad.write_bytes(bytes(flipped))
         for extra in ([], ["--json"]):
-            _both(["info", str(bad), *extra], capsysbinary, monkeypatch)
-    _both(["info", str(tmp_path / "absent.znippy")], capsysbinary, monkeypatch)
+            same(["info", str(bad), *extra], capsysbinary, monkeypatch)
+    same(["info", str(tmp_path / "absent.znippy")], capsysbinary, monkeypatch)
 
 
 def test_info_does_not_import_pyarrow() -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from _calls import python_calls
 from conftest import text_bytes
 
 from znippy_sql import corelib, write_archive
@@ -255,8 +256,6 @@ def test_python_calls_per_file_are_counted(tmp_path: Path, pkg_type: int | str,
     offered to the package-type modules (~40 before the module list was taken once a write
     and a group kept per claiming module, ~17, ~13 once the pypi, cargo and npm modules
     reject a path by its suffix before parsing it)."""
-    import threading
-
     src = tmp_path / "src"
     for i in range(2000):
         d = src / f"d{i % 40:02d}"
@@ -264,20 +263,9 @@ def test_python_calls_per_file_are_counted(tmp_path: Path, pkg_type: int | str,
         (d / f"f{i:05d}.txt").write_bytes(text_bytes(300 + i, seed=i))
     write_archive(tmp_path / "warm.znippy", src, fsync=False,  # imports done before counting
                   pkg_type=pkg_type)
-    calls = [0]
-
-    def count(frame: object, event: str, arg: object) -> None:
-        if event == "call":
-            calls[0] += 1
-
-    sys.setprofile(count)
-    threading.setprofile(count)
-    try:
-        write_archive(tmp_path / "a.znippy", src, fsync=False, pkg_type=pkg_type)
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
-    per_file = calls[0] / 2000
+    _, calls = python_calls(lambda: write_archive(tmp_path / "a.znippy", src, fsync=False,
+                                                  pkg_type=pkg_type))
+    per_file = sum(calls.values()) / 2000
     print(f"{per_file:.2f} Python calls a file")
     assert per_file < bound
 

@@ -8,15 +8,14 @@ symlink refuses the whole extract before a byte is written.
 
 from __future__ import annotations
 
-import collections
 import os
 import sys
 import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
+from _calls import python_calls
 
 from znippy_sql import Entry, open_archive, write_archive
 from znippy_sql.errors import UnsafePathError
@@ -38,20 +37,8 @@ def test_extract_makes_at_most_05_python_calls_a_file(many: tuple[Path, int], tm
     arc, n = many
     with open_archive(arc) as a:  # one extract first: no module is imported inside the count
         assert a.extract(tmp_path / "warm").ok
-    calls: collections.Counter[str] = collections.Counter()
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
-
     with open_archive(arc) as a:
-        sys.setprofile(count)
-        threading.setprofile(count)
-        try:
-            report = a.extract(tmp_path / "out", workers=2)
-        finally:
-            sys.setprofile(None)
-            threading.setprofile(None)
+        report, calls = python_calls(lambda: a.extract(tmp_path / "out", workers=2))
     assert report.ok and report.files == n
     per_file = sum(calls.values()) / n
     assert per_file <= 0.5, (per_file, calls.most_common(10))

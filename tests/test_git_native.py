@@ -3,7 +3,6 @@ bitmaps' bytes, a damaged pack, Ctrl-C."""
 
 from __future__ import annotations
 
-import collections
 import errno
 import os
 import random
@@ -13,10 +12,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
+from _calls import python_calls
 
 from znippy_sql import corelib
 from znippy_sql.errors import PackError
@@ -80,19 +79,7 @@ def test_git_import_makes_at_most_005_python_calls_an_object(big: Path, tmp_path
     small = tmp_path / "small.git"
     _fast_import(small, 5)
     import_repository(small, tmp_path / "small.znippy")
-    calls: collections.Counter[str] = collections.Counter()
-
-    def count(frame: FrameType, event: str, arg: Any) -> None:
-        if event == "call":
-            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
-
-    sys.setprofile(count)
-    threading.setprofile(count)
-    try:
-        report = import_repository(big, tmp_path / "big.znippy")
-    finally:
-        sys.setprofile(None)
-        threading.setprofile(None)
+    report, calls = python_calls(lambda: import_repository(big, tmp_path / "big.znippy"))
     n = _objects(big)
     assert report.objects == n > 35_000
     per_object = sum(calls.values()) / n
@@ -197,9 +184,9 @@ def test_packs_are_copied_in_the_kernel_and_by_read_and_write_where_it_refuses(
 
 def test_git_import_imports_only_what_it_uses(big: Path, tmp_path: Path) -> None:
     """The CLI's ``git import`` parses its command alone (not the core commands' modules) and
-    imports neither the codecs, the push path's writers, the remote stores, dulwich nor
-    OpenSSL's hashlib: none of them is used. pyarrow (and numpy, which pyarrow imports) is:
-    the tail is written with it."""
+    imports neither the codecs, the push path's writers, the remote stores, dulwich,
+    OpenSSL's hashlib, pyarrow nor numpy: none of them is used (the core writes the tail's
+    Arrow IPC streams, ``native/src/ipcw.rs``)."""
     code = ("import sys\nfrom znippy_sql.cli import main\n"
             f"code = main(['git', 'import', {str(big)!r}, '-o', {str(tmp_path / 'o.znippy')!r}])\n"
             "print(' '.join(sorted(sys.modules)))\nsys.exit(code)\n")
@@ -208,6 +195,80 @@ def test_git_import_imports_only_what_it_uses(big: Path, tmp_path: Path) -> None
     modules = set(got.stdout.split("\n")[-2].split())
     unused = {"znippy_sql.cli.core", "znippy_sql.format.codec", "zstandard", "openzl",
               "znippy_sql.git.writers", "znippy_sql.remote", "znippy_sql.interop.delta",
-              "dulwich", "hashlib", "pandas", "duckdb"}
+              "dulwich", "hashlib", "pandas", "duckdb", "pyarrow", "numpy"}
     assert not unused & modules
-    assert {"znippy_sql.git.importer", "pyarrow"} <= modules
+    assert "znippy_sql.git.importer" in modules
+
+
+def test_pyarrow_reads_every_stream_the_core_writes(big: Path, tmp_path: Path) -> None:
+    """Every Arrow IPC stream of an imported archive's tail (the data sub-index, the lookup,
+    the git graph, reach and refs, ``__meta__``, the manifest), read by pyarrow straight
+    from its byte range and validated in full, has the schema the readers expect."""
+    import pyarrow as pa
+
+    from znippy_sql import open_archive
+    from znippy_sql.format.schema import BASE_SCHEMA, MANIFEST_SCHEMA, META_SCHEMA
+    from znippy_sql.git.refs import refs_schema
+
+    out = tmp_path / "a.znippy"
+    import_repository(big, out)
+    raw = out.read_bytes()
+    manifest_at = int.from_bytes(raw[-8:], "little")
+    manifest = pa.ipc.open_stream(raw[manifest_at:-16]).read_all()
+    manifest.validate(full=True)
+    assert manifest.schema.remove_metadata().equals(MANIFEST_SCHEMA)
+    oid = pa.binary(20)
+    expected = {
+        "": BASE_SCHEMA, "__lookup__": BASE_SCHEMA, "__meta__": META_SCHEMA,
+        "__gunnar_refs__": refs_schema(),
+        "__gunnar_reach__": pa.schema([pa.field("oid", oid, nullable=False),
+                                       pa.field("bitmap", pa.binary(), nullable=False)]),
+        "__gunnar_graph__": pa.schema([
+            pa.field("oid", oid, nullable=False),
+            pa.field("parents", pa.list_(pa.field("item", oid, nullable=False)),
+                     nullable=False),
+            pa.field("tree", oid, nullable=False),
+            pa.field("generation", pa.uint32(), nullable=False),
+            pa.field("commit_time", pa.int64(), nullable=False),
+            pa.field("corrected_date", pa.int64(), nullable=False),
+            pa.field("position", pa.uint32(), nullable=False),
+            pa.field("block", pa.uint32(), nullable=False)])}
+    rows = manifest.to_pylist()
+    assert [r["module_name"] for r in rows] == list(expected)[:2] + [
+        "__trie__", "__gunnar_oid__", "__gunnar_graph__", "__gunnar_reach__",
+        "__gunnar_refs__", "__meta__"]
+    with open_archive(out) as a:
+        for r in rows:
+            if r["module_name"] not in expected:
+                continue
+            start = r["index_offset"]
+            assert start % 64 == 0
+            table = pa.ipc.open_stream(raw[start:start + r["index_len"]]).read_all()
+            table.validate(full=True)
+            assert table.schema.remove_metadata().equals(expected[r["module_name"]])
+            assert table.num_rows == r["row_count"]
+            mine = (a.section(r["module_name"]) if r["module_name"]
+                    else a.group_table(a.manifest_rows[0].key))
+            assert table.equals(mine)
+        graph = a.section("__gunnar_graph__")
+        assert graph.schema.metadata == {b"znippy.git.absent_objects": b"0"}
+        assert graph.num_rows == COMMITS
+        assert a.verify().problems == []
+
+
+def test_a_tail_that_cannot_be_written_is_an_error_naming_the_archive(tmp_path: Path) -> None:
+    """The core's tail writer fails as a ``ZnippyError`` naming the archive, never a panic:
+    a file opened read-only, and no file at all."""
+    from znippy_sql.errors import ZnippyError
+
+    target = tmp_path / "ro.znippy"
+    target.write_bytes(b"")
+    fd = os.open(target, os.O_RDONLY)
+    try:
+        for bad in (fd, -1):
+            with pytest.raises(ZnippyError) as err:
+                corelib.git_seal_tail(str(target), bad, 0, [], None, b"", 0, [])
+            assert err.value.path == str(target)
+    finally:
+        os.close(fd)
+    assert target.read_bytes() == b""

@@ -32,8 +32,9 @@ def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
 
 if sys.argv[1] == "kill":
-    for name in ("znippy_sql.write.compact", "znippy_sql.store.seal", "znippy_sql.git.seal"):
+    for name in ("znippy_sql.write.compact", "znippy_sql.store.seal"):
         importlib.import_module(name).write_tail = die
+    importlib.import_module("znippy_sql.corelib").git_seal_tail = die  # the git seal's tail
 exec(sys.argv[2])
 """
 

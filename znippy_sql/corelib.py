@@ -327,6 +327,9 @@ if TYPE_CHECKING:
         def objects(self) -> tuple[bytes, bytes, bytes]:
             """``(ids, types, offsets)`` in entry order: 20-byte ids, u8, u64 LE."""
 
+        def ids_of_type(self, kind: int) -> bytes:
+            """The ids (joined, 20 bytes each) of the entries of type ``kind``."""
+
         def graph(self) -> tuple[bytes, ...]:
             """``commit_ids, tree_of, parent_counts, parent_ids, times, tree_ids, edge_tree,
             edge_sub, edge_ids`` (ids joined, integers little-endian)."""
@@ -359,6 +362,36 @@ def git_sections(packs: Sequence[tuple[PackIndex, int]], prefer: bytes, walk_bou
     """The git sections' columns (little-endian bytes) of ``(pack, lookup row)``s."""
     with guard(FormatError, "the git sections cannot be built"):
         return dict(_native.git_sections(list(packs), prefer, walk_bound))
+
+
+def git_seal_tail(path: str, fd: int, blob_end: int,
+                  live: Sequence[tuple[int, int, int, bytes]],
+                  packs: Sequence[PackIndex] | None, prefer: bytes, walk_bound: int,
+                  sections: Sequence[tuple[str, bytes, int]]) -> tuple[int, int, int]:
+    """The tail of a sealed git archive written into ``fd`` after ``blob_end``, the file cut
+    there and flushed (``native/src/git/seal.rs``): ``live`` = ``(ordinal, offset, size,
+    BLAKE3)`` of each pack, ``packs`` their indexes (None: no git sections), ``sections`` =
+    ``(name, stream or raw bytes, rows)`` in tail order. ``(file size, objects, commits)``."""
+    with guard(FormatError, "the tail cannot be written", path=path):
+        size, objects, commits = _native.git_seal_tail(
+            path, fd, blob_end, list(live), None if packs is None else list(packs), prefer,
+            walk_bound, list(sections))
+        return int(size), int(objects), int(commits)
+
+
+def git_refs_stream(names: Sequence[str], targets: Sequence[bytes | None],
+                    peeled: Sequence[bytes | None], symbolic: Sequence[str | None]) -> bytes:
+    """The ``__gunnar_refs__`` Arrow IPC stream of these rows, in this order."""
+    with guard(FormatError, "the refs cannot be written"):
+        return bytes(_native.git_refs_stream(list(names), list(targets), list(peeled),
+                                             list(symbolic)))
+
+
+def meta_stream(paths: Sequence[str | None], keys: Sequence[str], values: Sequence[str]
+                ) -> bytes:
+    """The ``__meta__`` Arrow IPC stream of these ``(relative_path, key, value)`` rows."""
+    with guard(FormatError, "__meta__ cannot be written"):
+        return bytes(_native.meta_stream(list(paths), list(keys), list(values)))
 
 
 def git_tree_entries(content: bytes) -> list[tuple[bool, bytes]]:

@@ -16,6 +16,7 @@ mod frame;
 mod git;
 mod info;
 mod ipc;
+mod ipcw;
 mod lookup;
 mod ls;
 mod tail;

@@ -200,6 +200,11 @@ def cmd_store_seal(args: argparse.Namespace) -> int:
 
     if journal_segments(args.sidecar):  # a Rust hot archive: <name>.hot.NNNNN beside it
         return _seal_rust_hot(args)
+    if args.warehouse and args.output:
+        from ..interop.icebergrs import is_rust_warehouse
+
+        if is_rust_warehouse(args.warehouse):  # a skade warehouse: the Rust iceberg backend
+            return _seal_rust_iceberg(args)
     missing = [o for o, v in (("--warehouse", args.warehouse), ("--namespace", args.namespace),
                               ("-o/--output", args.output)) if not v]
     if missing:
@@ -249,6 +254,29 @@ def _seal_rust_hot(args: argparse.Namespace) -> int:
     report = RustSealReport(path, size, segments)
     _emit(report, args, f"{path}: sealed the Rust hot archive in place ({human(size)}, "
                         f"{counted(segments, 'journal segment')} removed)")
+    return 0
+
+
+def _seal_rust_iceberg(args: argparse.Namespace) -> int:
+    """``store seal --sidecar NAME --warehouse W [--namespace N] -o OUT`` of a Rust
+    Iceberg-backed archive (W holds a skade ``catalog.redb``): the bytes ``znippy seal``
+    writes (``write/rusticeberg.py``)."""
+    from ..write.rusticeberg import seal_rust_iceberg
+
+    given = [o for o, v in (("--catalog-uri", args.catalog_uri),
+                            ("--catalog-prop", args.catalog_prop), ("--meta", args.meta),
+                            ("--meta-file", args.meta_file), ("--sign-key", args.sign_key))
+             if v]
+    if given:
+        raise ZnippyError(f"a Rust Iceberg-backed archive is sealed as znippy seal seals it: "
+                          f"{', '.join(given)} cannot be used with it", path=args.warehouse)
+    try:
+        size = seal_rust_iceberg(args.sidecar, args.warehouse, args.output, args.namespace)
+    except KeyboardInterrupt:
+        raise Interrupted(f"store seal: interrupted; {args.output} is incomplete") from None
+    _emit(RustSealReport(args.output, size, 0), args,
+          f"{args.output}: sealed the Rust Iceberg-backed archive {args.sidecar} "
+          f"({human(size)})")
     return 0
 
 

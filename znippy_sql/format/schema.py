@@ -51,17 +51,8 @@ META_SCHEMA = pa.schema(
 RESERVED_PKG_TYPE = -1
 #: FORMAT §3: files are cut into chunks of this many bytes unless told otherwise
 DEFAULT_BLOCK_SIZE = 10 * 1024 * 1024
-LOOKUP = "__lookup__"
-TRIE = "__trie__"
-META = "__meta__"
-SIGN_ARTIFACTS = "__sign_artifacts__"
-SIGN_ARCHIVE = "__sign_archive__"
-GIT_OID = "__gunnar_oid__"
-GIT_GRAPH = "__gunnar_graph__"
-GIT_REACH = "__gunnar_reach__"
-GIT_REFS = "__gunnar_refs__"
-#: the Rust znippy-plugin-git secrets push log (interop/pushlog.py); this project writes none
-GIT_SECRETS = "__gunnar_secrets__"
+from .names import (GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, GIT_SECRETS,  # noqa: F401
+                    LOOKUP, META, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE)  # (FORMAT §4's, there)
 
 #: Where each reserved section goes in the tail (FORMAT §4). Unknown reserved names sit with
 #: the git sections, in name order.

@@ -25,17 +25,18 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO, Literal
 
+from .. import corelib
 from ..errors import ZnippyError, missing_or
+from ..format.names import GIT_REFS, META
 from .pack import TAG, ParsedPack, index_pack
+from .sections import WALK_BOUND as DEFAULT_WALK_BOUND
 
-if TYPE_CHECKING:  # the modules of the tail (pyarrow, numpy) are imported beside the parse
+if TYPE_CHECKING:  # pyarrow: only for a caller that asks for the refs as a table (_refs)
     import pyarrow as pa
 
     from .refs import RepoRefs
 
 Mode = Literal["packs", "one-pack"]
-#: the seal's default walk bound (``git/sections.py`` ``WALK_BOUND``, not imported here)
-DEFAULT_WALK_BOUND = 1000
 
 
 @dataclass(frozen=True)
@@ -105,23 +106,23 @@ def _loose_ids(objects: str) -> list[str]:
 
 
 def _refs(repo: str) -> pa.Table:
-    """The ``__meta__`` facts of the refs: key = ref name (and ``HEAD``), value = id."""
+    """The ``__meta__`` facts of the refs as a table (key = ref name and ``HEAD``, value =
+    id): what :func:`_meta_refs` writes, read by pyarrow."""
+    import pyarrow as pa
+
     from .refs import repo_refs
 
     named = repo_refs(repo, _git)
-    return _meta_refs(named.names, named.targets)
+    return pa.ipc.open_stream(_meta_refs(named.names, named.targets)[1]).read_all()
 
 
-def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> pa.Table:
-    import pyarrow as pa
-
-    from ..format.schema import META_SCHEMA
-
+def _meta_refs(names: Sequence[str], targets: Sequence[bytes | None]) -> tuple[str, bytes, int]:
+    """The ``__meta__`` section of the refs (archive-level facts: key = ref name, value =
+    id), rows in name order, encoded by the core."""
     rows = sorted([(n, t.hex()) for n, t in zip(names, targets) if t is not None])
-    return pa.table({"relative_path": pa.array([None] * len(rows), pa.utf8()),
-                     "key": pa.array([r[0] for r in rows], pa.utf8()),
-                     "value": pa.array([r[1] for r in rows], pa.utf8())},
-                    schema=META_SCHEMA)
+    stream = corelib.meta_stream([None] * len(rows), [r[0] for r in rows],
+                                 [r[1] for r in rows])
+    return META, stream, len(rows)
 
 
 def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -132,10 +133,10 @@ def import_repository(repo_dir: str | os.PathLike[str], out: str | os.PathLike[s
 
 
 class _Beside(threading.Thread):
-    """The tail's modules imported (pyarrow, numpy: ~0.1 s of CPU in one thread) and the refs
-    listed by git, on a thread of their own while the caller's thread parses the packs in the
-    core with the GIL released. A daemon: an interrupted import does not wait for it (the
-    caller's thread stays the one that sees Ctrl-C)."""
+    """The seal's modules imported and the refs listed by git, on a thread of their own while
+    the caller's thread parses the packs in the core with the GIL released. A daemon: an
+    interrupted import does not wait for it (the caller's thread stays the one that sees
+    Ctrl-C)."""
 
     def __init__(self, repo: str, shallow: str) -> None:
         super().__init__(name="znippy-git-beside", daemon=True)
@@ -145,7 +146,7 @@ class _Beside(threading.Thread):
 
     def run(self) -> None:
         try:
-            from . import seal  # noqa: F401  (pyarrow, numpy, the tail's writer)
+            from . import seal  # noqa: F401  (the staging file and the seal)
             from .refs import repo_refs
 
             self.refs = repo_refs(self.repo, _git, shallow=self.shallow)
@@ -162,10 +163,10 @@ class _Beside(threading.Thread):
 
 def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mode: Mode,
             walk_bound: int) -> ImportReport:
-    """git lists the refs and the tail's modules are imported (one thread, :class:`_Beside`)
-    while this thread indexes the packs in the core (GIL released; Ctrl-C seen here); then
-    each pack is copied into the staging file (a background thread: kernel copy, BLAKE3,
-    fdatasync) while the refs and the git sections are made; the tail is written last."""
+    """git lists the refs (one thread, :class:`_Beside`) while this thread indexes the packs
+    in the core (GIL released; Ctrl-C seen here); then each pack is copied into the staging
+    file (a background thread: kernel copy, BLAKE3, fdatasync) while the refs are peeled;
+    the core writes the tail last (git/seal.py): no pyarrow, no numpy."""
     start = time.perf_counter()
     repo, out = os.fspath(repo_dir), os.fspath(out)
     out = _local_output(out)
@@ -186,8 +187,6 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
                 staged.append((data, source))
                 packs.append(index_pack(data, name=path, idx=idx))
         named = beside.result()
-        from ..format.schema import GIT_REFS, META
-        from ..format.sections import ReservedSection
         from .seal import PackSet, StagedPacks
 
         stage = StagedPacks(out)
@@ -207,12 +206,12 @@ def _import(repo_dir: str | os.PathLike[str], out: str | os.PathLike[str], *, mo
                               external=bases)
             bases.add(memoryview(data), pack)
             packs.append(pack)
-        refs = _meta_refs(named.names, named.targets)
+        meta = _meta_refs(named.names, named.targets)
         prefer = {t for t in named.targets if t is not None}
-        reserved = [ReservedSection(META, refs),
-                    ReservedSection(GIT_REFS, named.table(_git, tags=_tag_ids(packs)))]
-        report = stage.seal(packs, reserved, walk_bound=walk_bound, prefer=prefer)
-    return ImportReport(out, report.packs_sealed, report.objects, report.commits, refs.num_rows,
+        refs = named.stream(_git, tags=_tag_ids(packs))
+        sections = [(GIT_REFS, refs, len(named.names) + len(set(named.shallow))), meta]
+        report = stage.seal(packs, sections, walk_bound=walk_bound, prefer=prefer)
+    return ImportReport(out, report.packs_sealed, report.objects, report.commits, meta[2],
                         report.blob_bytes, report.sealed_total_bytes,
                         time.perf_counter() - start)
 
@@ -269,7 +268,7 @@ def _read_pack(path: str) -> tuple[bytes | memoryview, bytes | None, BinaryIO | 
 
 def _tag_ids(packs: Sequence[ParsedPack]) -> set[bytes]:
     """The ids of every tag object of the packs (from the core's type column)."""
-    raw = b"".join([p.columns[0][p.columns[1] == TAG].tobytes() for p in packs])
+    raw = b"".join([p.core.ids_of_type(TAG) for p in packs])
     return {raw[i:i + 20] for i in range(0, len(raw), 20)}
 
 

@@ -23,22 +23,28 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from .. import corelib
 from ..errors import FormatError, NotFoundError, ZnippyError
-from ..format.schema import GIT_REFS, META
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pyarrow is the readers': ``git import`` writes the refs without it
+    import pyarrow as pa
+
     from ..read.reader import Archive      # the readers' (an import need not load it)
     from .objects import GitObjects
 
 SHALLOW = "shallow"
-OID = pa.binary(20)
-REFS_SCHEMA = pa.schema([
-    pa.field("name", pa.utf8(), nullable=False),
-    pa.field("target", OID, nullable=True),
-    pa.field("peeled", OID, nullable=True),
-    pa.field("symbolic", pa.utf8(), nullable=True),
-])
+
+
+def refs_schema() -> pa.Schema:
+    """``__gunnar_refs__``'s schema (the core writes it: ``native/src/git/seal.rs``)."""
+    import pyarrow as pa
+
+    oid = pa.binary(20)
+    return pa.schema([
+        pa.field("name", pa.utf8(), nullable=False),
+        pa.field("target", oid, nullable=True),
+        pa.field("peeled", oid, nullable=True),
+        pa.field("symbolic", pa.utf8(), nullable=True),
+    ])
 
 
 @dataclass(frozen=True)
@@ -83,7 +89,12 @@ class RepoRefs:
 
     def table(self, git: Callable[..., bytes], *,
               tags: Collection[bytes] | None = None) -> pa.Table:
-        """The ``__gunnar_refs__`` table, annotated tags peeled (one ``git cat-file``).
+        """:meth:`stream` read as a table."""
+        return _read(self.stream(git, tags=tags))
+
+    def stream(self, git: Callable[..., bytes], *,
+               tags: Collection[bytes] | None = None) -> bytes:
+        """The ``__gunnar_refs__`` stream, annotated tags peeled (one ``git cat-file``).
         ``tags``: the ids of every tag object the repository holds, when the caller knows
         them (``git import`` does, from the packs' entry types): only refs naming one are
         asked about (a ref naming anything else peels to itself)."""
@@ -98,7 +109,7 @@ class RepoRefs:
             for i, got in zip(asked, out):
                 if len(got) == 40 and bytes.fromhex(got) != targets[i]:  # a tag
                     peeled[i] = bytes.fromhex(got)
-        return _table(self.names, targets, peeled, self.symbolic, self.shallow)
+        return _stream(self.names, targets, peeled, self.symbolic, self.shallow)
 
 
 def repo_refs(repo: str, git: Callable[..., bytes], *, shallow: str | None = None
@@ -143,31 +154,40 @@ def refs_table(refs: Sequence[Ref], shallow: Iterable[bytes] = ()) -> pa.Table:
     """``refs`` (and the shallow boundary) as the ``__gunnar_refs__`` table, in name order.
     A writer that knows its refs (an import, a push server at seal time) passes this as a
     :class:`~znippy_sql.format.sections.ReservedSection` named ``GIT_REFS``."""
-    return _table([r.name for r in refs], [r.target for r in refs], [r.peeled for r in refs],
-                  [r.symbolic for r in refs], shallow)
+    return _read(_stream([r.name for r in refs], [r.target for r in refs],
+                         [r.peeled for r in refs], [r.symbolic for r in refs], shallow))
 
 
-def _table(names: Sequence[str], targets: Sequence[bytes | None],
-           peeled: Sequence[bytes | None], symbolic: Sequence[str | None],
-           shallow: Iterable[bytes]) -> pa.Table:
-    """The table of refs given as columns, rows in name order (a ``str`` sorts as its UTF-8
+def _read(stream: bytes) -> pa.Table:
+    import pyarrow as pa
+
+    return pa.ipc.open_stream(stream).read_all()
+
+
+def _stream(names: Sequence[str], targets: Sequence[bytes | None],
+            peeled: Sequence[bytes | None], symbolic: Sequence[str | None],
+            shallow: Iterable[bytes]) -> bytes:
+    """The stream of refs given as columns, rows in name order (a ``str`` sorts as its UTF-8
     bytes do), then one ``shallow`` row per boundary commit."""
     if SHALLOW in names:
         raise ZnippyError(f"a ref may not be named {SHALLOW!r} (the shallow boundary's rows)")
     order = [i for _n, i in sorted(zip(names, range(len(names))))]
-    bounds = sorted(set(shallow))
-    return pa.table([
-        pa.array([names[i] for i in order] + [SHALLOW] * len(bounds), pa.utf8()),
-        pa.array([targets[i] for i in order] + bounds, OID),
-        pa.array([peeled[i] for i in order] + [None] * len(bounds), OID),
-        pa.array([symbolic[i] for i in order] + [None] * len(bounds), pa.utf8()),
-    ], schema=REFS_SCHEMA)
+    bounds: list[bytes | None] = list(sorted(set(shallow)))
+    return corelib.git_refs_stream(
+        [names[i] for i in order] + [SHALLOW] * len(bounds),
+        [targets[i] for i in order] + bounds,
+        [peeled[i] for i in order] + [None] * len(bounds),
+        [symbolic[i] for i in order] + [None] * len(bounds))
 
 
 # -- reading ------------------------------------------------------------------------------------
 def load_refs(archive: Archive) -> Refs:
     """The archive's refs: ``__gunnar_refs__``, else the ``refs/…``/``HEAD`` facts of
     ``__meta__`` (older archives), else none."""
+    import pyarrow as pa
+
+    from ..format.schema import GIT_REFS
+
     if archive.has_section(GIT_REFS):
         table = archive.section(GIT_REFS)
         if isinstance(table, pa.Table) and "push_seq" in table.schema.names:
@@ -201,10 +221,12 @@ def _rust_refs(table: pa.Table, path: str) -> Refs:
 
 
 def _schema_ok(schema: pa.Schema) -> bool:
-    return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in REFS_SCHEMA]
+    return [(f.name, f.type) for f in schema] == [(f.name, f.type) for f in refs_schema()]
 
 
 def _meta_refs(archive: Archive) -> dict[str, Ref]:
+    from ..format.schema import META
+
     if not archive.has_section(META):
         return {}
     from ..provenance.meta import read_meta

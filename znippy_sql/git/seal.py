@@ -5,9 +5,12 @@ killed seal or import left are removed first) and the journal read second
 (the blob file only grows, so every extent the journal names within the copied length is
 there). One data row per live acked pack: ``objects.pack.<ordinal>``, ``compressed = false``,
 BLAKE3 over the stored bytes. Retired packs and packs past the copied length are counted, not
-rowed. The tail goes after the whole copied blob region through ``write_tail``; then the
-staging file is renamed onto the archive's name and the directory fsynced. Nothing under the
-archive's name is ever half written.
+rowed. The tail goes after the whole copied blob region, written by the core
+(``native/src/git/seal.rs``: the packs' data sub-index, ``__lookup__``, ``__trie__``, the git
+sections, the sections given, the manifest and the footer, as Arrow IPC streams it writes
+itself, so ``git import`` never loads pyarrow); then the staging file is renamed onto the
+archive's name and the directory fsynced. Nothing under the archive's name is ever half
+written.
 """
 
 from __future__ import annotations
@@ -18,22 +21,22 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO
 
+from .. import corelib
 from ..format import b3 as blake3
-import pyarrow as pa
-
 from ..errors import FormatError, ZnippyError
 from ..format.fsio import copy_range, write_all
-from ..format.schema import BASE_SCHEMA, GroupKey
-from ..format.sections import ReservedSection
 from ..write.staging import Staging
-from ..write.tail import write_tail
-from .journal import JournalState, read_journal
 from .pack import ParsedPack, index_pack, read_object
-from .sections import WALK_BOUND, git_sections
+from .sections import WALK_BOUND
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
+    from ..format.sections import ReservedSection
+    from .journal import JournalState
+
+#: a section as the core writes it: name, Arrow IPC stream (or raw bytes), rows (0: raw)
+Encoded = tuple[str, bytes, int]
 PACK_PREFIX = "objects.pack."
 
 
@@ -88,7 +91,10 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
                          prefer: Collection[bytes] = ()) -> GitSealReport:
     """Seal the blob file and journal into ``archive``. ``git``: also write the three git
     sections, parsing each live pack (or taking it from ``parsed``, by blob offset)."""
+    from .journal import JournalState, read_journal
+
     archive = os.fspath(archive)
+    sections = encode_sections(reserved)
     with Staging(archive) as staging:
         staged = staging.name
         try:
@@ -101,11 +107,45 @@ def seal_generation_zero(blobs: str | os.PathLike[str], journal: str | os.PathLi
         blob_bytes = os.path.getsize(staged)
         state = JournalState.of(read_journal(journal) if journal is not None else [])
         _check_order(state, blob_bytes, journal)
+        live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
+        retired = sum(1 for e in state.packs if e[0] in state.retired)
         with open(staged, "r+b") as fh:
-            report = _seal_into(fh, archive, blob_bytes, state, reserved, git=git,
-                                parsed=parsed or {}, every=walk_bound, prefer=prefer)
+            report = _seal_into(fh, archive, blob_bytes, live, sections, git=git,
+                                parsed=parsed or {}, every=walk_bound, prefer=prefer,
+                                retired=retired, after=len(state.live()) - len(live))
         staging.commit()
     return report
+
+
+def encode_sections(reserved: Sequence[ReservedSection]) -> list[Encoded]:
+    """The sections a push seal is given, checked (``check_sections``) and encoded in tail
+    order: ``__meta__`` and ``__gunnar_refs__`` of their exact schemas by the core (the
+    encoder ``git import`` uses, so both paths write the same bytes), other tables by
+    pyarrow (plain streams, as ``write/tail.py`` writes them), bytes as they are."""
+    import pyarrow as pa
+
+    from ..format.ipc import stream_bytes
+    from ..format.schema import GIT_REFS, META, META_SCHEMA, RAW_SECTIONS, section_rank
+    from ..format.sections import check_sections
+    from .refs import refs_schema
+
+    check_sections(reserved)
+    out: list[Encoded] = []
+    for s in sorted(reserved, key=lambda s: section_rank(s.name)):
+        payload = s.payload
+        if not isinstance(payload, pa.Table):
+            out.append((s.name, bytes(payload), 0))
+            continue
+        cols = payload.to_pydict()
+        if s.name == META and payload.schema.equals(META_SCHEMA, check_metadata=True):
+            data = corelib.meta_stream(cols["relative_path"], cols["key"], cols["value"])
+        elif s.name == GIT_REFS and payload.schema.equals(refs_schema(), check_metadata=True):
+            data = corelib.git_refs_stream(cols["name"], cols["target"], cols["peeled"],
+                                           cols["symbolic"])
+        else:
+            data = stream_bytes(payload)
+        out.append((s.name, data, 0 if s.name in RAW_SECTIONS else payload.num_rows))
+    return out
 
 
 class StagedPacks:
@@ -169,18 +209,19 @@ class StagedPacks:
                               path=self.archive) from None
         return bytes(blake3.blake3(view).digest())
 
-    def seal(self, parsed: Sequence[ParsedPack], reserved: Sequence[ReservedSection] = (),
+    def seal(self, parsed: Sequence[ParsedPack], sections: Sequence[Encoded] = (),
              *, walk_bound: int = WALK_BOUND, prefer: Collection[bytes] = ()) -> GitSealReport:
-        """The tail after the packs (their ``parsed`` indexes, in :meth:`add` order), then the
-        staging file renamed onto the archive and the folder fsynced."""
+        """The tail after the packs (their ``parsed`` indexes, in :meth:`add` order; the
+        ``sections`` encoded, in tail order), then the staging file renamed onto the archive
+        and the folder fsynced."""
         flushed = self._pool.submit(os.fdatasync, self._fd)
         digests = [job.result() for job in self._jobs]
         flushed.result()
         extents = self._extents
         parsed_at = {e[0]: p for e, p in zip(extents, parsed)}
         with open(self._fd, "r+b", closefd=False) as fh:
-            report = _seal_into(fh, self.archive, self._end, JournalState(extents, frozenset()),
-                                reserved, git=True, parsed=parsed_at, every=walk_bound,
+            report = _seal_into(fh, self.archive, self._end, list(enumerate(extents)),
+                                sections, git=True, parsed=parsed_at, every=walk_bound,
                                 prefer=prefer, checksums=digests)
         self._staging.commit()
         return report
@@ -201,52 +242,31 @@ def _check_order(state: JournalState, blob_bytes: int,
         end = offset + size
 
 
-def _seal_into(fh: BinaryIO, archive: str, blob_bytes: int, state: JournalState,
-               reserved: Sequence[ReservedSection], *, git: bool,
-               parsed: Mapping[int, ParsedPack], every: int, prefer: Collection[bytes],
-               checksums: Sequence[bytes] | None = None) -> GitSealReport:
-    """The tail written into ``fh`` (the staging file, the packs in it); ``checksums``: each
-    live pack's BLAKE3 when the caller took them (else read back here)."""
-    live = [(i, e) for i, e in state.live() if e[0] + e[1] <= blob_bytes]
-    retired = sum(1 for e in state.packs if e[0] in state.retired)
-    after = len(state.live()) - len(live)
+def _seal_into(fh: BinaryIO, archive: str, blob_bytes: int,
+               live: Sequence[tuple[int, tuple[int, int]]], sections: Sequence[Encoded], *,
+               git: bool, parsed: Mapping[int, ParsedPack], every: int,
+               prefer: Collection[bytes], checksums: Sequence[bytes] | None = None,
+               retired: int = 0, after: int = 0) -> GitSealReport:
+    """The tail written into ``fh`` (the staging file, the packs in it) by the core;
+    ``live``: ``(ordinal, (offset, size))`` of each pack; ``checksums``: each live pack's
+    BLAKE3 when the caller took them (else read back here)."""
     view = memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)) if blob_bytes \
         else memoryview(b"")
     try:
         digests = list(checksums) if checksums is not None else [
             blake3.blake3(view[o:o + s]).digest() for _, (o, s) in live]
-        rows = pa.table({
-            "relative_path": pa.array([pack_path(i) for i, _ in live], pa.utf8()),
-            "chunk_seq": pa.array([0] * len(live), pa.uint32()),
-            "fdata_offset": pa.array([0] * len(live), pa.uint64()),
-            "compressed": pa.array([False] * len(live), pa.bool_()),
-            "uncompressed_size": pa.array([s for _, (_, s) in live], pa.uint64()),
-            "blob_offset": pa.array([o for _, (o, _) in live], pa.uint64()),
-            "blob_size": pa.array([s for _, (_, s) in live], pa.uint64()),
-            "checksum": pa.array(digests, pa.binary(32)),
-        }, schema=BASE_SCHEMA)
-        counts = [0, 0]
-        builders = []
-        if git:
-            def build(lookup: pa.Table) -> list[ReservedSection]:
-                row_of = {p: r for r, p in enumerate(lookup.column("relative_path")
-                                                     .to_pylist())}
-                packs = _parse_live(view, live, parsed)
-                made = git_sections([(row_of[pack_path(i)], p) for i, p in packs],
-                                    walk_bound=every, prefer=prefer)
-                counts[0], counts[1] = made.objects, made.commits
-                return made.sections
-            builders.append(build)
-        groups = {GroupKey(0, "", ""): rows} if live else {}
-        info = write_tail(fh, blob_bytes, groups, sections=reserved,
-                          section_builders=builders)
+        packs = [p.core for _, p in _parse_live(view, live, parsed)] if git else None
+        size, objects, commits = corelib.git_seal_tail(
+            archive, fh.fileno(), blob_bytes,
+            [(i, o, s, d) for (i, (o, s)), d in zip(live, digests)], packs,
+            b"".join([o for o in prefer if len(o) == 20]), every, sections)
     finally:
         del view
-    return GitSealReport(archive, len(live), retired, after, blob_bytes, info.file_size,
-                         counts[0], counts[1])
+    return GitSealReport(archive, len(live), retired, after, blob_bytes, size, objects,
+                         commits)
 
 
-def _parse_live(view: memoryview, live: list[tuple[int, tuple[int, int]]],
+def _parse_live(view: memoryview, live: Sequence[tuple[int, tuple[int, int]]],
                 parsed: Mapping[int, ParsedPack]) -> list[tuple[int, ParsedPack]]:
     """Every live pack parsed, in ordinal order; earlier packs resolve later REF deltas."""
     bases = PackSet()

@@ -60,3 +60,22 @@ def as_text(table: pa.Table, path: str | None = None) -> pa.Table:
         values.append(_text(kind, value))
     return build.table({"relative_path": cols["relative_path"], "key": cols["key"],
                         "value": values}, META_SCHEMA)
+
+
+def as_typed(table: pa.Table, like: pa.Table | None = None) -> pa.Table:
+    """``__meta__`` rows (``META_SCHEMA``) as typed ``__znippy_meta__`` rows: a fact that
+    ``like`` (a typed table) holds with the same path, key and text (:func:`as_text`) keeps
+    its typed row, so an append keeps each old value's kind; any other fact is a string
+    (``value_type`` 0)."""
+    kept: dict[tuple[str | None, str, str], list[dict[str, object]]] = {}
+    if like is not None:
+        for typed, text in zip(like.to_pylist(), as_text(like).to_pylist()):
+            kept.setdefault((text["relative_path"], text["key"], text["value"]), []).append(typed)
+    rows = []
+    for r in table.to_pylist():
+        same = kept.get((r["relative_path"], r["key"], r["value"]))
+        rows.append(same.pop(0) if same else
+                    {"relative_path": r["relative_path"], "key": r["key"], "value_type": 0,
+                     "v_str": r["value"], "v_i64": None, "v_f64": None, "v_bool": None,
+                     "v_bytes": None})
+    return pa.Table.from_pylist(rows, schema=TYPED_META_SCHEMA)

@@ -123,6 +123,8 @@ LAID_ANEW = {
            "journal segments (<name>.hot.NNNNN) beside it",
     "delta": "an archive of the Rust tool with delta chunks (__znippy_delta__), read with "
              "each delta applied to its base",
+    "iceberg": "an Iceberg-backed archive of the Rust tool (its blob sidecar), read with "
+               "the index rows of its tables in the skade warehouse given",
     "appended": "an archive the Rust tool appended to, read with each group's sub-indexes "
                 "(the appended rows and the carried ones) as one",
 }

@@ -51,7 +51,9 @@ class ArchiveCore:
     def __init__(self, path: str | os.PathLike[str], *, verify_checksums: bool = True,
                  storage_options: Mapping[str, Any] | None = None,
                  cache: bool | str | os.PathLike[str] | None = None,
-                 verify_sections: bool = True) -> None:
+                 verify_sections: bool = True,
+                 warehouse: str | os.PathLike[str] | None = None,
+                 namespace: str | None = None) -> None:
         self.path = os.fspath(path)
         self.verify_checksums = verify_checksums
         self.verify_sections = verify_sections
@@ -59,6 +61,10 @@ class ArchiveCore:
         self.blob_cache = BlobCache(self.path)
         source = byte_source(self.path, storage_options, cache)
         try:
+            if warehouse is not None:  # a Rust Iceberg-backed archive's blob sidecar
+                from ..interop.icebergrs import rust_iceberg_source
+
+                source = rust_iceberg_source(source, self.path, warehouse, namespace)
             self.tail = Tail(source, self.path, verify_sections=verify_sections)
             self._open()
             relaid = delta_source(self)  # Rust delta chunks, or append's repeated groups

@@ -95,7 +95,9 @@ class Archive(ArchiveCore):
 def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True,
                  storage_options: Mapping[str, Any] | None = None,
                  cache: bool | str | os.PathLike[str] | None = None,
-                 verify_sections: bool = True) -> Archive:
+                 verify_sections: bool = True,
+                 warehouse: str | os.PathLike[str] | None = None,
+                 namespace: str | None = None) -> Archive:
     """Open an archive: reads the footer and the manifest, nothing else.
 
     ``path``: a local path, or a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``,
@@ -104,6 +106,10 @@ def open_archive(path: str | os.PathLike[str], *, verify_checksums: bool = True,
     user cache directory; a directory; False: not at all; None: the process default).
     ``verify_checksums=False`` skips the BLAKE3 of each chunk read; ``verify_sections=False``
     skips the BLAKE3 of each sub-index and section the manifest records (checked the first
-    time one is read), for callers that verified the archive already."""
+    time one is read), for callers that verified the archive already. ``warehouse``: ``path``
+    is the blob sidecar of a Rust Iceberg-backed archive (``znippy compress --meta-format
+    iceberg``) whose tables are in this skade warehouse, ``namespace`` (default: the one the
+    Rust compress named after the sidecar) in it (docs/interop.md)."""
     return Archive(path, verify_checksums=verify_checksums, storage_options=storage_options,
-                   cache=cache, verify_sections=verify_sections)
+                   cache=cache, verify_sections=verify_sections, warehouse=warehouse,
+                   namespace=namespace)

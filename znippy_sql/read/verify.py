@@ -216,13 +216,16 @@ def _structure(archive: "Archive", say: Say, meta: Callable[[], object] | None =
     return lk
 
 
-def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table]) -> None:
+def refuse_damaged(archive: "Archive", groups: dict[GroupKey, pa.Table], *,
+                   regrouped: bool = False) -> None:
     """Raise unless what an append rebuilds from is sound: the lookup (sorted, each file's
     chunks in order), the trie (its checksum) and every path in one group only (``groups``:
     the sub-indexes, read already); and no reserved section of another writer that this
-    reader does not understand (a rewritten tail would drop or replace it without a word)."""
+    reader does not understand (a rewritten tail would drop or replace it without a word).
+    ``regrouped``: a Rust append's repeated sub-indexes read as one group are no refusal
+    (``write/append.py`` keeps the archive's own tail for its journal)."""
     laid = laid_anew(archive.source)
-    if laid is not None:
+    if laid is not None and not (regrouped and getattr(archive.source, "why", "") == "appended"):
         raise FormatError(f"this is {laid}: an append would write a tail of this reader's "
                           "layout over it; append with the tool that wrote the archive",
                           path=archive.path)

@@ -31,7 +31,8 @@ from ..format.schema import (GIT_GRAPH, GIT_OID, GIT_REACH, LOOKUP, META, RAW_SE
                              RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE, GroupKey)
 from ..format.sections import ReservedSection
 from ..interop.layouts import FSMETA
-from ..interop.meta import as_text, is_typed
+from ..interop.meta import as_text, as_typed, is_typed
+from ..interop.vsource import VirtualSource
 from ..modules.pkgtypes import pkg_type_name
 from ..read.reader import open_archive
 from ..read.verify import refuse_damaged
@@ -46,7 +47,8 @@ from ..format.lookup import with_inner
 from .staging import remove_stale, staging_prefix
 from .writer import meta_of, optional_sections
 from .compat import check_compat
-from .rustappend import archive_compat, follow_given, live_paths, merged_fsmeta, rust_groups
+from .rustappend import (archive_compat, at_home, check_early, follow_given, home_group,
+                         live_paths, merged_fsmeta, rust_groups, written_layout)
 from .rust10 import RUST10
 
 
@@ -123,20 +125,37 @@ class _Old:
     trie: bytes | None = None
     #: the archive (named by errors about its old sections)
     path: str | None = None
+    #: the compat layout it is in, whether the real Rust tool wrote it, and then the group
+    #: new files of no package type join (write/rustappend.py)
+    layout: str | None = None
+    real: bool = False
+    home: GroupKey | None = None
+    #: the real tool wrote it before 0.9.15: no __znippy_fsmeta__ (rustappend.check_early)
+    early: bool = False
 
 
-def _load(path: str, *, signatures: bool = False) -> _Old:
+def _load(path: str, *, signatures: bool = False, typed: bool = False) -> _Old:
     """Everything an append keeps, copied out of the old tail: the archive may then be written.
 
     ``signatures``: keep the signature sections among the sections (a rewrite that changes no
-    path or checksum, as ``compact``, keeps them valid) instead of listing them as stale."""
+    path or checksum, as ``compact``, keeps them valid) instead of listing them as stale.
+    ``typed``: a ``rust-0.10`` archive's typed meta stays typed (an append in its layout),
+    else it is read as this project's text facts."""
     with open_archive(path, verify_checksums=False) as arc:
-        blob_end, size = arc.blob_end, arc.source.size
+        blob_end = arc.blob_end
         if arc.tail_offset < blob_end:
             raise FormatError(f"blobs end at {blob_end}, past the tail at {arc.tail_offset}",
                               path=path)
-        tail = arc.source.read(blob_end, size - blob_end, "tail").to_pybytes()
-        mem = _Bytes(path, tail, blob_end)
+        view = arc.source.read(blob_end, arc.source.size - blob_end, "tail").to_pybytes()
+        # a Rust append's sub-indexes read as one group: its blobs are the file's, the tail
+        # is made in memory (interop/delta.py); the journal keeps the file's own tail
+        regrouped, real_source = False, arc.source
+        if isinstance(real_source, VirtualSource) and real_source.why == "appended":
+            regrouped, real_source = True, real_source.base
+        size = real_source.size
+        tail = real_source.read(blob_end, size - blob_end, "tail").to_pybytes() \
+            if regrouped else view
+        mem = _Bytes(path, view, blob_end)
         groups: dict[GroupKey, pa.Table] = {}
         metadata: dict[str, str] = {}
         for key in arc.groups:
@@ -146,7 +165,8 @@ def _load(path: str, *, signatures: bool = False) -> _Old:
             if not metadata and table.schema.metadata:
                 metadata = metadata_text(table.schema)
             groups[key] = table.replace_schema_metadata(None)
-        refuse_damaged(arc, groups)
+        refuse_damaged(arc, groups, regrouped=regrouped)
+        layout, real = written_layout(arc, metadata)
         sections: list[ReservedSection] = []
         stale: list[str] = []
         lookup: pa.Table | None = None
@@ -176,10 +196,13 @@ def _load(path: str, *, signatures: bool = False) -> _Old:
                                                 .to_pybytes()))
             else:
                 table = read_stream(mem, row.index_offset, row.index_len, name)  # type: ignore[arg-type]
-                if name == META and is_typed(table.schema):  # the Rust __znippy_meta__
-                    table = as_text(table, path)
+                if name == META and is_typed(table.schema) and not (typed and
+                                                                    layout == RUST10):
+                    table = as_text(table, path)  # the Rust __znippy_meta__, as our facts
                 sections.append(ReservedSection(name, table))
-    return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path)
+    return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path,
+                layout, real, home_group(groups) if real else None,
+                real and layout == RUST10 and FSMETA not in arc.sections)
 
 
 class _Stored:
@@ -254,8 +277,8 @@ def _options(path: str, old: _Old, options: WriteOptions | None,
     own = {"level": recorded("znippy.openzl.level", WriteOptions().level),
            "block_size": recorded("znippy.block_size", WriteOptions().block_size)}
     # an archive written for the Rust readers keeps its layout (write/rustappend.py)
-    compat = archive_compat(path, old.metadata, given.get("compat") or
-                            (options.compat if options is not None else None))
+    compat = archive_compat(path, old.layout, given.get("compat") or
+                            (options.compat if options is not None else None), real=old.real)
     given = follow_given(compat, dict(given))  # type: ignore[assignment]
     if options is None:
         options = WriteOptions(level=own["level"], block_size=own["block_size"],
@@ -405,7 +428,7 @@ class Appender:
             lock(self._fh.fileno(), self.path)
             self._recovered = recover_locked(self.path, self._fh.fileno())
             remove_stale(self.path)  # what a killed compact or seal of this name left
-            old = self._old = _load(self.path)
+            old = self._old = _load(self.path, typed=True)
             if old.stale and self.provenance.signer is None and not self._drop_signatures:
                 raise SignatureError(
                     f"archive is signed ({', '.join(old.stale)}); appending would leave its "
@@ -441,7 +464,8 @@ class Appender:
         found = self._stored.chunks(path)
         if found is None or path in self._ingest.seen:
             return False
-        if self._ingest.group_key(entry) != self._stored.group_of(path):
+        key = at_home(self._ingest.group_key(entry), self._old.home)  # write/rustappend.py
+        if key != self._stored.group_of(path):
             return False
         if not same_content(entry, found[0], found[1], block_size=self.options.block_size):
             return False
@@ -491,8 +515,11 @@ class Appender:
         new = {k: t for k, t in sink.tables().items() if t.num_rows}
         compat = self.options.compat
         check_compat(compat, meta=self.provenance.meta, signer=self.provenance.signer)
+        if old.early:
+            check_early(self.path, self.provenance.meta, self.provenance.signer,
+                        signed=bool(old.stale))
         if compat is not None:  # as the archive's compat mode writes them (rustappend.py)
-            old.groups, new = rust_groups(old.groups, new, compat)
+            old.groups, new = rust_groups(old.groups, new, compat, old.home)
         sections, builders, meta_state = self._sections(old, new)
         if not new and not self.provenance and _same_sections(old.sections, sections):
             drop_journal(self.path)  # nothing written at blob_end: the old tail stands
@@ -527,12 +554,15 @@ class Appender:
         extra_sections, builders = optional_sections(self.provenance.meta,
                                                      self.provenance.signer, self.options.compat)
         old_meta, new_meta = meta_of(old.sections), meta_of(extra_sections)
+        typed = old_meta if old_meta is not None and is_typed(old_meta.schema) else None
+        if typed is not None:  # rust-0.10: kept typed, merged as text (write/rustappend.py)
+            old_meta = as_text(typed, self.path)
         facts = self._feed.facts if self._feed is not None else None
         if facts and not rust10:
             new_meta = with_rows(new_meta, facts.rows())
         sections = [s for s in old.sections
                     if s.name != META and not (rust10 and s.name == FSMETA)]
-        if rust10:  # modes and directories as __znippy_fsmeta__ (write/rustappend.py)
+        if rust10 and not old.early:  # modes and directories as __znippy_fsmeta__
             fsmeta = merged_fsmeta(next((s.payload for s in old.sections if s.name == FSMETA
                                          and isinstance(s.payload, pa.Table)), None),
                                    _live_after(old.groups, new), facts)
@@ -547,9 +577,11 @@ class Appender:
                 [t.column("relative_path") for t in new.values()], pa.utf8())).to_pylist() \
                 if new else []
             merged = merge_meta(old_meta, new_meta, rewritten=rewritten)
+            if rust10 and merged is not None:
+                merged = as_typed(merged, typed)
             state = "updated"
         else:
-            merged = old_meta
+            merged = typed if typed is not None else old_meta
         if merged is not None:
             sections.append(ReservedSection(META, merged))
         return sections, builders, state

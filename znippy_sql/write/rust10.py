@@ -29,7 +29,7 @@ from ..errors import FormatError
 from ..format.ipc import stream_bytes
 from ..format.kernels import call_function, numpy_of, one_array, take
 from ..format.schema import BASE_NAMES, PKG_TYPE_FIELD, GroupKey
-from ..interop.meta import TYPED_META_SCHEMA
+from ..interop.meta import TYPED_META_SCHEMA, is_typed
 from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE
 
 RUST10 = "rust-0.10"
@@ -47,9 +47,15 @@ def rust_index_sections(lookup: pa.Table, trie: bytes) -> list[tuple[GroupKey, b
 
 
 def rust_meta_section(meta: pa.Table) -> tuple[GroupKey, bytes, int]:
-    """``__znippy_meta__`` of this project's ``__meta__`` rows (all strings)."""
+    """``__znippy_meta__`` of this project's ``__meta__`` rows (all strings), or of typed
+    rows as they are (an append keeps their kinds: ``write/rustappend.py``)."""
     rows = sorted(meta.to_pylist(), key=lambda r: (r["key"].encode(),
                                                    (r["relative_path"] or "").encode()))
+    if is_typed(meta.schema):
+        table = pa.Table.from_pylist(rows, schema=TYPED_META_SCHEMA.with_metadata(
+            FORMAT_METADATA))
+        return GroupKey(RUST_RESERVED_PKG_TYPE, "", "__znippy_meta__"), stream_bytes(table), \
+            len(rows)
     n = len(rows)
     cols = {"relative_path": [r["relative_path"] for r in rows],
             "key": [r["key"] for r in rows], "value_type": [0] * n,

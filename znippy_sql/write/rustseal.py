@@ -70,7 +70,9 @@ def sealed_tail(rows: pa.Table, start: int) -> bytes:
     if rows.num_rows:
         data_schema = pa.schema([rows.schema.field(n) for n in BASE_NAMES],
                                 metadata=rows.schema.metadata)
-        put(0, "", stream_bytes(_one_batch(base.cast(data_schema))), rows.num_rows)
+        # one record batch per chunk of ``rows`` (the hot journal's rows come as one; an
+        # Iceberg-backed archive's as each table's decoded batches: write/rusticeberg.py)
+        put(0, "", stream_bytes(base.cast(data_schema)), rows.num_rows)
     order = call_function("sort_indices", [base], SortOptions(
         [("relative_path", "ascending"), ("chunk_seq", "ascending")]))
     lookup = take(base, order).replace_schema_metadata(None)

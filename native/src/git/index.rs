@@ -609,14 +609,15 @@ pub fn parse_whole(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::git::pack::BLOB;
     use flate2::write::ZlibEncoder;
     use flate2::Compression;
     use std::io::Write;
 
-    fn zlib(data: &[u8]) -> Vec<u8> {
+    /// `data` deflated as a pack entry's zlib stream (the tests of `spread.rs` too).
+    pub(crate) fn zlib(data: &[u8]) -> Vec<u8> {
         let mut e = ZlibEncoder::new(Vec::new(), Compression::default());
         e.write_all(data).unwrap();
         e.finish().unwrap()

@@ -8,6 +8,7 @@ mod index;
 mod layout;
 mod pack;
 mod parse;
+mod seal;
 mod signals;
 mod spread;
 
@@ -147,6 +148,16 @@ impl PackIndex {
             PyBytes::new(py, &le(&i.offsets, u64::to_le_bytes)),
         ];
         PyTuple::new(py, parts).expect("a tuple of three bytes")
+    }
+
+    /// The ids (joined) of the objects whose pack entry has type `kind` (4: the tags).
+    fn ids_of_type<'py>(&self, py: Python<'py>, kind: u8) -> Bound<'py, PyBytes> {
+        let i = &self.inner;
+        let mut out = Vec::new();
+        for (k, _) in i.types.iter().enumerate().filter(|(_, t)| **t == kind) {
+            out.extend_from_slice(&i.ids[OID * k..OID * (k + 1)]);
+        }
+        PyBytes::new(py, &out)
     }
 
     /// The commits and trees: `commit_ids, tree_of, parent_counts (u32 LE), parent_ids,
@@ -294,6 +305,116 @@ fn git_sections<'py>(
     Ok(d)
 }
 
+/// The tail of a sealed git archive written into the open file `fd` (the staging file, its
+/// packs in it up to `blob_end`; `path`: the archive it becomes, for errors): `live` =
+/// `[(ordinal, offset, size, BLAKE3)]` of its packs, `packs` their indexes in the same order
+/// (None: no git sections), `sections` = `[(name, bytes, rows)]` already encoded, in tail
+/// order. Returns `(file size, objects, commits)`. The file is cut after the tail and
+/// flushed (`fsync`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn git_seal_tail(
+    py: Python<'_>,
+    path: &str,
+    fd: i32,
+    blob_end: u64,
+    live: Vec<(u32, u64, u64, Vec<u8>)>,
+    packs: Option<Vec<Py<PackIndex>>>,
+    prefer: &[u8],
+    walk_bound: i64,
+    sections: Vec<seal::Given>,
+) -> PyResult<(u64, u64, u64)> {
+    let bad = |m: String| -> PyErr { Error::new(crate::errors::Kind::Format, m).at(path).into() };
+    let mut extents = Vec::with_capacity(live.len());
+    for (ordinal, offset, size, digest) in live {
+        let digest: [u8; 32] = digest.as_slice().try_into().map_err(|_| {
+            bad(format!(
+                "pack {ordinal}: a BLAKE3 of {} bytes",
+                digest.len()
+            ))
+        })?;
+        extents.push(seal::Live {
+            ordinal,
+            offset,
+            size,
+            digest,
+        });
+    }
+    let indexed: Option<Vec<&Indexed>> = packs
+        .as_ref()
+        .map(|v| v.iter().map(|p| &p.get().inner).collect());
+    if indexed.as_ref().is_some_and(|v| v.len() != extents.len()) {
+        return Err(bad("one index is needed for each live pack".into()));
+    }
+    let wanted: Vec<[u8; OID]> = prefer
+        .chunks_exact(OID)
+        .map(|c| c.try_into().unwrap_or([0; OID]))
+        .collect();
+    if fd < 0 {
+        return Err(bad(format!(
+            "no open file to write the tail into (descriptor {fd})"
+        )));
+    }
+    // SAFETY: `fd` is the caller's open file, kept open by it for this call (the GIL is
+    // held while it is duplicated); the duplicate is owned and closed here.
+    let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .map_err(|e| {
+            Error::new(
+                crate::errors::Kind::Io,
+                format!("cannot write the tail: {e}"),
+            )
+            .at(path)
+        })?;
+    let sealed = py.detach(|| -> Result<seal::Sealed, Fail> {
+        let (raw, sealed) = seal::tail(
+            blob_end,
+            &extents,
+            indexed.as_deref(),
+            &wanted,
+            walk_bound,
+            &sections,
+            &mut Ticker::new(),
+        )?;
+        seal::write(&file, blob_end, &raw, path).map_err(Fail::Pack)?;
+        Ok(sealed)
+    })?;
+    Ok((sealed.file_size, sealed.objects, sealed.commits))
+}
+
+/// The `__gunnar_refs__` stream of the refs given as columns, rows in the order given.
+#[pyfunction]
+fn git_refs_stream<'py>(
+    py: Python<'py>,
+    names: Vec<String>,
+    targets: Vec<Option<Vec<u8>>>,
+    peeled: Vec<Option<Vec<u8>>>,
+    symbolic: Vec<Option<String>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let raw = seal::refs_stream(&names, &targets, &peeled, &symbolic)
+        .map_err(|m| PyErr::from(Error::new(crate::errors::Kind::Format, m)))?;
+    Ok(PyBytes::new(py, &raw))
+}
+
+/// The `__meta__` stream of `(relative_path, key, value)` rows given as columns, in order.
+#[pyfunction]
+fn meta_stream<'py>(
+    py: Python<'py>,
+    paths: Vec<Option<String>>,
+    keys: Vec<String>,
+    values: Vec<String>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    if keys.len() != values.len() || paths.len() != keys.len() {
+        let e = Error::new(
+            crate::errors::Kind::Format,
+            "__meta__ columns differ in length",
+        );
+        return Err(e.into());
+    }
+    Ok(PyBytes::new(py, &seal::meta_stream(&paths, &keys, &values)))
+}
+
 /// A tree's entries as the import reads them: `[(is subtree, child id)]`, gitlinks left out.
 #[pyfunction]
 fn git_tree_entries<'py>(py: Python<'py>, content: &[u8]) -> Vec<(bool, Bound<'py, PyBytes>)> {
@@ -320,6 +441,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(git_index_pack, m)?)?;
     m.add_function(wrap_pyfunction!(git_sections, m)?)?;
     m.add_function(wrap_pyfunction!(git_tree_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(git_seal_tail, m)?)?;
+    m.add_function(wrap_pyfunction!(git_refs_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(meta_stream, m)?)?;
     m.add_function(wrap_pyfunction!(git_serialize_runs, m)?)?;
     Ok(())
 }

@@ -331,16 +331,8 @@ fn merge(plan: &Plan, types: &[u8], graphs: &[Graph]) -> Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::index::tests::zlib;
     use crate::git::pack::REF_DELTA;
-    use flate2::write::ZlibEncoder;
-    use flate2::Compression;
-    use std::io::Write;
-
-    fn zlib(data: &[u8]) -> Vec<u8> {
-        let mut e = ZlibEncoder::new(Vec::new(), Compression::default());
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
 
     fn tree(names: &[u32]) -> Vec<u8> {
         let mut t = Vec::new();
