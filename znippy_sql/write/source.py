@@ -159,9 +159,7 @@ class Walk:
         self.links_left_out = 0
         self.special_left_out = []
         self.unreadable = []
-        walker = corelib.walker(root, posix=self.posix, skip_unreadable=self.skip_unreadable,
-                                exclude=self._exclude, prefixes=self._prefixes,
-                                rule=self._rule)
+        walker = _STARTED.pop(self._key(), None) or self._walker()
         try:
             while (batch := corelib.walk_next(walker, root)) is not None:
                 entries = []
@@ -188,6 +186,23 @@ class Walk:
         finally:
             corelib.walk_close(walker, root)
 
+    def _key(self) -> tuple[object, ...]:
+        return (self.root, self.posix, self.skip_unreadable, self._exclude, self._prefixes,
+                self._rule)
+
+    def _walker(self) -> Any:
+        return corelib.walker(self.root, posix=self.posix,
+                              skip_unreadable=self.skip_unreadable, exclude=self._exclude,
+                              prefixes=self._prefixes, rule=self._rule)
+
+    def start(self) -> None:
+        """Start the native walk now (``write/early.py``): the next :meth:`batches` of an
+        equal walk (same root, options, exclusions and rule object) in this process takes it
+        instead of starting its own. One started walk at a time."""
+        discard_started()
+        if os.path.isdir(self.root):
+            _STARTED[self._key()] = self._walker()
+
     def count(self) -> tuple[int, int]:
         """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
         total; with ``skip_unreadable`` each file is opened and closed)."""
@@ -199,6 +214,14 @@ class Walk:
 
 
 _FILE, _DIR, _LINK = 0, 1, 2  # the kinds of the native walk's entries
+#: the walk :meth:`Walk.start` started, by what it walks (taken by the first equal walk)
+_STARTED: dict[tuple[object, ...], Any] = {}
+
+
+def discard_started() -> None:
+    """Stop the started walk no :meth:`Walk.batches` took."""
+    for key in list(_STARTED):
+        corelib.walk_close(_STARTED.pop(key), str(key[0]))
 
 
 def _inside(root_real: str, path: str | os.PathLike[str]) -> str | None:
