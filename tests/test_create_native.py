@@ -344,3 +344,27 @@ def test_a_trie_of_unsorted_keys_is_a_format_error() -> None:
     offsets = np.array([0, 1, 2], dtype="<i4").tobytes()
     with pytest.raises(FormatError, match="building __trie__ failed"):
         trie.build(b"ba", offsets, np.array([0, 1], dtype="<u8").tobytes(), path="x.znippy")
+
+
+@pytest.mark.parametrize("nth", [0, 1, 3, 40, 300])
+def test_a_panic_in_a_per_file_call_is_a_znippy_error(tmp_path: Path, nth: int) -> None:
+    """Every per-file method of create (the walk, the routing rule, the turns, pack
+    assembly, the dedup index, the frames) catches a panic and raises a ``ZnippyError``
+    (not pyo3's ``PanicException``, a ``BaseException``): the ``nth`` such call from now
+    is made to panic, and the write stops with nothing under its name."""
+    import znippy_sql._native as native
+    from znippy_sql.errors import ZnippyError
+
+    src = tmp_path / "src"
+    for i in range(400):
+        d = src / f"d{i % 8}" / f"s{i % 3}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"f{i:04d}.txt").write_bytes(text_bytes(200 + 13 * i, seed=i))
+    out = tmp_path / "a.znippy"
+    native._create_panic_for_test(nth)
+    try:
+        with pytest.raises(ZnippyError, match="the native core panicked"):
+            write_archive(out, src, fsync=False, workers=1)
+    finally:
+        native._create_panic_for_test(-1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
