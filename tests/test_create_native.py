@@ -291,7 +291,7 @@ def test_a_started_walk_is_taken_only_by_an_equal_one(tmp_path: Path) -> None:
     assert other == [e.relative_path for e in Walk(tmp_path / "src", posix=True)]
 
 
-@pytest.mark.parametrize(("pkg_type", "bound"), [(0, 7), ("auto", 14)])
+@pytest.mark.parametrize(("pkg_type", "bound"), [(0, 7), ("auto", 11)])
 def test_python_calls_per_file_are_counted(tmp_path: Path, pkg_type: int | str,
                                            bound: int) -> None:
     """Python function calls of ``write_archive`` per file of a 2,000-file tree. Issue 33's
@@ -303,7 +303,8 @@ def test_python_calls_per_file_are_counted(tmp_path: Path, pkg_type: int | str,
     until that moves too. With ``pkg_type="auto"`` every path is
     offered to the package-type modules (~40 before the module list was taken once a write
     and a group kept per claiming module, ~17, ~13 once the pypi, cargo and npm modules
-    reject a path by its suffix before parsing it)."""
+    reject a path by its suffix before parsing it, ~10 once ``modules.claim`` asks them only
+    for paths with one of their ``claim_suffixes``)."""
     src = tmp_path / "src"
     for i in range(2000):
         d = src / f"d{i % 40:02d}"
@@ -368,3 +369,30 @@ def test_a_panic_in_a_per_file_call_is_a_znippy_error(tmp_path: Path, nth: int) 
     finally:
         native._create_panic_for_test(-1)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def test_a_module_is_asked_only_for_paths_with_its_claim_suffixes() -> None:
+    """``modules.claim`` calls ``claims`` of a module with ``claim_suffixes`` only for paths
+    that end with one of them (the built-in cargo, npm and pypi modules declare theirs)."""
+    from znippy_sql import modules
+
+    asked: list[str] = []
+
+    class Picky:
+        name, pkg_type, fields = "picky", 100, ()
+        claim_suffixes = (".pk",)
+
+        def claims(self, relative_path: str) -> bool:
+            asked.append(relative_path)
+            return True
+
+        def columns(self, relative_path: str, read: object) -> dict[str, object]:
+            return {}
+
+    picky = Picky()
+    assert modules.claim("a/b.txt", [picky]) is None
+    assert modules.claim("a/b.pk", [picky]) is picky
+    assert asked == ["a/b.pk"]
+    for m in modules.all_modules():
+        if m.name in ("cargo", "npm", "pypi"):
+            assert getattr(m, "claim_suffixes", None)
