@@ -27,7 +27,7 @@ from ..errors import UnreadableSourceError, ZnippyError, missing_or
 UNREADABLE_HINT = "give --skip-unreadable (skip_unreadable=True) to leave such paths out"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Entry:
     """One file to write: its archive path and either its bytes (``data``) or a ``file`` path.
 
@@ -35,25 +35,43 @@ class Entry:
     """
 
     relative_path: str
-    data: bytes | None = None
-    file: str | os.PathLike[str] | None = None
-    repo: str | None = None
-    pkg_type: int | str | None = None
+    data: bytes | None
+    file: str | os.PathLike[str] | None
+    repo: str | None
+    pkg_type: int | str | None
     #: the size the directory walk already read (``lstat``); ``size()`` asks the file otherwise
-    known_size: int | None = field(default=None, repr=False, compare=False)
+    known_size: int | None = field(repr=False, compare=False)
     #: ``st_mode`` and ``st_mtime_ns`` (a ``posix=True`` walk), recorded as ``posix.*`` facts
-    mode: int | None = field(default=None, repr=False, compare=False)
-    mtime_ns: int | None = field(default=None, repr=False, compare=False)
+    mode: int | None = field(repr=False, compare=False)
+    mtime_ns: int | None = field(repr=False, compare=False)
     #: the target of a symbolic link (its bytes are ``data``)
-    link: str | None = field(default=None, repr=False, compare=False)
+    link: str | None = field(repr=False, compare=False)
     #: where the routing rule sends the file (``corelib.route``), when the walk said so
-    route: int | None = field(default=None, repr=False, compare=False)
+    route: int | None = field(repr=False, compare=False)
     #: the file's bytes and BLAKE3, when the walk read them ahead (a pack member's)
-    ahead: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
+    ahead: tuple[bytes, bytes] | None = field(repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if (self.data is None) == (self.file is None):
-            raise ValueError(f"Entry {self.relative_path!r}: give exactly one of data= or file=")
+    def __init__(self, relative_path: str, data: bytes | None = None,
+                 file: str | os.PathLike[str] | None = None, repo: str | None = None,
+                 pkg_type: int | str | None = None, known_size: int | None = None,
+                 mode: int | None = None, mtime_ns: int | None = None, link: str | None = None,
+                 route: int | None = None, ahead: tuple[bytes, bytes] | None = None) -> None:
+        # written out rather than generated: one Python call an entry, not two (__init__
+        # and __post_init__), for the walk's 10,000s (issue 33)
+        if (data is None) == (file is None):
+            raise ValueError(f"Entry {relative_path!r}: give exactly one of data= or file=")
+        put = object.__setattr__  # (frozen)
+        put(self, "relative_path", relative_path)
+        put(self, "data", data)
+        put(self, "file", file)
+        put(self, "repo", repo)
+        put(self, "pkg_type", pkg_type)
+        put(self, "known_size", known_size)
+        put(self, "mode", mode)
+        put(self, "mtime_ns", mtime_ns)
+        put(self, "link", link)
+        put(self, "route", route)
+        put(self, "ahead", ahead)
 
     @property
     def origin(self) -> str:
