@@ -144,11 +144,11 @@ def test_they_append_we_read(binary: Path, tmp_path: Path) -> None:
     assert lookup.count("hello.txt") == 1  # the lookup this reader uses
     done = real(binary, "decompress", "-i", out, "-o", tmp_path / "x")
     assert done.returncode == 0, done.stdout + done.stderr
-    got = tree(tmp_path / "x")
+    made = tree(tmp_path / "x")
     if old(binary):  # both rows written to one file, the shorter without truncating
-        assert got.pop("hello.txt") == want["hello.txt"] + corpus.files()["hello.txt"][12:]
+        assert made.pop("hello.txt") == want["hello.txt"] + corpus.files()["hello.txt"][12:]
         want = {p: d for p, d in want.items() if p != "hello.txt"}
-    assert got == want
+    assert made == want
     got = subprocess.run([str(binary), "get", "-i", str(out), "-p", "hello.txt"],
                          capture_output=True, timeout=600)
     assert got.returncode == 0
