@@ -30,8 +30,9 @@ from ..errors import OptionError, ZnippyError
 #: git: git import, git cat-file | modules: modules, <module> ARCHIVE <command>
 COMMAND_MODULES = ("core", "query", "lifecycle", "provenance", "catalog", "git", "modules")
 #: commands that one module registers alone: parsing one imports only that module (``git
-#: import`` then starts without the core commands' imports, docs/design.md)
-OWN_MODULE = {"git": "git"}
+#: import`` then starts without the core commands' imports, docs/design.md; ``create`` starts
+#: its walk before pyarrow is imported, write/early.py)
+OWN_MODULE = {"git": "git", "create": "create"}
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -20,11 +20,22 @@ from .common import (Interrupted, PkgTypeHelp, counted, create_pkg_type_arg, don
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from ..write.source import Walk
-    from ..write.writer import check_output, write_archive
+    from ..write import early
 
     if not os.path.isdir(args.src):
         raise missing_or(args.src, "source is not a directory", "source")
+    options = options_from(args)
+    early.start(args.src, args.out, options)  # the walk works while pyarrow is imported
+    try:
+        return _create(args, options)
+    finally:
+        early.discard()
+
+
+def _create(args: argparse.Namespace, options: Any) -> int:
+    from ..write.source import Walk
+    from ..write.writer import check_output, write_archive
+
     check_output(args.out)
     extra: dict[str, Any] = {}
     from . import provenance as prov
@@ -44,7 +55,7 @@ def cmd_create(args: argparse.Namespace) -> int:
         progress.total, progress.total_bytes = Walk(
             args.src, skip_unreadable=args.skip_unreadable).count()
     try:
-        report = write_archive(args.out, args.src, options=options_from(args),
+        report = write_archive(args.out, args.src, options=options,
                                repo=args.repo, pkg_type=args.pkg_type, progress=progress,
                                **extra)
     except KeyboardInterrupt:

@@ -42,6 +42,10 @@ PACK_CHAIN_LOG = 15
 LONG_WINDOW_LOG = 25
 _TERNARY_DISABLE = 2  # ZL_TernaryParam_disable
 
+#: file suffixes (after the last dot, case-insensitive) a write cuts at zip entry boundaries
+#: (``write/zipcut.py``; here, free of numpy, for the routing rule ``write/early.py`` builds)
+ZIP_SUFFIXES: frozenset[str] = frozenset("jar war ear aar whl zip nupkg".split())
+
 #: Already-compressed suffixes stored raw without trying the codec (FORMAT §3, Rust skip.rs).
 SKIP_SUFFIXES: frozenset[str] = frozenset(
     """zip gz tgz bz2 xz lz lzma lz4 zst zstd 7z rar z br sz snappy jar war ear aar apk ipa whl

@@ -1,7 +1,11 @@
-"""FORMAT §3's built-in pkg_type numbers and names, apart from ``schema`` so that a reader
-without pyarrow (the CLI's fast ``info``: ``cli/infotext.py``) names them too."""
+"""FORMAT §3's built-in pkg_type numbers and names and its default block size, apart from
+``schema`` so that a reader without pyarrow (the CLI's fast ``info``: ``cli/infotext.py``)
+names them too, and ``create`` starts its walk before pyarrow is imported (``write/early.py``)."""
 
 from __future__ import annotations
+
+#: FORMAT §3: files are cut into chunks of this many bytes unless told otherwise
+DEFAULT_BLOCK_SIZE = 10 * 1024 * 1024
 
 #: FORMAT §3's pkg_type numbers: the built-in defaults, which keep their names. Any other name
 #: or number resolves through the module registry (``znippy_sql.modules.pkgtypes``: a module's

@@ -6,7 +6,8 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from .pkgnames import PKG_TYPE_NAMES, PKG_TYPES  # noqa: F401  (FORMAT §3's, defined there)
+# FORMAT §3's, defined there
+from .pkgnames import DEFAULT_BLOCK_SIZE, PKG_TYPE_NAMES, PKG_TYPES  # noqa: F401
 
 #: Data sub-index base columns, exact names, order and types (FORMAT §3).
 BASE_FIELDS: tuple[pa.Field, ...] = (
@@ -49,8 +50,6 @@ META_SCHEMA = pa.schema(
 )
 
 RESERVED_PKG_TYPE = -1
-#: FORMAT §3: files are cut into chunks of this many bytes unless told otherwise
-DEFAULT_BLOCK_SIZE = 10 * 1024 * 1024
 from .names import (GIT_GRAPH, GIT_OID, GIT_REACH, GIT_REFS, GIT_SECRETS,  # noqa: F401
                     LOOKUP, META, SIGN_ARCHIVE, SIGN_ARTIFACTS, TRIE)  # (FORMAT §4's, there)
 

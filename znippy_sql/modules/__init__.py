@@ -30,7 +30,9 @@ class Module(Protocol):
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]: ...
 
     # Optional: ``commands``, a sequence of ``modules.commands.Command`` (checked where used,
-    # so a module can import its command code only when a command runs).
+    # so a module can import its command code only when a command runs); ``claim_suffixes``,
+    # a tuple of path endings outside which ``claims`` is always False: :func:`claim` then
+    # asks it only for paths with one of them (no call a file for the rest).
 
 
 #: Third-party modules announce themselves in this entry-point group (docs/modules.md).
@@ -106,6 +108,7 @@ def claim(relative_path: str, among: Sequence[Module] | None = None) -> Module |
     """The first module (by pkg_type, then name) that claims ``relative_path``; ``among``:
     :func:`all_modules` as the caller took it once (a writer, for every file)."""
     for m in all_modules() if among is None else among:
-        if m.claims(relative_path):
+        suffixes = getattr(m, "claim_suffixes", None)
+        if (suffixes is None or relative_path.endswith(suffixes)) and m.claims(relative_path):
             return m
     return None

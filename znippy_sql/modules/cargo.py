@@ -31,6 +31,8 @@ def split_name_version(stem: str, name: re.Pattern[str]) -> tuple[str, str] | No
 
 class CargoModule:
     name = "cargo"
+    #: the only paths it may claim (``modules.claim`` asks no other)
+    claim_suffixes = (".crate",)
     pkg_type = 2
     fields = (
         pa.field("cargo_name", pa.utf8()),
@@ -38,8 +40,8 @@ class CargoModule:
     )
 
     def claims(self, relative_path: str) -> bool:
-        if not relative_path.endswith(".crate"):
-            return False  # (what parse_filename asks first: no call for most paths)
+        if not relative_path.endswith(self.claim_suffixes):
+            return False  # (what parse_filename asks first)
         return parse_filename(relative_path.rsplit("/", 1)[-1]) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:

@@ -27,6 +27,8 @@ SCOPE = re.compile(r"^@[A-Za-z0-9~-][A-Za-z0-9._~-]*$")
 
 class NpmModule:
     name = "npm"
+    #: the only paths it may claim (``modules.claim`` asks no other)
+    claim_suffixes = (".tgz",)
     pkg_type = 3
     fields = (
         pa.field("npm_name", pa.utf8()),
@@ -34,8 +36,8 @@ class NpmModule:
     )
 
     def claims(self, relative_path: str) -> bool:
-        if not relative_path.endswith(".tgz"):
-            return False  # (what parse_path asks first: no call for most paths)
+        if not relative_path.endswith(self.claim_suffixes):
+            return False  # (what parse_path asks first)
         return parse_path(relative_path) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:

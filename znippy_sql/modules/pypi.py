@@ -43,6 +43,8 @@ def normalize(name: str) -> str:
 
 class PypiModule:
     name = "pypi"
+    #: the only paths it may claim (``modules.claim`` asks no other)
+    claim_suffixes = (".whl", *SDIST_SUFFIXES)
     pkg_type = 4
     fields = (
         pa.field("pypi_name", pa.utf8()),
@@ -57,8 +59,8 @@ class PypiModule:
     normalize = staticmethod(normalize)
 
     def claims(self, relative_path: str) -> bool:
-        if not relative_path.endswith((".whl", *SDIST_SUFFIXES)):
-            return False  # (what parse_filename asks first: no call for most paths)
+        if not relative_path.endswith(self.claim_suffixes):
+            return False  # (what parse_filename asks first)
         return parse_filename(relative_path.rsplit("/", 1)[-1]) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:

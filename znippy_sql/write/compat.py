@@ -17,12 +17,14 @@ them by their manifest ranges, wherever they are).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import ZnippyError
-from ..format.schema import BASE_FIELDS, BASE_NAMES, PKG_TYPE_FIELD, GroupKey
+
+if TYPE_CHECKING:  # pyarrow is imported by one_schema: `create` parses its options without it
+    import pyarrow as pa
+
+    from ..format.schema import GroupKey
 
 Compat = Literal["rust-0.8", "rust-0.10"]
 #: ``rust-0.10`` (:mod:`.rust10`) adds the Rust-named lookup and trie of the 0.9.1+ readers
@@ -50,6 +52,10 @@ def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
 
 def one_schema(groups: Mapping[GroupKey, pa.Table]) -> dict[GroupKey, pa.Table]:
     """Every group's rows under the one schema all of them can be concatenated with."""
+    import pyarrow as pa
+
+    from ..format.schema import BASE_FIELDS, BASE_NAMES, PKG_TYPE_FIELD
+
     extra: dict[str, pa.Field] = {}
     for key in sorted(groups):
         for f in groups[key].schema:

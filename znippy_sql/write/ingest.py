@@ -23,7 +23,8 @@ from ..format import codec
 from .. import corelib, modules
 from . import zipcut
 from .blobs import BlobSink, ChunkTag, GroupRows
-from .pack import DIR_MEMBER_MAX, PACK_MEMBER_MAX, Pack, Packer
+from . import early
+from .pack import Pack, Packer
 from .dedup import DedupIndex
 from ..errors import DuplicatePathError, UnreadableSourceError, ZnippyError
 from ..format.paths import check_relative_path
@@ -80,12 +81,10 @@ class Ingest:
         self._modules: list[modules.Module] | None = None
         self._claimed: dict[tuple[str, str], GroupRows] = {}
         self.packer = Packer(self.dedup) if options.pack else None
-        self._pack_max = min(PACK_MEMBER_MAX, options.block_size)
-        self._dir_max = min(DIR_MEMBER_MAX, options.block_size)  # directory packs (pack.py)
+        #: the largest small-pack and directory-pack members (pack.py)
+        self._pack_max, self._dir_max = early.member_limits(options)
         #: the routing rule, native (``native/src/create/route.rs``)
-        self._rule = corelib.router(codec.SKIP_SUFFIXES, zipcut.ZIP_SUFFIXES,
-                                    packing=options.pack, dedup=options.dedup,
-                                    pack_max=self._pack_max, dir_max=self._dir_max)
+        self._rule = early.rule_for(options)
 
     def read_ahead(self, walk: Walk) -> Walk | None:
         """``walk``, reading ahead (natively) the files :meth:`add` will put in a pack, small

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import OptionError
 from ..format import codec
-from ..format.schema import DEFAULT_BLOCK_SIZE
+from ..format.pkgnames import DEFAULT_BLOCK_SIZE
 from .compat import COMPAT_MODES, Compat
 from .limits import LEVELS, MAX_BLOCK_SIZE
 

@@ -37,14 +37,11 @@ from typing import Any
 
 from .. import corelib
 from .blobs import GroupRows
+from .limits import DIR_MEMBER_MAX, PACK_MEMBER_MAX  # noqa: F401  (defined there: early.py)
 
-#: files up to this size are packed [fixed in docs/format.md]
-PACK_MEMBER_MAX = 256 << 10
 #: a pack is closed once it holds this many bytes [docs/format.md; bench/results-packed.md:
 #: 4 MiB brings a source tree under 1.05x its .tar.zst, 1 MiB left it at 1.068x]
 PACK_TARGET = 4 << 20
-#: zip-family files up to this size join directory packs [fixed in docs/format.md]
-DIR_MEMBER_MAX = 32 << 20
 #: a directory pack never holds more than this [docs/format.md; bench/results-packed.md:
 #: on ~/.m2/repository 8/16/32/64 MiB give blobs of 0.873/0.789/0.751/0.751x its .tar.zst]
 DIR_PACK_MAX = 32 << 20

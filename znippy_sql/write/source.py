@@ -27,7 +27,7 @@ from ..errors import UnreadableSourceError, ZnippyError, missing_or
 UNREADABLE_HINT = "give --skip-unreadable (skip_unreadable=True) to leave such paths out"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Entry:
     """One file to write: its archive path and either its bytes (``data``) or a ``file`` path.
 
@@ -35,25 +35,43 @@ class Entry:
     """
 
     relative_path: str
-    data: bytes | None = None
-    file: str | os.PathLike[str] | None = None
-    repo: str | None = None
-    pkg_type: int | str | None = None
+    data: bytes | None
+    file: str | os.PathLike[str] | None
+    repo: str | None
+    pkg_type: int | str | None
     #: the size the directory walk already read (``lstat``); ``size()`` asks the file otherwise
-    known_size: int | None = field(default=None, repr=False, compare=False)
+    known_size: int | None = field(repr=False, compare=False)
     #: ``st_mode`` and ``st_mtime_ns`` (a ``posix=True`` walk), recorded as ``posix.*`` facts
-    mode: int | None = field(default=None, repr=False, compare=False)
-    mtime_ns: int | None = field(default=None, repr=False, compare=False)
+    mode: int | None = field(repr=False, compare=False)
+    mtime_ns: int | None = field(repr=False, compare=False)
     #: the target of a symbolic link (its bytes are ``data``)
-    link: str | None = field(default=None, repr=False, compare=False)
+    link: str | None = field(repr=False, compare=False)
     #: where the routing rule sends the file (``corelib.route``), when the walk said so
-    route: int | None = field(default=None, repr=False, compare=False)
+    route: int | None = field(repr=False, compare=False)
     #: the file's bytes and BLAKE3, when the walk read them ahead (a pack member's)
-    ahead: tuple[bytes, bytes] | None = field(default=None, repr=False, compare=False)
+    ahead: tuple[bytes, bytes] | None = field(repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        if (self.data is None) == (self.file is None):
-            raise ValueError(f"Entry {self.relative_path!r}: give exactly one of data= or file=")
+    def __init__(self, relative_path: str, data: bytes | None = None,
+                 file: str | os.PathLike[str] | None = None, repo: str | None = None,
+                 pkg_type: int | str | None = None, known_size: int | None = None,
+                 mode: int | None = None, mtime_ns: int | None = None, link: str | None = None,
+                 route: int | None = None, ahead: tuple[bytes, bytes] | None = None) -> None:
+        # written out rather than generated: one Python call an entry, not two (__init__
+        # and __post_init__), for the walk's 10,000s (issue 33)
+        if (data is None) == (file is None):
+            raise ValueError(f"Entry {relative_path!r}: give exactly one of data= or file=")
+        put = object.__setattr__  # (frozen)
+        put(self, "relative_path", relative_path)
+        put(self, "data", data)
+        put(self, "file", file)
+        put(self, "repo", repo)
+        put(self, "pkg_type", pkg_type)
+        put(self, "known_size", known_size)
+        put(self, "mode", mode)
+        put(self, "mtime_ns", mtime_ns)
+        put(self, "link", link)
+        put(self, "route", route)
+        put(self, "ahead", ahead)
 
     @property
     def origin(self) -> str:
@@ -159,9 +177,7 @@ class Walk:
         self.links_left_out = 0
         self.special_left_out = []
         self.unreadable = []
-        walker = corelib.walker(root, posix=self.posix, skip_unreadable=self.skip_unreadable,
-                                exclude=self._exclude, prefixes=self._prefixes,
-                                rule=self._rule)
+        walker = _STARTED.pop(self._key(), None) or self._walker()
         try:
             while (batch := corelib.walk_next(walker, root)) is not None:
                 entries = []
@@ -188,6 +204,23 @@ class Walk:
         finally:
             corelib.walk_close(walker, root)
 
+    def _key(self) -> tuple[object, ...]:
+        return (self.root, self.posix, self.skip_unreadable, self._exclude, self._prefixes,
+                self._rule)
+
+    def _walker(self) -> Any:
+        return corelib.walker(self.root, posix=self.posix,
+                              skip_unreadable=self.skip_unreadable, exclude=self._exclude,
+                              prefixes=self._prefixes, rule=self._rule)
+
+    def start(self) -> None:
+        """Start the native walk now (``write/early.py``): the next :meth:`batches` of an
+        equal walk (same root, options, exclusions and rule object) in this process takes it
+        instead of starting its own. One started walk at a time."""
+        discard_started()
+        if os.path.isdir(self.root):
+            _STARTED[self._key()] = self._walker()
+
     def count(self) -> tuple[int, int]:
         """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
         total; with ``skip_unreadable`` each file is opened and closed)."""
@@ -199,6 +232,14 @@ class Walk:
 
 
 _FILE, _DIR, _LINK = 0, 1, 2  # the kinds of the native walk's entries
+#: the walk :meth:`Walk.start` started, by what it walks (taken by the first equal walk)
+_STARTED: dict[tuple[object, ...], Any] = {}
+
+
+def discard_started() -> None:
+    """Stop the started walk no :meth:`Walk.batches` took."""
+    for key in list(_STARTED):
+        corelib.walk_close(_STARTED.pop(key), str(key[0]))
 
 
 def _inside(root_real: str, path: str | os.PathLike[str]) -> str | None:

@@ -43,8 +43,7 @@ import numpy as np
 
 from ..format import codec
 
-#: file suffixes (after the last dot, case-insensitive) cut at entry boundaries
-ZIP_SUFFIXES: frozenset[str] = frozenset("jar war ear aar whl zip nupkg".split())
+ZIP_SUFFIXES = codec.ZIP_SUFFIXES  # the file suffixes cut at entry boundaries
 
 BODY_MIN = 2 << 10  # entry data at least this big is a span of its own
 GROUP_TARGET = 64 << 10  # average bytes of a run of smaller entries

@@ -199,7 +199,9 @@ impl DedupTable {
     /// Whether a chunk of this content has a blob already (entries are only ever added, so
     /// a True stays true).
     fn known(&self, digest: &[u8], length: u64) -> PyResult<bool> {
-        Ok(self.t.known(&digest_of(digest)?, length))
+        super::guarded("the dedup index", || {
+            Ok(self.t.known(&digest_of(digest)?, length))
+        })
     }
 
     /// A new pack member's `(ref, slot)` (`write/dedup.py` says which slots it may point
@@ -210,16 +212,20 @@ impl DedupTable {
         length: u64,
         pack_slots: Vec<usize>,
     ) -> PyResult<(i64, i64)> {
-        Ok(self.member(&digest_of(digest)?, length, &pack_slots))
+        super::guarded("the dedup index", || {
+            Ok(self.member(&digest_of(digest)?, length, &pack_slots))
+        })
     }
 
     /// The pack holding these pending members was sent to the codec.
     fn close(&mut self, slots: Vec<usize>) -> PyResult<()> {
-        for s in slots {
-            self.check(s)?;
-            self.t.state[s] = CLOSED;
-        }
-        Ok(())
+        super::guarded("the dedup index", || {
+            for s in slots {
+                self.check(s)?;
+                self.t.state[s] = CLOSED;
+            }
+            Ok(())
+        })
     }
 
     /// Where a pending member went once its pack was placed.
@@ -231,27 +237,31 @@ impl DedupTable {
         compressed: bool,
         inner: u64,
     ) -> PyResult<()> {
-        self.check(slot)?;
-        let t = &mut self.t;
-        t.offsets[slot] = offset;
-        t.sizes[slot] = size;
-        t.flags[slot] = compressed;
-        t.inner[slot] = inner;
-        let framed = size != 0 && (inner != 0 || size != t.lengths[slot] || compressed);
-        t.state[slot] = if framed { PACKED } else { PACK_WHOLE };
-        Ok(())
+        super::guarded("the dedup index", || {
+            self.check(slot)?;
+            let t = &mut self.t;
+            t.offsets[slot] = offset;
+            t.sizes[slot] = size;
+            t.flags[slot] = compressed;
+            t.inner[slot] = inner;
+            let framed = size != 0 && (inner != 0 || size != t.lengths[slot] || compressed);
+            t.state[slot] = if framed { PACKED } else { PACK_WHOLE };
+            Ok(())
+        })
     }
 
     /// `(blob_offset, blob_size, compressed, inner_offset)` of a placed entry.
     fn entry(&self, slot: usize) -> PyResult<(u64, u64, bool, u64)> {
-        self.check(slot)?;
-        let t = &self.t;
-        if matches!(t.state[slot], PENDING | CLOSED) {
-            return Err(PyRuntimeError::new_err(
-                "a pack member was referenced before its pack was placed",
-            ));
-        }
-        Ok((t.offsets[slot], t.sizes[slot], t.flags[slot], t.inner[slot]))
+        super::guarded("the dedup index", || {
+            self.check(slot)?;
+            let t = &self.t;
+            if matches!(t.state[slot], PENDING | CLOSED) {
+                return Err(PyRuntimeError::new_err(
+                    "a pack member was referenced before its pack was placed",
+                ));
+            }
+            Ok((t.offsets[slot], t.sizes[slot], t.flags[slot], t.inner[slot]))
+        })
     }
 
     /// Enter the seeded blobs not entered yet, in the order given (the lowest offset first):
@@ -265,27 +275,29 @@ impl DedupTable {
         flags: Vec<bool>,
         inner: Vec<u64>,
     ) -> PyResult<()> {
-        let n = digests.len() / 32;
-        if [
-            sizes.len(),
-            offsets.len(),
-            stored.len(),
-            flags.len(),
-            inner.len(),
-        ] != [n; 5]
-        {
-            return Err(PyValueError::new_err("seeded columns of different lengths"));
-        }
-        for (i, d) in digests.chunks_exact(32).enumerate() {
-            let d = digest_of(d)?;
-            if self.t.find(&d).is_none() {
-                let state = if inner[i] != 0 { PACKED } else { WHOLE };
-                self.t.enter(
-                    d, sizes[i], offsets[i], stored[i], flags[i], inner[i], state,
-                );
+        super::guarded("the dedup index", || {
+            let n = digests.len() / 32;
+            if [
+                sizes.len(),
+                offsets.len(),
+                stored.len(),
+                flags.len(),
+                inner.len(),
+            ] != [n; 5]
+            {
+                return Err(PyValueError::new_err("seeded columns of different lengths"));
             }
-        }
-        Ok(())
+            for (i, d) in digests.chunks_exact(32).enumerate() {
+                let d = digest_of(d)?;
+                if self.t.find(&d).is_none() {
+                    let state = if inner[i] != 0 { PACKED } else { WHOLE };
+                    self.t.enter(
+                        d, sizes[i], offsets[i], stored[i], flags[i], inner[i], state,
+                    );
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Where each chunk of a finished batch goes (`write/dedup.py` `DedupIndex.place`): per chunk
@@ -307,66 +319,68 @@ impl DedupTable {
         u64,
         Vec<u64>,
     )> {
-        let n = lengths.len();
-        if compressed.len() != n || stored.len() != n || digests.len() != 32 * n {
-            return Err(PyValueError::new_err(
-                "a batch's columns of different lengths",
-            ));
-        }
-        let (mut offs, mut sizes) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let (mut flags, mut inners) = (Vec::with_capacity(n), Vec::with_capacity(n));
-        let mut runs = Vec::new();
-        let (mut pos, mut run) = (0u64, 0u64); // the unwritten run of new blobs: [run, pos)
-        for (i, &len) in lengths.iter().enumerate() {
-            let s = stored[i];
-            if len == 0 {
-                offs.push(cursor);
-                sizes.push(0);
-                flags.push(false);
-                inners.push(0);
-                continue;
-            }
-            let d = digest_of(&digests[32 * i..32 * i + 32])?;
-            let slot = self.t.find(&d);
-            let t = &self.t;
-            if let Some(k) = slot.filter(|&k| {
-                t.lengths[k] == len && matches!(t.state[k], WHOLE | PACKED | PACK_WHOLE)
-            }) {
-                if run < pos {
-                    runs.push((run, pos));
-                }
-                pos += s;
-                run = pos;
-                offs.push(t.offsets[k]);
-                sizes.push(t.sizes[k]);
-                flags.push(t.flags[k]);
-                inners.push(t.inner[k]);
-                self.hits += 1;
-                if t.state[k] != PACKED {
-                    self.saved += t.sizes[k]; // a slice of a pack saves no whole blob
-                }
-                continue;
-            }
-            if s == 0 {
-                return Err(PyRuntimeError::new_err(
-                    "a chunk skipped as known has no blob in the index",
+        super::guarded("the dedup index", || {
+            let n = lengths.len();
+            if compressed.len() != n || stored.len() != n || digests.len() != 32 * n {
+                return Err(PyValueError::new_err(
+                    "a batch's columns of different lengths",
                 ));
             }
-            let c = compressed[i];
-            if slot.is_none() {
-                self.t.enter(d, len, cursor, s, c, 0, WHOLE);
+            let (mut offs, mut sizes) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            let (mut flags, mut inners) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            let mut runs = Vec::new();
+            let (mut pos, mut run) = (0u64, 0u64); // the unwritten run of new blobs: [run, pos)
+            for (i, &len) in lengths.iter().enumerate() {
+                let s = stored[i];
+                if len == 0 {
+                    offs.push(cursor);
+                    sizes.push(0);
+                    flags.push(false);
+                    inners.push(0);
+                    continue;
+                }
+                let d = digest_of(&digests[32 * i..32 * i + 32])?;
+                let slot = self.t.find(&d);
+                let t = &self.t;
+                if let Some(k) = slot.filter(|&k| {
+                    t.lengths[k] == len && matches!(t.state[k], WHOLE | PACKED | PACK_WHOLE)
+                }) {
+                    if run < pos {
+                        runs.push((run, pos));
+                    }
+                    pos += s;
+                    run = pos;
+                    offs.push(t.offsets[k]);
+                    sizes.push(t.sizes[k]);
+                    flags.push(t.flags[k]);
+                    inners.push(t.inner[k]);
+                    self.hits += 1;
+                    if t.state[k] != PACKED {
+                        self.saved += t.sizes[k]; // a slice of a pack saves no whole blob
+                    }
+                    continue;
+                }
+                if s == 0 {
+                    return Err(PyRuntimeError::new_err(
+                        "a chunk skipped as known has no blob in the index",
+                    ));
+                }
+                let c = compressed[i];
+                if slot.is_none() {
+                    self.t.enter(d, len, cursor, s, c, 0, WHOLE);
+                }
+                offs.push(cursor);
+                sizes.push(s);
+                flags.push(c);
+                inners.push(0);
+                cursor += s;
+                pos += s;
             }
-            offs.push(cursor);
-            sizes.push(s);
-            flags.push(c);
-            inners.push(0);
-            cursor += s;
-            pos += s;
-        }
-        if run < pos {
-            runs.push((run, pos));
-        }
-        Ok((offs, sizes, flags, runs, cursor, inners))
+            if run < pos {
+                runs.push((run, pos));
+            }
+            Ok((offs, sizes, flags, runs, cursor, inners))
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -65,8 +65,10 @@ impl Router {
 
     /// Where a file of `size` bytes at `path` goes (0 directory pack, 1 zip spans,
     /// 2 small pack, 3 chunks of its own).
-    fn route(&self, path: std::ffi::OsString, size: u64) -> u8 {
-        self.rules.route(path.as_bytes(), size)
+    fn route(&self, path: std::ffi::OsString, size: u64) -> PyResult<u8> {
+        guarded("the routing rule", || {
+            Ok(self.rules.route(path.as_bytes(), size))
+        })
     }
 }
 
@@ -87,6 +89,36 @@ pub struct Walker {
     budget: Arc<Budget>,
     /// the routing rule the walk reads ahead for: each file's route goes with it
     rules: Option<route::Rules>,
+}
+
+/// `_create_panic_for_test(n)`: the `n`th guarded call from now panics inside its guard
+/// (-1: none).
+static PANIC_AT: AtomicI64 = AtomicI64::new(-1);
+
+/// One per-file call of create, guarded: a panic in it becomes a `ZnippyError` saying
+/// `what` (PyO3 would raise a `PanicException`, a `BaseException` that `except Exception`
+/// does not see). The object it ran on may be left half-changed: the write stops there.
+pub(crate) fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if PANIC_AT.load(Ordering::Relaxed) >= 0 && PANIC_AT.fetch_sub(1, Ordering::Relaxed) == 0 {
+            panic!("forced by _create_panic_for_test");
+        }
+        f()
+    }));
+    run.unwrap_or_else(|panic| {
+        let why = panic_text(panic);
+        Err(Error::new(
+            Kind::Io,
+            format!("{what}: the native core panicked ({why})"),
+        )
+        .into())
+    })
+}
+
+/// The `n`th guarded call of create from now panics (-1: none): the boundary test.
+#[pyfunction]
+fn _create_panic_for_test(n: i64) {
+    PANIC_AT.store(n, Ordering::Relaxed);
 }
 
 fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
@@ -314,6 +346,32 @@ impl Walker {
     /// The next batch of `(kind, rel, size, mode, mtime_ns, target, data, digest, route)`, or None
     /// at the end. Waits without the GIL, looking at signals every 50 ms.
     fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        guarded("the walk", || self.next_batch(py))
+    }
+
+    /// `(unreadable [(path, why)], links left out, special files left out [rel])`, once
+    /// `next` said the walk is over.
+    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        guarded("the walk", || self.summary_of(py))
+    }
+
+    /// Stops the walk and waits for its thread.
+    fn close(&self, py: Python<'_>) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Ok(mut rx) = self.rx.lock() {
+            rx.take(); // a thread blocked on a full channel sees it closed
+        }
+        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
+        if let Some(thread) = thread {
+            py.detach(|| {
+                let _ = thread.join();
+            });
+        }
+    }
+}
+
+impl Walker {
+    fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
         let mut guard = self
             .rx
             .lock()
@@ -354,9 +412,7 @@ impl Walker {
         }
     }
 
-    /// `(unreadable [(path, why)], links left out, special files left out [rel])`, once
-    /// `next` said the walk is over.
-    fn summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    fn summary_of<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let guard = self
             .summary
             .lock()
@@ -372,20 +428,6 @@ impl Walker {
             special.append(text(py, rel)?)?;
         }
         (unreadable, s.links_left_out, special).into_pyobject(py)
-    }
-
-    /// Stops the walk and waits for its thread.
-    fn close(&self, py: Python<'_>) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Ok(mut rx) = self.rx.lock() {
-            rx.take(); // a thread blocked on a full channel sees it closed
-        }
-        let thread = self.thread.lock().ok().and_then(|mut t| t.take());
-        if let Some(thread) = thread {
-            py.detach(|| {
-                let _ = thread.join();
-            });
-        }
     }
 }
 
@@ -445,6 +487,19 @@ fn frames<'py>(
     chain_log: Option<u32>,
     window_log: Option<u32>,
 ) -> PyResult<Bound<'py, PyList>> {
+    guarded("zstd", || {
+        frames_of(py, chunks, level, hash_log, chain_log, window_log)
+    })
+}
+
+fn frames_of<'py>(
+    py: Python<'py>,
+    chunks: Vec<PyBuffer<u8>>,
+    level: i32,
+    hash_log: Option<u32>,
+    chain_log: Option<u32>,
+    window_log: Option<u32>,
+) -> PyResult<Bound<'py, PyList>> {
     let params = match (hash_log, chain_log, window_log) {
         (_, _, Some(window_log)) => frame::Params::Long { window_log },
         (Some(hash_log), Some(chain_log), None) => frame::Params::Tables {
@@ -484,6 +539,7 @@ fn frames<'py>(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frames, m)?)?;
+    m.add_function(wrap_pyfunction!(_create_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(tail::trie_build, m)?)?;
     m.add_class::<Router>()?;
     m.add_class::<dedup::DedupTable>()?;

@@ -72,83 +72,87 @@ impl Packs {
         digest: Option<&[u8]>,
         mut dedup: Option<PyRefMut<'_, DedupTable>>,
     ) -> PyResult<(u64, usize)> {
-        let bytes = data.as_bytes();
-        let n = bytes.len() as u64;
-        let mut at = self
-            .open
-            .iter()
-            .position(|p| p.group == group && p.directory == directory);
-        if let Some(i) = at {
-            if directory && self.open[i].size + n > self.dir_max {
+        super::guarded("pack assembly", || {
+            let bytes = data.as_bytes();
+            let n = bytes.len() as u64;
+            let mut at = self
+                .open
+                .iter()
+                .position(|p| p.group == group && p.directory == directory);
+            if let Some(i) = at {
+                if directory && self.open[i].size + n > self.dir_max {
+                    self.close_at(i, &mut dedup);
+                    at = None;
+                }
+            }
+            let i = match at {
+                Some(i) => i,
+                None => {
+                    self.open.push(Open {
+                        serial: self.next,
+                        group,
+                        directory,
+                        parts: Vec::new(),
+                        size: 0,
+                        lengths: Vec::new(),
+                        digests: Vec::new(),
+                        inner: Vec::new(),
+                        refs: Vec::new(),
+                        slots: Vec::new(),
+                        pending: Vec::new(),
+                    });
+                    self.next += 1;
+                    self.open.len() - 1
+                }
+            };
+            let digest: [u8; 32] = match digest {
+                Some(d) => d
+                    .try_into()
+                    .map_err(|_| PyValueError::new_err("a member digest must be 32 bytes"))?,
+                None => *blake3::hash(bytes).as_bytes(),
+            };
+            let pack = &mut self.open[i];
+            let (mut r, mut slot) = (-1i64, -1i64);
+            if let Some(d) = dedup.as_mut() {
+                (r, slot) = d.member(&digest, n, &pack.pending);
+            }
+            pack.lengths.push(n);
+            pack.digests.extend_from_slice(&digest);
+            pack.refs.push(r);
+            if r >= 0 {
+                pack.inner.push(0);
+                pack.slots.push(-1);
+            } else {
+                if slot >= 0 {
+                    pack.pending.push(slot as usize);
+                }
+                pack.inner.push(pack.size);
+                pack.slots.push(slot);
+                pack.parts.push(data.clone().unbind());
+                pack.size += n;
+            }
+            let serial = pack.serial;
+            if !directory && pack.size >= self.target {
                 self.close_at(i, &mut dedup);
-                at = None;
             }
-        }
-        let i = match at {
-            Some(i) => i,
-            None => {
-                self.open.push(Open {
-                    serial: self.next,
-                    group,
-                    directory,
-                    parts: Vec::new(),
-                    size: 0,
-                    lengths: Vec::new(),
-                    digests: Vec::new(),
-                    inner: Vec::new(),
-                    refs: Vec::new(),
-                    slots: Vec::new(),
-                    pending: Vec::new(),
-                });
-                self.next += 1;
-                self.open.len() - 1
-            }
-        };
-        let digest: [u8; 32] = match digest {
-            Some(d) => d
-                .try_into()
-                .map_err(|_| PyValueError::new_err("a member digest must be 32 bytes"))?,
-            None => *blake3::hash(bytes).as_bytes(),
-        };
-        let pack = &mut self.open[i];
-        let (mut r, mut slot) = (-1i64, -1i64);
-        if let Some(d) = dedup.as_mut() {
-            (r, slot) = d.member(&digest, n, &pack.pending);
-        }
-        pack.lengths.push(n);
-        pack.digests.extend_from_slice(&digest);
-        pack.refs.push(r);
-        if r >= 0 {
-            pack.inner.push(0);
-            pack.slots.push(-1);
-        } else {
-            if slot >= 0 {
-                pack.pending.push(slot as usize);
-            }
-            pack.inner.push(pack.size);
-            pack.slots.push(slot);
-            pack.parts.push(data.clone().unbind());
-            pack.size += n;
-        }
-        let serial = pack.serial;
-        if !directory && pack.size >= self.target {
-            self.close_at(i, &mut dedup);
-        }
-        Ok((serial, self.closed.len()))
+            Ok((serial, self.closed.len()))
+        })
     }
 
     /// Close every open directory pack (1), or every open pack (2), in the order they
     /// opened; returns how many packs wait closed.
-    fn close(&mut self, which: u8, mut dedup: Option<PyRefMut<'_, DedupTable>>) -> usize {
-        let mut i = 0;
-        while i < self.open.len() {
-            if which == 2 || self.open[i].directory {
-                self.close_at(i, &mut dedup);
-            } else {
-                i += 1;
+    fn close(&mut self, which: u8, mut dedup: Option<PyRefMut<'_, DedupTable>>) -> PyResult<usize> {
+        super::guarded("pack assembly", || {
+            let mut i = 0;
+            while i < self.open.len() {
+                if which == 2 || self.open[i].directory {
+                    self.close_at(i, &mut dedup);
+                } else {
+                    i += 1;
+                }
             }
-        }
-        self.closed.len()
+            Ok(self.closed.len())
+        })
     }
 
     /// The closed packs, oldest first: `(serial, directory, parts, lengths, digests, inner,
@@ -159,31 +163,35 @@ impl Packs {
     fn take<'py>(
         &mut self,
         py: Python<'py>,
-    ) -> Vec<(
-        u64,
-        bool,
-        Vec<Py<PyBytes>>,
-        Vec<u64>,
-        Bound<'py, PyBytes>,
-        Vec<u64>,
-        Vec<i64>,
-        Vec<i64>,
-    )> {
-        std::mem::take(&mut self.closed)
-            .into_iter()
-            .map(|p| {
-                (
-                    p.serial,
-                    p.directory,
-                    p.parts,
-                    p.lengths,
-                    PyBytes::new(py, &p.digests),
-                    p.inner,
-                    p.refs,
-                    p.slots,
-                )
-            })
-            .collect()
+    ) -> PyResult<
+        Vec<(
+            u64,
+            bool,
+            Vec<Py<PyBytes>>,
+            Vec<u64>,
+            Bound<'py, PyBytes>,
+            Vec<u64>,
+            Vec<i64>,
+            Vec<i64>,
+        )>,
+    > {
+        super::guarded("pack assembly", || {
+            Ok(std::mem::take(&mut self.closed)
+                .into_iter()
+                .map(|p| {
+                    (
+                        p.serial,
+                        p.directory,
+                        p.parts,
+                        p.lengths,
+                        PyBytes::new(py, &p.digests),
+                        p.inner,
+                        p.refs,
+                        p.slots,
+                    )
+                })
+                .collect())
+        })
     }
 }
 
@@ -215,10 +223,10 @@ mod tests {
                 .collect();
             assert_eq!(closed[0], (0, b"abcdefghij".to_vec(), vec![0, 6]));
             assert_eq!(closed[1], (2, b"12345".to_vec(), vec![0]));
-            assert_eq!(p.close(1, None), 1); // the open directory pack, not the small one
+            assert_eq!(p.close(1, None).unwrap(), 1); // the open directory pack, not the small one
             assert_eq!(p.closed[0].serial, 3);
             assert_eq!(p.open.len(), 1);
-            assert_eq!(p.close(2, None), 2);
+            assert_eq!(p.close(2, None).unwrap(), 2);
             assert!(p.open.is_empty());
             assert_eq!(p.closed[1].digests, blake3::hash(b"xy").as_bytes().to_vec());
         });

@@ -39,7 +39,19 @@ impl Turns {
     }
 
     /// `path`'s turn: 0 none, 1 another directory key, 2 another top-level tree.
-    fn step(&mut self, path: &str) -> u8 {
+    fn step(&mut self, path: &str) -> PyResult<u8> {
+        super::guarded("the packs' turns", || Ok(self.turn(path)))
+    }
+
+    /// The directory key of a path.
+    #[staticmethod]
+    fn dir_key(path: &str) -> String {
+        keys(path).1.to_owned()
+    }
+}
+
+impl Turns {
+    fn turn(&mut self, path: &str) -> u8 {
         let (top, key) = keys(path);
         if self.top.as_deref() == Some(top) {
             if self.dir == key {
@@ -51,12 +63,6 @@ impl Turns {
         self.top = Some(top.to_owned());
         self.dir = key.to_owned();
         NEW_TOP
-    }
-
-    /// The directory key of a path.
-    #[staticmethod]
-    fn dir_key(path: &str) -> String {
-        keys(path).1.to_owned()
     }
 }
 
@@ -79,10 +85,10 @@ mod tests {
     #[test]
     fn turns_follow_the_paths() {
         let mut t = Turns::default();
-        assert_eq!(t.step("a/b/c/x"), NEW_TOP);
-        assert_eq!(t.step("a/b/c/y"), STAY);
-        assert_eq!(t.step("a/b/d/y"), STAY); // the same key, a/b
-        assert_eq!(t.step("a/c/d/y"), NEW_DIR);
-        assert_eq!(t.step("b/b/d/y"), NEW_TOP);
+        assert_eq!(t.turn("a/b/c/x"), NEW_TOP);
+        assert_eq!(t.turn("a/b/c/y"), STAY);
+        assert_eq!(t.turn("a/b/d/y"), STAY); // the same key, a/b
+        assert_eq!(t.turn("a/c/d/y"), NEW_DIR);
+        assert_eq!(t.turn("b/b/d/y"), NEW_TOP);
     }
 }

@@ -93,10 +93,11 @@ fn meta_of(m: &fs::Metadata) -> (u32, i64) {
 /// A file's first `size` bytes, when it holds that many (else None: the writer reads it and
 /// says what is wrong).
 fn read_whole(path: &[u8], size: u64) -> Option<Vec<u8>> {
-    let mut file = File::open(OsStr::from_bytes(path)).ok()?;
-    let mut data = vec![0u8; usize::try_from(size).ok()?];
-    file.read_exact(&mut data).ok()?;
-    Some(data)
+    let file = File::open(OsStr::from_bytes(path)).ok()?;
+    // read into spare capacity: no zero-fill of a buffer about to be overwritten
+    let mut data = Vec::with_capacity(usize::try_from(size).ok()?);
+    file.take(size).read_to_end(&mut data).ok()?;
+    (data.len() as u64 == size).then_some(data)
 }
 
 struct Walker<'a, F: FnMut(Found) -> bool> {
