@@ -36,9 +36,9 @@ CHILD = r"""
 import os, random, sys, time, json
 cap = int(sys.argv[1]) << 20
 from znippy_sql.format import codec
-from znippy_sql.write import pack
+from znippy_sql.write import limits, pack
 pack.DIR_PACK_MAX = cap
-pack.DIR_MEMBER_MAX = cap
+limits.DIR_MEMBER_MAX = cap
 codec.LONG_WINDOW_LOG = cap.bit_length() - 1
 from znippy_sql import open_archive, write_archive
 src, out, reads = sys.argv[2], sys.argv[3], int(sys.argv[4])

@@ -17,7 +17,7 @@ import os
 
 from .. import corelib
 from ..format import codec
-from .limits import DIR_MEMBER_MAX, PACK_MEMBER_MAX
+from . import limits
 from .source import Walk, discard_started
 from .staging import staging_prefix
 
@@ -32,7 +32,8 @@ _RULES: dict[tuple[bool, bool, int, int], Any] = {}
 
 def member_limits(options: WriteOptions) -> tuple[int, int]:
     """The largest small-pack and directory-pack members of a write (``write/pack.py``)."""
-    return min(PACK_MEMBER_MAX, options.block_size), min(DIR_MEMBER_MAX, options.block_size)
+    return (min(limits.PACK_MEMBER_MAX, options.block_size),  # read at call time: a bench
+            min(limits.DIR_MEMBER_MAX, options.block_size))  # may set them (bench_dirpack)
 
 
 def rule_for(options: WriteOptions) -> Any:
