@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import ChecksumError, CodecError, FormatError
 from ..format import b3 as blake3
@@ -174,6 +175,22 @@ class _Maker:
         return out
 
 
+def _first_wins(tables: list[pa.Table]) -> list[pa.Table]:
+    """A group's sub-indexes with each path's rows from the first that holds it: ``znippy
+    append`` writes the appended rows first, and before 0.9.13 (``znippy-cli`` 0.9.6) it
+    carries the replaced file's old rows too, so a path is in two of them (docs/interop.md,
+    "Layouts"); the appended rows win, as the real ``decompress`` leaves the files."""
+    out: list[pa.Table] = []
+    seen: pa.Array = pa.array([], pa.utf8())
+    for table in tables:
+        paths = table.column("relative_path")
+        if len(seen):
+            table = table.filter(pc.invert(pc.is_in(paths, value_set=seen)))
+        out.append(table)
+        seen = pa.concat_arrays([seen, paths.unique().cast(pa.utf8())])
+    return out
+
+
 def delta_source(archive: "Archive") -> VirtualSource | None:
     """The archive laid anew with its delta chunks' results and each group's repeated
     sub-indexes (``znippy append``'s) as one (None: it has neither, or was laid anew
@@ -220,7 +237,7 @@ def delta_source(archive: "Archive") -> VirtualSource | None:
         merged.setdefault(group_of(key), []).append(table)
     for key, tables in merged.items():  # a group's repeated sub-indexes as one
         try:
-            table = pa.concat_tables(tables, promote_options="default")
+            table = pa.concat_tables(_first_wins(tables), promote_options="default")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise FormatError(f"the sub-indexes of group {key} disagree: {exc}",
                               path=archive.path) from None
