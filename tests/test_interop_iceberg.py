@@ -324,3 +324,12 @@ def test_their_namespace_is_ours(tmp_path: Path) -> None:
         assert os.listdir(wh / "warehouse") == [namespace_of(name)], name
         with open_archive(tmp_path / name, warehouse=wh) as a:
             assert a.read("x.txt") == b"one\n"
+
+
+def test_a_sidecar_opened_alone_says_how_to_open_it(golden: Path) -> None:
+    """Without its warehouse, a sidecar is blobs only: the one line names the warehouse."""
+    side = golden / "ice_generic.znippy"
+    with pytest.raises(ZnippyError) as err:
+        open_archive(side)
+    assert "warehouse=" in str(err.value) and str(side) in str(err.value)
+    assert main(["ls", str(side)]) == 2

@@ -45,7 +45,16 @@ _MAX_SCHEMA = 1 << 20
 BLOBS_ONLY = ("truncated or damaged, or unsealed: no ZNPYMIDX footer and no index, and it "
               "starts with an OpenZL frame: an archive cut short inside its blobs, or the "
               "blob region of an unsealed archive or an Iceberg sidecar whose index lives "
-              "elsewhere (then seal it with the tool that wrote it)")
+              "elsewhere (then seal it with the tool that wrote it; a Rust Iceberg sidecar "
+              "opens with its warehouse: open_archive(path, warehouse=DIR), or seals with "
+              "`znippy-sql store seal --sidecar PATH --warehouse DIR`)")
+
+
+#: nothing in the bytes tells a Rust Iceberg sidecar whose first blob is stored raw from any
+#: other file: the line says where such a sidecar's index is
+NOT_AN_ARCHIVE = ("no ZNPYMIDX footer: not a znippy archive (v0.7+), or the blob sidecar of "
+                  "an Iceberg-backed archive: open that with its warehouse "
+                  "(open_archive(path, warehouse=DIR))")
 
 
 def no_footer(src: RangeSource, path: str) -> FormatError:
@@ -60,7 +69,7 @@ def no_footer(src: RangeSource, path: str) -> FormatError:
         return UnsealedArchiveError(BLOBS_ONLY, path=path)
     if src.size < FOOTER_LEN:
         return FormatError(f"file is {src.size} bytes, too short for a footer", path=path)
-    return FormatError("no ZNPYMIDX footer: not a znippy archive (v0.7+)", path=path)
+    return FormatError(NOT_AN_ARCHIVE, path=path)
 
 
 def cut_short(src: RangeSource, path: str) -> str | None:

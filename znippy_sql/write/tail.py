@@ -1,8 +1,10 @@
 """The tail: data sub-indexes, ``__lookup__``, ``__trie__``, reserved sections, manifest, footer.
 
-Every writer (one-shot, append, seal) ends in :func:`write_tail`. Given the same groups (rows in
-canonical order), sections and blob end, it writes the same bytes: that is the whole argument
-for byte identity between the writers.
+Every Python writer (one-shot, append, the store's seal) ends in :func:`write_tail`. Given the
+same groups (rows in canonical order), sections and blob end, it writes the same bytes: that is
+the whole argument for byte identity between those writers. The git import and push seal end
+in the core's tail instead (``native/src/git/seal.rs``, git/seal.py), which writes the same
+tables in its own IPC bytes.
 """
 
 from __future__ import annotations
