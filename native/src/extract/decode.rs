@@ -9,19 +9,26 @@ pub(super) const STREAM_BYTES: u64 = 64 << 20;
 /// Pieces of a streamed chunk, or of a raw one (`codec.PIECE_BYTES`).
 pub(super) const PIECE_BYTES: usize = 8 << 20;
 /// A worker keeps its last decoded packs up to this many bytes (and the one in use).
-pub(super) const PACK_CACHE_BYTES: usize = 64 << 20;
+pub(super) const PACK_CACHE_BYTES: usize = 16 << 20;
+/// A worker keeps its read and decode buffers between chunks up to this many bytes.
+pub(super) const KEEP_BYTES: usize = 16 << 20;
+/// A pack buffer up to this size (a directory pack's most) is kept for the next pack.
+pub(super) const SPARE_BYTES: usize = 32 << 20;
 
 impl Job {
-    /// Decode `frame` (a chunk of `n` bytes, or, `n` None, what the frame declares); a zstd
-    /// frame of our shape with the worker's context `dctx` (made once: a context per frame
-    /// would allocate and clear its window each time).
+    /// Decode `frame` (a chunk of `n` bytes, or, `n` None, what the frame declares) into
+    /// `out` (a worker's buffer, reused: a fresh one per frame would be page-faulted in each
+    /// time); a zstd frame of our shape with the worker's context `dctx` (made once: a
+    /// context per frame would allocate and clear its window each time).
     pub(super) fn decode(
         &self,
         dctx: Option<&mut Dctx>,
-        frame: Vec<u8>,
+        frame: &[u8],
         n: Option<u64>,
-    ) -> Result<Vec<u8>, String> {
-        let want = n.or_else(|| frame::declared(&frame));
+        out: &mut Vec<u8>,
+    ) -> Result<(), String> {
+        out.clear();
+        let want = n.or_else(|| frame::declared(frame));
         if let Some(want) = want {
             let head = &frame[..frame.len().min(64)];
             match (frame::parse(head, frame.len(), want), dctx) {
@@ -32,30 +39,32 @@ impl Job {
                                 .map_err(|e| format!("no zstd context ({e})"))?,
                         );
                     }
-                    let out = dctx
-                        .as_mut()
+                    out.reserve(want as usize);
+                    // into the spare capacity: no zero-filling first
+                    dctx.as_mut()
                         .ok_or("no zstd context")?
-                        .decompress(&frame[pos..], want as usize)
+                        .decompress_to_buffer(&frame[pos..], out)
                         .map_err(|e| format!("not a valid zstd frame ({e})"))?;
                     if out.len() as u64 != want {
                         return Err(format!("decoded {} bytes, index says {want}", out.len()));
                     }
-                    return Ok(out);
+                    return Ok(());
                 }
-                (Some(shape), _) => return frame::decode(&frame, shape, want, u64::MAX),
+                (Some(shape), _) => {
+                    *out = frame::decode(frame, shape, want, u64::MAX)?;
+                    return Ok(());
+                }
                 (None, _) => {}
             }
         }
-        Python::attach(|py| {
+        *out = Python::attach(|py| {
             let got = self
                 .decode
-                .call1(
-                    py,
-                    (PyBytes::new(py, &frame), n.map_or(-1i64, |v| v as i64)),
-                )
+                .call1(py, (PyBytes::new(py, frame), n.map_or(-1i64, |v| v as i64)))
                 .map_err(|e| py_problem(py, e))?;
             buffer_vec(got.bind(py)).map_err(|e| py_problem(py, e))
-        })
+        })?;
+        Ok(())
     }
 
     /// Every chunk of the file, decoded, checked and written in order; the bytes written.
@@ -67,20 +76,20 @@ impl Job {
         file: &File,
     ) -> Result<u64, Fail> {
         let c = &self.cols;
-        let p = py_repr(&item.path);
         let mut total = 0u64;
         let out = &mut Out {
             file,
             buf: Vec::new(),
             at: 0,
         };
-        for r in rows {
+        for r in rows.clone() {
             if self.stopped() {
                 return Err(Fail::Stopped);
             }
-            let here = format!("{p} chunk {}: ", c.seq[r]);
+            let here = || format!("{} chunk {}: ", py_repr(&item.path), c.seq[r]);
             let mut pos = c.fdata[r];
-            let bad = |m: String| Fail::File(format!("{here}{m}"));
+            let bad = |m: String| Fail::File(format!("{}{m}", here()));
+            let last = r + 1 == rows.end;
             let (b, s, u) = (c.blob_offset[r], c.blob_size[r], c.size[r]);
             let end = b.checked_add(s);
             if end.is_none_or(|e| e > self.tail) {
@@ -99,8 +108,8 @@ impl Job {
                     let hit = w.packs.remove(at);
                     w.packs.push(hit);
                 } else {
-                    let frame = self.read(w, b, s).map_err(&bad)?;
-                    let declared = match frame::declared(&frame) {
+                    let frame = self.read(&mut w.rbuf, &w.fetched, b, s).map_err(&bad)?;
+                    let declared = match frame::declared(frame) {
                         Some(n)
                             if frame::parse(&frame[..frame.len().min(64)], frame.len(), n)
                                 .is_some() =>
@@ -114,15 +123,24 @@ impl Job {
                             "blob declares {n} bytes, more than the {MAX_CHUNK_BYTES}-byte limit"
                         )));
                     }
-                    let data = self
-                        .decode(Some(&mut w.dctx), frame, declared)
+                    let mut data = w.spare.pop().unwrap_or_default();
+                    self.decode(Some(&mut w.dctx), frame, declared, &mut data)
                         .map_err(&bad)?;
-                    // bounded: at most PACK_CACHE_BYTES of decoded packs besides this one
+                    if w.rbuf.len() > KEEP_BYTES {
+                        w.rbuf = Vec::new();
+                    }
+                    // bounded: at most PACK_CACHE_BYTES of decoded packs besides this one,
+                    // and two spare buffers
                     let mut held = 0;
                     for i in (0..w.packs.len()).rev() {
                         held += w.packs[i].1.len();
                         if held > PACK_CACHE_BYTES {
-                            w.packs.drain(..=i);
+                            let gone: Vec<_> = w.packs.drain(..=i).collect();
+                            for (_, buf) in gone {
+                                if w.spare.len() < 2 && buf.capacity() <= SPARE_BYTES {
+                                    w.spare.push(buf);
+                                }
+                            }
                             break;
                         }
                     }
@@ -144,9 +162,9 @@ impl Job {
                 let piece = &data[inner as usize..stop as usize];
                 hasher.update(piece);
                 if hasher.finalize().as_bytes() != sum {
-                    return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                    return Err(bad("BLAKE3 mismatch".into()));
                 }
-                out.put(piece, &mut pos)?;
+                out.put(piece, &mut pos, last)?;
             } else if compressed {
                 if u > MAX_CHUNK_BYTES {
                     return Err(bad(format!(
@@ -156,21 +174,27 @@ impl Job {
                 if u > STREAM_BYTES && matches!(self.source, Source::Local(_)) {
                     self.stream(r, &mut hasher, out, &mut pos, &bad)?;
                     if hasher.finalize().as_bytes() != sum {
-                        return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                        return Err(bad("BLAKE3 mismatch".into()));
                     }
                 } else {
-                    let frame = self.read(w, b, s).map_err(&bad)?;
-                    let data = self
-                        .decode(Some(&mut w.dctx), frame, Some(u))
+                    let frame = self.read(&mut w.rbuf, &w.fetched, b, s).map_err(&bad)?;
+                    let data = &mut w.dbuf;
+                    self.decode(Some(&mut w.dctx), frame, Some(u), data)
                         .map_err(&bad)?;
+                    if w.rbuf.len() > KEEP_BYTES {
+                        w.rbuf = Vec::new();
+                    }
                     if data.len() as u64 != u {
                         return Err(bad(format!("decoded {} bytes, index says {u}", data.len())));
                     }
-                    hasher.update(&data);
+                    hasher.update(data);
                     if hasher.finalize().as_bytes() != sum {
-                        return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                        return Err(bad("BLAKE3 mismatch".into()));
                     }
-                    out.put(&data, &mut pos)?;
+                    out.put(data, &mut pos, last)?;
+                    if data.capacity() > KEEP_BYTES {
+                        *data = Vec::new();
+                    }
                 }
             } else {
                 if s != u {
@@ -182,13 +206,15 @@ impl Job {
                         return Err(Fail::Stopped);
                     }
                     let n = (s - at).min(PIECE_BYTES as u64);
-                    let piece = self.read(w, b + at, n).map_err(&bad)?;
-                    hasher.update(&piece);
-                    out.put(&piece, &mut pos)?;
+                    let piece = self
+                        .read(&mut w.rbuf, &w.fetched, b + at, n)
+                        .map_err(&bad)?;
+                    hasher.update(piece);
+                    out.put(piece, &mut pos, last && at + n == s)?;
                     at += n;
                 }
                 if hasher.finalize().as_bytes() != sum {
-                    return Err(Fail::File(format!("{here}BLAKE3 mismatch")));
+                    return Err(bad("BLAKE3 mismatch".into()));
                 }
             }
             total += u;
@@ -223,9 +249,10 @@ impl Job {
             None => {
                 // another shape: decoded whole by the binding (as big as the chunk)
                 let frame = self.read_plain(b, s).map_err(bad)?;
-                let data = self.decode(None, frame, Some(u)).map_err(bad)?;
+                let mut data = Vec::new();
+                self.decode(None, &frame, Some(u), &mut data).map_err(bad)?;
                 hasher.update(&data);
-                out.put(&data, pos)?;
+                out.put(&data, pos, false)?;
                 return Ok(());
             }
         };
@@ -267,7 +294,7 @@ impl Job {
                 )));
             }
             hasher.update(&buf[..filled]);
-            out.put(&buf[..filled], pos)?;
+            out.put(&buf[..filled], pos, false)?;
         }
         self.bytes_read.fetch_add(s, Ordering::Relaxed);
         if got != u {
@@ -290,13 +317,14 @@ pub(super) struct Out<'f> {
 }
 
 impl Out<'_> {
-    /// `data` written at `*pos`, `*pos` moved past it.
-    pub(super) fn put(&mut self, data: &[u8], pos: &mut u64) -> Result<(), Fail> {
+    /// `data` written at `*pos`, `*pos` moved past it; `last`: nothing follows it (written
+    /// from where it lies when nothing is gathered: a one-chunk file is never copied).
+    pub(super) fn put(&mut self, data: &[u8], pos: &mut u64, last: bool) -> Result<(), Fail> {
         let next = self.at + self.buf.len() as u64;
         if !self.buf.is_empty() && (next != *pos || self.buf.len() + data.len() > WRITE_BYTES) {
             self.flush()?;
         }
-        if data.len() >= WRITE_BYTES {
+        if data.len() >= WRITE_BYTES || (last && self.buf.is_empty()) {
             self.file.write_all_at(data, *pos).map_err(write_fail)?;
         } else {
             if self.buf.is_empty() {

@@ -120,6 +120,12 @@ struct Worker {
     /// path order: a directory pack's jars between another pack's POMs)
     packs: Vec<((u64, u64), Vec<u8>)>,
     fetched: Fetched,
+    /// the last blob read (kept: see [`Job::read`])
+    rbuf: Vec<u8>,
+    /// the last chunk decoded outside a pack
+    dbuf: Vec<u8>,
+    /// decode buffers of packs that left the cache, for the next ones
+    spare: Vec<Vec<u8>>,
 }
 
 /// What one worker reports: each file's outcome and the problems.

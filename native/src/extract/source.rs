@@ -28,19 +28,30 @@ pub(super) fn buffer_vec(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 }
 
 impl Job {
-    pub(super) fn read(&self, w: &Worker, offset: u64, size: u64) -> Result<Vec<u8>, String> {
+    /// The blob `[offset, offset + size)`: read into `rbuf` (a worker's, kept: zero-filled
+    /// only where it grows) from a local archive, or the unit's fetched one.
+    pub(super) fn read<'a>(
+        &self,
+        rbuf: &'a mut Vec<u8>,
+        fetched: &'a Fetched,
+        offset: u64,
+        size: u64,
+    ) -> Result<&'a [u8], String> {
         match &self.source {
             Source::Local(f) => {
-                let mut buf = vec![0u8; size as usize];
-                f.read_exact_at(&mut buf, offset)
+                let size = usize::try_from(size).map_err(|_| "a blob beyond memory")?;
+                if rbuf.len() < size {
+                    rbuf.resize(size, 0);
+                }
+                let buf = &mut rbuf[..size];
+                f.read_exact_at(buf, offset)
                     .map_err(|e| format!("cannot read the archive: {}", strerror(&e)))?;
-                self.bytes_read.fetch_add(size, Ordering::Relaxed);
+                self.bytes_read.fetch_add(size as u64, Ordering::Relaxed);
                 Ok(buf)
             }
-            Source::Python(_) => w
-                .fetched
+            Source::Python(_) => fetched
                 .get(&(offset, size))
-                .cloned()
+                .map(Vec::as_slice)
                 .ok_or_else(|| format!("blob [{offset}, {}) was not fetched", offset + size)),
         }
     }

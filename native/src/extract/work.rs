@@ -128,6 +128,9 @@ impl Job {
             dir: None,
             packs: Vec::new(),
             fetched: HashMap::new(),
+            rbuf: Vec::new(),
+            dbuf: Vec::new(),
+            spare: Vec::new(),
         };
         let mut rep = Reported::default();
         loop {
