@@ -1,5 +1,5 @@
 """Python source for child processes that extract slowly (tests/test_extract_kill.py,
-tests/test_extract_links_macro.py). The core writes the files (native/src/extract.rs) in a few
+tests/test_extract_links_macro.py). The core writes the files (native/src/extract/) in a few
 tens of milliseconds, less than the noise of a process start: the archive is read as a source
 that is not a plain local file, so each unit of 8 files asks Python for its blobs with a pause,
 and a signal lands while files are written (the writes, temporaries and renames are the

@@ -350,7 +350,7 @@ def test_real_jars_round_trip(tmp_path: Path) -> None:
 
 def test_extract_writes_a_files_many_small_chunks(tmp_path: Path) -> None:
     """A jar cut into its entries: many small chunks, gathered into few writes by the core
-    (``native/src/extract.rs``, ``Out``), the file whole."""
+    (``native/src/extract/decode.rs``, ``Out``), the file whole."""
     entries = artifacts(1)
     path = tmp_path / "a.znippy"
     write_archive(path, entries, block_size=BLOCK)

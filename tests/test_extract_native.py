@@ -1,4 +1,4 @@
-"""Extract's per-file work runs in the compiled core (issue 33, item 3; native/src/extract.rs).
+"""Extract's per-file work runs in the compiled core (issue 33, item 3; native/src/extract/).
 
 Counted, not timed: the Python function calls ``Archive.extract`` makes over 10,000 files
 (``sys.setprofile`` and ``threading.setprofile``); a damaged blob is a per-file failure worded

@@ -40,7 +40,7 @@ if n:
             return real(fd, *args, **kw)
         return call
     os.write, os.pwrite = wrap(os.write), wrap(os.pwrite)
-if n and sys.argv[1] == "extract":  # the core writes the files (native/src/extract.rs): the
+if n and sys.argv[1] == "extract":  # the core writes the files (native/src/extract/): the
     # archive is read as a source that is not a plain local file, so each unit of 2 files asks
     # Python for its blobs (5 ms each); Ctrl-C comes at the n-th unit
     import time

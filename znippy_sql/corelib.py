@@ -247,14 +247,14 @@ def verify_clean(archive: str) -> tuple[int, int, int] | None:
 
 
 #: extract's units of work: about this many bytes, at most this many files
-#: (``read/extract.py``, ``native/src/extract.rs``)
+#: (``read/extract.py``, ``native/src/extract/``)
 UNIT_BYTES = 8 << 20
 UNIT_FILES = 256
 
 
 def check_targets(dest: str, root: str, names: bytes, offsets: bytes
                   ) -> tuple[tuple[int, str] | None, bytes, list[str]]:
-    """Extract's targets under ``root`` checked (``native/src/extract.rs``): the first
+    """Extract's targets under ``root`` checked (``native/src/extract/``): the first
     symlink on the way or at a target ``(name, why)``, whether each exists (a byte each),
     and the existing directories they go into."""
     with guard(FormatError, "checking the extract targets", path=dest):
@@ -270,7 +270,7 @@ def extract_files(cols: list[bytes], tail: int, packed: bool, local: str | None,
                   workers: int, unit_bytes: int, unit_files: int,
                   progress: "Callable[[int, int], Any] | None", *, archive: str
                   ) -> tuple[bytes, list[tuple[int, str]], tuple[int, str] | None, int, bool, int]:
-    """Files written by the core (``native/src/extract.rs``, ``read/extract.py``): each
+    """Files written by the core (``native/src/extract/``, ``read/extract.py``): each
     file's outcome (i64: bytes written, -1 failed, -2 not attempted), the problems, the
     first fatal one, the bytes read, whether Ctrl-C stopped it and how many big files were
     written in runs by several workers."""

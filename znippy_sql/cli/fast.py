@@ -3,7 +3,7 @@
 core (``native/src/cat.rs``: footer, manifest, trie, lookup rows, frames, BLAKE3;
 ``native/src/ls.rs``: the data sub-indexes; ``native/src/verify.rs``: every check, for a
 sound archive; ``native/src/info.rs``: the facts ``cli/infotext.py`` prints), and
-``extract ARCHIVE -o DIR`` (``native/src/extract.rs``: the plan and the writes) without
+``extract ARCHIVE -o DIR`` (``native/src/extract/``: the plan and the writes) without
 importing pyarrow, numpy, DuckDB or Polars.
 
 :func:`run` is tried first by :func:`znippy_sql.cli.main`. It takes only plain arguments on a

@@ -2,7 +2,7 @@
 
 Order of work: every selected path is checked (:class:`~znippy_sql.format.paths.Targets`'
 rules: no ``..``, absolute or drive paths, no symlink on the way or at the target) before
-anything is written; then the compiled core writes the files (``native/src/extract.rs``,
+anything is written; then the compiled core writes the files (``native/src/extract/``,
 docs/design.md "The native core"): this module plans which files go where and hands the core
 their first lookup rows, names, modes and mtimes in one call; the core, without the GIL and
 with ``workers`` threads, takes units of about ``UNIT_BYTES`` (at most ``UNIT_FILES`` files,
