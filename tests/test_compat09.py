@@ -101,3 +101,30 @@ def test_append_keeps_rust09(tmp_path: Path) -> None:
     with open_archive(out) as a:
         assert dict(a.read_many(want)) == want and a.verify().ok
         assert verify_signatures(a, KEYS / "ca.cert.der") == []
+
+
+def test_rust09_refuses_a_p384_key(tmp_path: Path) -> None:
+    """``znippy-common`` 0.9.11 checks ECDSA with SHA-256 (P-256) and Ed25519 only: a P-384
+    signer is refused before anything is written (``rust-0.10`` takes it)."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    from znippy_sql import SignatureError
+    from znippy_sql.provenance.sign import Signer
+
+    key = ec.generate_private_key(ec.SECP384R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "p384")])
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(1).not_valid_before(now)
+            .not_valid_after(now + dt.timedelta(days=1)).sign(key, hashes.SHA384()))
+    src = corpus.write(tmp_path / "in")
+    with pytest.raises(SignatureError, match="rust-0.9: .* P-256 signatures only"):
+        write_archive(tmp_path / "a.znippy", src, compat="rust-0.9", signer=Signer(key, cert))
+    assert not (tmp_path / "a.znippy").exists()
+    write_archive(tmp_path / "b.znippy", src, compat="rust-0.10", posix=False,
+                  signer=Signer(key, cert))

@@ -98,7 +98,8 @@ def optional_sections(meta: Any, signer: Any, compat: str | None = None
     if signer is not None:
         from ..provenance.sign import signature_builder
 
-        builders.append(signature_builder(signer, rust=compat in RUST_INDEXED))
+        builders.append(signature_builder(signer, rust=compat in RUST_INDEXED,
+                                          compat=compat or RUST10))
     return sections, builders
 
 
