@@ -42,8 +42,7 @@ def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
         return
     if compat == "rust-0.9" and meta:  # signatures the Rust way, facts nowhere
         raise ZnippyError("compat 'rust-0.9' writes no __znippy_meta__ (the Rust 0.9.1 to 0.9.5 "
-                          "readers take it for a data sub-index): meta cannot be written; use "
-                          "compat 'rust-0.10' for the later readers")
+                          "readers take it for a data sub-index): meta cannot be written")
     rust10 = compat == "rust-0.10"  # its facts and signatures the Rust way (write/rust10.py)
     signed = compat in ("rust-0.9", "rust-0.10")
     given = [what for what, value in (("meta", None if rust10 else meta),
