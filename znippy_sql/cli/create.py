@@ -43,11 +43,17 @@ def _create(args: argparse.Namespace, options: Any) -> int:
     if args.compat == "rust-0.10":  # facts and signatures the Rust way (write/rust10.py)
         extra.update(prov.writer_kwargs(args))
     elif args.compat is not None:  # data sub-indexes and a manifest only: no provenance either
-        given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)]
+        signs = args.compat == "rust-0.9"  # signatures the Rust way (write/rust10.py)
+        given = [opt for opt in _SECTION_OPTIONS if getattr(args, opt[2:].replace("-", "_"), None)
+                 and not (signs and opt.startswith("--sign"))]
         if given:
-            raise ZnippyError(f"--compat {args.compat} writes no metadata or signatures (the "
-                              f"Rust 0.8 reader reads every section as an index): "
-                              f"{', '.join(given)} cannot be used with it")
+            why = ("metadata (the Rust 0.9.1 to 0.9.5 readers take __znippy_meta__ for a data "
+                   "sub-index; rust-0.10 writes it)" if signs else "metadata or signatures (the "
+                   "Rust 0.8 reader reads every section as an index)")
+            raise ZnippyError(f"--compat {args.compat} writes no {why}: {', '.join(given)} "
+                              "cannot be used with it")
+        if signs:
+            extra["signer"] = prov.writer_kwargs(args)["signer"]
     else:
         extra.update(prov.writer_kwargs(args))
     progress = progress_for("create")
@@ -180,11 +186,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-posix", action="store_true",
                    help="do not record modes, mtimes, symbolic links and directories "
                         "(as posix.* rows of __meta__; with --compat rust-0.10 directories "
-                        "and modes as the Rust __znippy_fsmeta__; never with rust-0.8)")
+                        "and modes as the Rust __znippy_fsmeta__; never with rust-0.8 or 0.9)")
     p.add_argument("--compat", choices=COMPAT_MODES, default=None,
                    help="write an archive the Rust znippy reads: rust-0.8, data sub-indexes "
-                        "and the manifest only; rust-0.10 (0.9.1+), with the Rust lookup, "
-                        "trie, typed facts and directories and modes (docs/interop.md)")
+                        "and the manifest only; rust-0.9 (0.9.1+), with the Rust lookup, trie "
+                        "and signatures; rust-0.10 (0.9.13+), also typed facts and "
+                        "directories and modes (docs/interop.md)")
     p.add_argument("--skip-unsafe", action="store_true",
                    help="skip (and list) files whose names the format refuses, e.g. a "
                         "newline in a name; exit 1")

@@ -198,23 +198,26 @@ def as_signer(signer: Any) -> Signer:
     raise TypeError(f"signer= takes a Signer, (key, cert) paths or a mapping, not {signer!r}")
 
 
-def signature_builder(signer: Any, *, rust: bool = False
+def signature_builder(signer: Any, *, rust: bool = False, compat: str = "rust-0.10"
                       ) -> Callable[[pa.Table], Iterable[ReservedSection]]:
     """The section builder ``write_archive(..., signer=...)`` hands to ``write_tail``.
 
     ``rust``: over the Rust tool's digests (:mod:`znippy_sql.interop.sign`; the tail writes
     the sections under the Rust names), each CMS carrying the signer's certificate alone (the
     Rust verifier takes the first certificate of the set as the signer's), with an EC key
-    (the Rust verifier checks ECDSA over P-256 or P-384 and Ed25519, not RSA)."""
+    (the Rust verifier checks ECDSA over P-256 or P-384 and Ed25519, not RSA; ``compat``
+    ``rust-0.9``: P-256 only, as ``znippy-common`` 0.9.11 checks ECDSA with SHA-256)."""
     s = as_signer(signer)
     if rust:
         from cryptography.hazmat.primitives.asymmetric import ec
 
+        curves = ("secp256r1",) if compat == "rust-0.9" else ("secp256r1", "secp384r1")
         curve = getattr(s.key, "curve", None)
         if not isinstance(s.key, ec.EllipticCurvePrivateKey) or curve is None \
-                or curve.name not in ("secp256r1", "secp384r1"):
-            raise SignatureError("compat rust-0.10: the Rust verifier checks ECDSA P-256 or "
-                                 "P-384 signatures only; sign with such a key")
+                or curve.name not in curves:
+            raise SignatureError(f"compat {compat}: the Rust verifier checks ECDSA "
+                                 f"{' or '.join(('P-256', 'P-384')[:len(curves)])} signatures "
+                                 "only; sign with such a key")
         s = Signer(s.key, s.cert)
     digests_for, root_for = (rust_digests, rust_root) if rust else (file_digests, archive_root)
 

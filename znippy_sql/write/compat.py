@@ -26,9 +26,10 @@ if TYPE_CHECKING:  # pyarrow is imported by one_schema: `create` parses its opti
 
     from ..format.schema import GroupKey
 
-Compat = Literal["rust-0.8", "rust-0.10"]
-#: ``rust-0.10`` (:mod:`.rust10`) adds the Rust-named lookup and trie of the 0.9.1+ readers
-COMPAT_MODES: tuple[str, ...] = ("rust-0.8", "rust-0.10")
+Compat = Literal["rust-0.8", "rust-0.9", "rust-0.10"]
+#: ``rust-0.10`` (:mod:`.rust10`) adds the Rust-named lookup and trie of the 0.9.1+ readers;
+#: ``rust-0.9`` the same without the facts the 0.9.1 … 0.9.5 readers take for data
+COMPAT_MODES: tuple[str, ...] = ("rust-0.8", "rust-0.9", "rust-0.10")
 #: recorded on every sub-index of such an archive, beside the writer's codec keys
 COMPAT_KEY = "znippy.compat"
 
@@ -39,9 +40,13 @@ def check_compat(compat: str | None, *, sections: Any = (), builders: Any = (),
     itself and ``posix`` are checked by ``WriteOptions``); run once, by ``ArchiveWriter``."""
     if compat is None:
         return
+    if compat == "rust-0.9" and meta:  # signatures the Rust way, facts nowhere
+        raise ZnippyError("compat 'rust-0.9' writes no __znippy_meta__ (the Rust 0.9.1 to 0.9.5 "
+                          "readers take it for a data sub-index): meta cannot be written")
     rust10 = compat == "rust-0.10"  # its facts and signatures the Rust way (write/rust10.py)
+    signed = compat in ("rust-0.9", "rust-0.10")
     given = [what for what, value in (("meta", None if rust10 else meta),
-                                      ("a signer", None if rust10 else signer),
+                                      ("a signer", None if signed else signer),
                                       ("reserved sections", sections),
                                       ("section builders", builders)) if value]
     if given:

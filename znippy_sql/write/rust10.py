@@ -15,9 +15,13 @@ of this project's maven, cargo, pypi or npm module as the Rust plugin's
 (:func:`rust_plugin_groups`: its ``pkg_type`` and its columns, named and typed as the plugin
 declares them); and signatures (``signer=``) over the Rust digests, under the Rust names
 (``provenance/sign.py`` ``signature_builder(rust=True)``, ``tail.py``).
-The Rust readers skip any other reserved name they do not know but read every unknown
-non-reserved one as data; this project's own section names are not theirs, which is why the
-default layout is not read by them.
+``compat="rust-0.9"`` (:data:`RUST09`) is the same less what the readers of ``znippy-common``
+0.9.11 and before (the binaries 0.9.1 … 0.9.5) do not know: no ``__znippy_meta__``, no
+``__znippy_fsmeta__`` (they read both as data sub-indexes and fail) and no ``List<Utf8>``
+plugin column (their cargo plugin writes ``crate_name, version``, their python plugin no
+``requires_dist``). The Rust readers skip any other reserved name they do not know but read
+every unknown non-reserved one as data; this project's own section names are not theirs,
+which is why the default layout is not read by them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ from ..interop.meta import TYPED_META_SCHEMA, is_typed
 from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE
 
 RUST10 = "rust-0.10"
+#: the 0.9.1 … 0.9.5 layout: :data:`RUST10`'s lookup, trie, plugin groups and signatures only
+RUST09 = "rust-0.9"
+#: the modes with the Rust-named lookup, trie, plugin groups and signatures
+RUST_INDEXED = (RUST09, RUST10)
 #: the data sub-indexes' schema metadata the Rust readers check
 FORMAT_METADATA = {"znippy_format_version": "3"}
 
@@ -128,8 +136,10 @@ RUST_PLUGINS: dict[int, tuple[int, tuple[tuple[str, pa.DataType, str | None], ..
 }
 
 
-def rust_plugin_groups(groups: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Table]:
-    """Each module group of :data:`RUST_PLUGINS` as the Rust plugin's: the group and the
+def rust_plugin_groups(groups: dict[GroupKey, pa.Table],
+                       compat: str = RUST10) -> dict[GroupKey, pa.Table]:
+    """Each module group of :data:`RUST_PLUGINS` as the Rust plugin's (``rust-0.9``: without
+    the ``List<Utf8>`` columns the 0.9.1 … 0.9.5 plugins do not declare): the group and the
     rows it claims take the plugin's ``pkg_type`` (``module_name`` empty, as the Rust
     compress writes it), the module's columns become the plugin's, and, as the Rust index
     does, every chunk of a claimed file carries the file's values (this project fills its
@@ -143,6 +153,7 @@ def rust_plugin_groups(groups: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Ta
             out[key] = table  # not a module group of ours (or already the plugin's: append)
             continue
         type_id, columns = plugin
+        columns = tuple(c for c in columns if compat == RUST10 or c[1] != STR_LIST)
         first = _first_chunk_rows(table)
         claimed = take(call_function("is_valid", [table.column(PKG_TYPE_FIELD.name)]), first)
         arrays = [table.column(n) for n in BASE_NAMES]
@@ -156,7 +167,7 @@ def rust_plugin_groups(groups: dict[GroupKey, pa.Table]) -> dict[GroupKey, pa.Ta
             fields.append(pa.field(name, typ, nullable=True))
         rust_key = GroupKey(type_id, key.repo, "")
         if rust_key in out or rust_key in groups:
-            raise FormatError(f"compat rust-0.10: two groups would both be the Rust group "
+            raise FormatError(f"compat {compat}: two groups would both be the Rust group "
                               f"{tuple(rust_key)}")
         out[rust_key] = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
     return out

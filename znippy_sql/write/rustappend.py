@@ -1,8 +1,9 @@
 """Appending to an archive written for the Rust readers (``compat``) keeps its layout.
 
-An archive written with ``compat="rust-0.8"`` or ``"rust-0.10"`` records the mode on every data
-sub-index (``znippy.compat``, :mod:`.compat`); an append follows it, so the real ``znippy
-verify``, ``decompress``, ``list`` and ``get`` still take the result (docs/interop.md):
+An archive written with ``compat="rust-0.8"``, ``"rust-0.9"`` or ``"rust-0.10"`` records the
+mode on every data sub-index (``znippy.compat``, :mod:`.compat`); an append follows it, so the
+real ``znippy verify``, ``decompress``, ``list`` and ``get`` still take the result
+(docs/interop.md):
 
 - the new groups become what that mode writes before they are merged with the old ones
   (:func:`rust_groups`: the Rust plugins' groups and columns for ``rust-0.10``, then one schema
@@ -11,7 +12,8 @@ verify``, ``decompress``, ``list`` and ``get`` still take the result (docs/inter
   archive's (:func:`merged_fsmeta`), not to ``__meta__``; ``__meta__`` stays the typed
   ``__znippy_meta__`` and a re-signature is over the Rust digests (``write/tail.py``);
 - ``rust-0.8``: no facts are recorded (the Rust 0.8 reader reads every section as an index),
-  ``meta=`` and ``signer=`` are refused as by the one-shot writer.
+  ``meta=`` and ``signer=`` are refused as by the one-shot writer; ``rust-0.9``: no facts
+  either (``meta=`` refused), a re-signature over the Rust digests.
 
 The rows are this writer's (not the Rust ``append``'s two sub-indexes of group ``(0, "", "")``):
 each group keeps its key, as a one-shot write of the live files gives it.
@@ -44,7 +46,8 @@ from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE
 from ..read.foreign import RUST_VERSION_KEY, own_writer
 from .compat import COMPAT_KEY, COMPAT_MODES, Compat, one_schema
 from .posix import PosixFacts
-from .rust10 import DEFAULT_FILE, DIR, FILE, RUST10, fsmeta_table, rust_plugin_groups
+from .rust10 import (DEFAULT_FILE, DIR, FILE, RUST10, RUST_INDEXED, fsmeta_table,
+                     rust_plugin_groups)
 
 
 def written_layout(archive: Any, metadata: Mapping[str, str]) -> tuple[str | None, bool]:
@@ -114,7 +117,7 @@ def rust_groups(old: Mapping[GroupKey, pa.Table], new: Mapping[GroupKey, pa.Tabl
     """``old`` and ``new`` rows as ``compat`` writes them: ``new`` module groups as the Rust
     plugins' (``rust-0.10``), files of no package type in ``home`` (:func:`at_home`), then
     every table under the one schema of them all."""
-    fresh = rust_plugin_groups(dict(new)) if compat == RUST10 else dict(new)
+    fresh = rust_plugin_groups(dict(new), compat) if compat in RUST_INDEXED else dict(new)
     tables = list(old.items()) + [(at_home(k, home), t) for k, t in fresh.items()]
     # one_schema wants distinct keys: number them, keeping the group order of its field list
     keyed = {GroupKey(k.pkg_type, k.repo, f"{k.module_name}\0{i}"): t
@@ -168,7 +171,7 @@ def live_paths(groups: Mapping[GroupKey, pa.Table]) -> list[str]:
 
 def follow_given(compat: Compat | None, given: dict[str, Any]) -> dict[str, Any]:
     """The write keywords of an append to a ``compat`` archive: ``rust-0.8`` records no
-    facts (``posix`` off, as its one-shot writer refuses them)."""
-    if compat == "rust-0.8":
+    facts (``posix`` off, as its one-shot writer refuses them), nor does ``rust-0.9``."""
+    if compat in ("rust-0.8", "rust-0.9"):
         return {**given, "posix": False}
     return given

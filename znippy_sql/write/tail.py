@@ -30,13 +30,13 @@ from ..format.schema import (LOOKUP, META, RAW_SECTIONS, RESERVED_PKG_TYPE, TRIE
 from ..format import trie
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
 from .compat import COMPAT_KEY, Compat, one_schema
-from .rust10 import (FORMAT_METADATA, RUST10, rust_fsmeta_section, rust_index_sections,
+from .rust10 import (FORMAT_METADATA, RUST_INDEXED, rust_fsmeta_section, rust_index_sections,
                      rust_meta_section, rust_plugin_groups)
 from ..interop.layouts import FSMETA, RUST_RESERVED_PKG_TYPE, SIGN_ARCHIVE, SIGN_ARTIFACTS
 from ..format.schema import SIGN_ARCHIVE as OUR_SIGN_ARCHIVE
 from ..format.schema import SIGN_ARTIFACTS as OUR_SIGN_ARTIFACTS
 
-#: the sections a rust-0.10 archive spells the Rust way (write/rust10.py)
+#: the sections a rust-0.9 or rust-0.10 archive spells the Rust way (write/rust10.py)
 RUST_NAMES = {OUR_SIGN_ARTIFACTS: SIGN_ARTIFACTS, OUR_SIGN_ARCHIVE: SIGN_ARCHIVE}
 
 
@@ -82,12 +82,12 @@ def write_tail(
     groups = unify_inner(groups)
     if compat is not None and any(has_packs(t) for t in groups.values()):
         raise FormatError(f"compat {compat!r}: the Rust 0.8 reader cannot read packed blobs")
-    if compat == RUST10:  # module groups as the Rust plugins write them (write/rust10.py)
-        groups = rust_plugin_groups(groups)
+    if compat in RUST_INDEXED:  # module groups as the Rust plugins write them (write/rust10.py)
+        groups = rust_plugin_groups(groups, compat)
     if compat is not None:  # its sections were refused by the writer (``check_compat``)
         groups = one_schema(groups)
         schema_metadata = {**(schema_metadata or {}), COMPAT_KEY: compat,
-                           **(FORMAT_METADATA if compat == RUST10 else {})}
+                           **(FORMAT_METADATA if compat in RUST_INDEXED else {})}
     fd = fh.fileno()
     out = _TailOut(fd, blob_end)
     for key in sorted(groups):
@@ -102,7 +102,8 @@ def write_tail(
                              batch_rows=LOOKUP_BATCH_ROWS if index_compression else None),
                 lookup.num_rows)
         out.put(GroupKey(RESERVED_PKG_TYPE, "", TRIE), build_trie(lookup), 0)
-    elif compat == RUST10:  # fsmeta, the Rust-named lookup, trie and meta (write/rust10.py)
+    elif compat in RUST_INDEXED:  # fsmeta, the Rust lookup, trie, meta (write/rust10.py;
+        # rust-0.9: no fsmeta or meta, refused by ``check_compat`` and ``WriteOptions``)
         for s in sections:  # the Rust compress pushes it right after the data sub-index
             if s.name == FSMETA and isinstance(s.payload, pa.Table):
                 out.put(*rust_fsmeta_section(s.payload))
@@ -119,7 +120,7 @@ def write_tail(
     check_sections(extra)
     for s in sorted(extra, key=lambda s: section_rank(s.name)):
         key = GroupKey(RESERVED_PKG_TYPE, "", s.name)
-        if compat == RUST10:  # the signatures under the Rust names (made over its digests)
+        if compat in RUST_INDEXED:  # the signatures under the Rust names (made over its digests)
             key = GroupKey(RUST_RESERVED_PKG_TYPE, "", RUST_NAMES.get(s.name, s.name))
         if isinstance(s.payload, pa.Table):  # a raw section may hold a stream (row_count 0)
             raw = s.name in RAW_SECTIONS

@@ -30,7 +30,7 @@ from .feed import Feed
 from .ingest import Ingest
 from .options import OptionKwargs, Provenance, WriteOptions, resolve
 from .posix import with_rows
-from .rust10 import RUST10
+from .rust10 import RUST10, RUST_INDEXED
 from ..interop.layouts import FSMETA
 from .source import Entry, as_entry
 from ..format.sections import ReservedSection, SectionBuilder, check_sections
@@ -87,7 +87,8 @@ def meta_of(sections: Iterable[ReservedSection]) -> pa.Table | None:
 def optional_sections(meta: Any, signer: Any, compat: str | None = None
                       ) -> tuple[list[ReservedSection], list[SectionBuilder]]:
     """Sections for the ``meta=`` and ``signer=`` options (resolved lazily, issue 5); with
-    ``compat="rust-0.10"`` the signatures are over the Rust digests (``write/rust10.py``)."""
+    ``compat="rust-0.9"`` or ``"rust-0.10"`` the signatures are over the Rust digests
+    (``write/rust10.py``)."""
     sections: list[ReservedSection] = []
     builders: list[SectionBuilder] = []
     if meta is not None:
@@ -97,7 +98,8 @@ def optional_sections(meta: Any, signer: Any, compat: str | None = None
     if signer is not None:
         from ..provenance.sign import signature_builder
 
-        builders.append(signature_builder(signer, rust=compat == RUST10))
+        builders.append(signature_builder(signer, rust=compat in RUST_INDEXED,
+                                          compat=compat or RUST10))
     return sections, builders
 
 
