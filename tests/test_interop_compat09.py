@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import interop_corpus as corpus
-from test_interop_real import BINARIES, real, tree, version
+from test_interop_real import BINARIES, no_sign, real, tree, version
 from znippy_sql import open_archive
 from znippy_sql.cli import main
 
@@ -22,7 +22,8 @@ OLD = Path("/opt/znippy-0.9.5/bin/znippy")
 pytestmark = pytest.mark.skipif(not OLD.is_file() or shutil.which("openssl") is None,
                                 reason=f"no {OLD} (docs/interop.md, 'Building the real "
                                 "tools') or no openssl")
-#: 0.9.5 and every later binary installed (0.9.0 reads no 0.9.1+ layout: docs/interop.md)
+#: 0.9.5 and every other binary installed but 0.9.0 (which reads no 0.9.1+ layout:
+#: docs/interop.md); 0.9.2 reads the plain one, not the signed
 READERS = [OLD, *(b for b in BINARIES if b != OLD and "0.9.0" not in str(b))]
 
 
@@ -73,6 +74,16 @@ def test_they_read_rust09(reader: Path, which: str, archives: tuple[Path, Path, 
                           tmp_path: Path) -> None:
     src, plain, signed, ca = archives
     out = plain if which == "plain" else signed
+    if which == "signed" and no_sign(reader):
+        # 0.9.2 (znippy-common 0.9.4) knows no signature section: it reads the raw archive
+        # signature as an Arrow stream and panics; `get` (lookup + trie) still reads
+        for command in ("verify", "list"):
+            done = real(reader, command, "-i", out)
+            assert done.returncode == 101 and "failed to fill whole buffer" in done.stderr
+        got = subprocess.run([str(reader), "get", "-i", str(out), "-p", "hello.txt"],
+                             capture_output=True, timeout=600)
+        assert got.returncode == 0 and got.stdout == corpus.files()["hello.txt"]
+        return
     done = real(reader, "verify", "-i", out)
     assert done.returncode == 0, done.stdout + done.stderr
     done = real(reader, "decompress", "-i", out, "-o", tmp_path / "x")
