@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import corelib
-from ..errors import FormatError
+from ..errors import FormatError, PackError
 from ..format.gitindex import OidIndex, encode_sorted
 
 __all__ = ["PackTier", "pack_entries"]
@@ -43,9 +44,11 @@ WALK_BOUND = 1000
 def pack_entries(lookup: pa.Table) -> list[tuple[int, str, str | None]]:
     """``(lookup row, .pack name, .idx name or None)`` of the tier's packs, by name; empty
     when the archive holds none (the first row of each file: its chunk 0)."""
-    names = lookup.column("relative_path").to_pylist()
+    paths = lookup.column("relative_path")
+    hits = pc.indices_nonzero(pc.fill_null(pc.or_(pc.ends_with(paths, ".pack"),
+                                                  pc.ends_with(paths, ".idx")), False))
     first: dict[str, int] = {}
-    for row, name in enumerate(names):
+    for row, name in zip(hits.to_pylist(), paths.take(hits).to_pylist()):
         first.setdefault(name, row)
     out = []
     for name, row in sorted(first.items()):
@@ -80,7 +83,10 @@ class PackTier:
             if idx is not None and idx[:8] != IDX_V2:
                 raise FormatError(f"entry {idx_name} is not a git pack index version 2",
                                   path=self.path)
-            core = corelib.git_index_pack(data, idx, name=name)
+            try:
+                core = corelib.git_index_pack(data, idx, name=name)
+            except PackError as exc:  # the core names the entry; the archive is named here
+                raise PackError(exc.problem, path=self.path) from None
             if core.idx_mismatch is not None:
                 raise FormatError(f"entry {idx_name} does not describe {name}: "
                                   f"{core.idx_mismatch}", path=self.path)
