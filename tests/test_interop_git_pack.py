@@ -79,6 +79,11 @@ def ours(capsysbinary: Any, *argv: str) -> tuple[int, bytes]:
     return code, capsysbinary.readouterr().out
 
 
+def test_the_archive_opens_and_verifies(capsysbinary: Any) -> None:
+    """The tier's archive is a plain sealed archive of two raw-stored entries."""
+    assert ours(capsysbinary, "verify", str(ARCHIVE))[0] == 0
+
+
 def test_every_object_reads_as_git(repo: Path) -> None:
     """All 18 objects (3 of them OFS deltas), type and bytes, and no object more."""
     want = all_objects(repo)
