@@ -218,3 +218,36 @@ def test_a_sha256_pack_is_refused(tmp_path: Path) -> None:
     write_archive(bad, [Entry(f"pack-{'a' * 64}.pack", data=b"PACK")], workers=1, fsync=False)
     with open_archive(bad) as a, pytest.raises(ZnippyError, match="SHA-256"):
         PackTier(a)
+
+
+def test_two_packs_under_a_folder(repo: Path, tmp_path: Path) -> None:
+    """The tier's names under a folder, two packs (the second added by an incremental
+    ``git repack``): every object and the log as git has them. Written by this project's
+    writer: the tier is told by its entries' names and magic, not by who wrote them."""
+    work = tmp_path / "two.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(work)], check=True)
+    blob = git(work, "hash-object", "-w", "--stdin", data=b"four\n").stdout.decode().strip()
+    new_tree = git(work, "mktree", data=f"100644 blob {blob}\tfour.txt\n".encode()
+                   ).stdout.decode().strip()
+    env = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "A",
+           "GIT_COMMITTER_EMAIL": "a@x", "GIT_AUTHOR_DATE": "1700000600 +0000",
+           "GIT_COMMITTER_DATE": "1700000600 +0000"}
+    head = subprocess.run(["git", "-C", str(work), "commit-tree", new_tree, "-p", MAIN, "-m",
+                           "four"], check=True, capture_output=True, env={**os.environ, **env}
+                          ).stdout.decode().strip()
+    git(work, "update-ref", "refs/heads/main", head)   # repack packs what refs reach
+    git(work, "repack", "-d", "-q")
+    packs = sorted((work / "objects" / "pack").glob("pack-*.*"))
+    entries = [Entry(f"objects/pack/{p.name}", data=p.read_bytes()) for p in packs
+               if p.suffix in (".pack", ".idx")]
+    assert len(entries) == 4
+    out = tmp_path / "two.znippy"
+    write_archive(out, entries, workers=1, fsync=False)
+    want = all_objects(work)
+    with open_archive(out) as a:
+        objects = GitObjects(a)
+        assert objects.index.count == len(want) == 21
+        for oid, (kind, content) in want.items():
+            assert objects.read(bytes.fromhex(oid)) == (kind, content), oid
+        log = git(work, "log", "--format=%H", head).stdout.decode().split()
+        assert [c.hex() for c in objects.log(bytes.fromhex(head))] == log
