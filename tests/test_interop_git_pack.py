@@ -220,7 +220,7 @@ def test_a_sha256_pack_is_refused(tmp_path: Path) -> None:
         PackTier(a)
 
 
-def test_two_packs_under_a_folder(repo: Path, tmp_path: Path) -> None:
+def test_two_packs_under_a_folder(repo: Path, tmp_path: Path, capsysbinary: Any) -> None:
     """The tier's names under a folder, two packs (the second added by an incremental
     ``git repack``): every object and the log as git has them. Written by this project's
     writer: the tier is told by its entries' names and magic, not by who wrote them."""
@@ -251,3 +251,7 @@ def test_two_packs_under_a_folder(repo: Path, tmp_path: Path) -> None:
             assert objects.read(bytes.fromhex(oid)) == (kind, content), oid
         log = git(work, "log", "--format=%H", head).stdout.decode().split()
         assert [c.hex() for c in objects.log(bytes.fromhex(head))] == log
+    # no push log: no refs (show-ref lists none, a ref name is not found), ids answer
+    assert ours(capsysbinary, "git", "show-ref", str(out)) == (1, b"")
+    assert ours(capsysbinary, "git", "cat-file", str(out), "main", "-e")[0] == 1
+    assert ours(capsysbinary, "git", "cat-file", str(out), head[:7], "-t") == (0, b"commit\n")
