@@ -255,3 +255,15 @@ def test_two_packs_under_a_folder(repo: Path, tmp_path: Path, capsysbinary: Any)
     assert ours(capsysbinary, "git", "show-ref", str(out)) == (1, b"")
     assert ours(capsysbinary, "git", "cat-file", str(out), "main", "-e")[0] == 1
     assert ours(capsysbinary, "git", "cat-file", str(out), head[:7], "-t") == (0, b"commit\n")
+
+
+def test_an_archive_without_files_has_no_packs() -> None:
+    """An empty lookup's column has no chunks, on which pyarrow's ``indices_nonzero``
+    crashed the process (every DuckDB registration asks this of an archive without git
+    sections)."""
+    import pyarrow as pa
+
+    from znippy_sql.interop.gitpack import pack_entries
+
+    empty = pa.table({"relative_path": pa.chunked_array([], pa.utf8())})
+    assert pack_entries(empty) == []

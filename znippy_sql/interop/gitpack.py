@@ -44,7 +44,9 @@ WALK_BOUND = 1000
 def pack_entries(lookup: pa.Table) -> list[tuple[int, str, str | None]]:
     """``(lookup row, .pack name, .idx name or None)`` of the tier's packs, by name; empty
     when the archive holds none (the first row of each file: its chunk 0)."""
-    paths = lookup.column("relative_path")
+    if lookup.num_rows == 0:  # (pyarrow 25's indices_nonzero crashes on a chunkless column)
+        return []
+    paths = lookup.column("relative_path").combine_chunks()
     hits = pc.indices_nonzero(pc.fill_null(pc.or_(pc.ends_with(paths, ".pack"),
                                                   pc.ends_with(paths, ".idx")), False))
     first: dict[str, int] = {}
