@@ -129,10 +129,10 @@ def test_a_pom_read_ahead_is_not_read_again_for_its_columns(tmp_path: Path,
     write_archive(want, [ingest.Entry("org/ex/lib/1.0/lib-1.0.pom", file=str(pom))],
                   pkg_type="auto", fsync=False)
 
-    def no(entry: object) -> bytes:
+    def no(file: object) -> bytes:
         raise AssertionError("read again")
 
-    monkeypatch.setattr(ingest, "_read_all", no)
+    monkeypatch.setattr(ingest, "_read_file", no)
     got = tmp_path / "got.znippy"
     write_archive(got, src, pkg_type="auto", fsync=False)
     rows = [open_archive(p).index().to_pylist() for p in (want, got)]

@@ -46,6 +46,11 @@ class MavenModule:
         pa.field("maven_extension", pa.utf8()),
     )
 
+    #: what every path it claims matches (``modules.claim_all`` asks no other): a metadata
+    #: file's name, or ``.../ARTIFACT/VERSION/ARTIFACT-...`` under a group directory
+    claim_pattern = re.compile(r"(?:^|/)maven-metadata[^/]*$"
+                               r"|^(?:[^/]+/)+([^/]+)/[^/]+/\1-[^/]*$")
+
     def claims(self, relative_path: str) -> bool:
         return parse_path(relative_path) is not None
 
