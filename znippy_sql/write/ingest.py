@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import partial
 from typing import cast
 
 import pyarrow as pa
@@ -194,7 +195,7 @@ class Ingest:
                 size = self._size_of(file, origins[i] if origins is not None else file)
             extra = None
             if rows.has_extra and rows.module is not None:  # a module with columns
-                read = _Content(ahead if ahead is not None else data, file)
+                read = partial(_content, ahead if ahead is not None else data, file)
                 extra = dict(rows.module.columns(path, read))
             self.files += 1
             self.bytes_in += size
@@ -359,20 +360,14 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return data
 
 
-class _Content:
-    """A file's bytes for its module's columns (a POM's), when the module asks: those read
-    ahead or given, else read now."""
-
-    __slots__ = ("data", "file")
-
-    def __init__(self, data: bytes | None, file: str | None) -> None:
-        self.data, self.file = data, file
-
-    def __call__(self) -> bytes:
-        if self.data is not None:
-            return self.data
-        assert self.file is not None  # an entry holds data= or file=
-        return _read_file(self.file)
+def _content(data: bytes | None, file: str | None) -> bytes:
+    """A file's bytes for its module's columns (a POM's), when the module asks (``read``, a
+    ``partial`` of this: no call a file until then): those read ahead or given, else read
+    now."""
+    if data is not None:
+        return data
+    assert file is not None  # an entry holds data= or file=
+    return _read_file(file)
 
 
 def _read_file(file: str) -> bytes:
