@@ -464,3 +464,13 @@ def test_a_batch_is_claimed_as_each_path_would_be() -> None:
     assert modules.claim_all(paths, among) == want
     assert [modules.claim(p, among) for p in paths] == want
     assert {m.name for m in want if m is not None} == {"maven", "cargo", "npm", "pypi"}
+
+
+@pytest.mark.parametrize("posix", [False, True])
+def test_a_walks_count_is_its_entries(tmp_path: Path, posix: bool) -> None:
+    """``Walk.count`` (a progress bar's total), from the batches' columns, is what the
+    walk's entries hold: files and links, and their sizes (a link's: its target)."""
+    _odd_tree(tmp_path)
+    entries = list(Walk(tmp_path, posix=posix))
+    want = (len(entries), sum(e.size() for e in entries))
+    assert Walk(tmp_path, posix=posix).count() == want

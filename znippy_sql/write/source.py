@@ -214,9 +214,12 @@ class Walk:
         """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
         total; with ``skip_unreadable`` each file is opened and closed)."""
         files = nbytes = 0
-        for entry in Walk(self.root, skip_unreadable=self.skip_unreadable, posix=self.posix):
-            files += 1
-            nbytes += len(entry.data) if entry.data is not None else (entry.known_size or 0)
+        for batch in Walk(self.root, skip_unreadable=self.skip_unreadable,
+                          posix=self.posix).batches():
+            files += len(batch.rels)
+            nbytes += sum([len(target.encode("utf-8", "surrogateescape")) if size is None
+                           and target is not None else size or 0
+                           for size, target in zip(batch.sizes, batch.targets)])
         return files, nbytes
 
 
