@@ -123,17 +123,13 @@ def claim_all(paths: Sequence[str], among: Sequence[Module] | None = None
     for m in all_modules() if among is None else among:
         suffixes = getattr(m, "claim_suffixes", None)
         pattern = getattr(m, "claim_pattern", None)
-        if suffixes is not None:
-            left_ = [i for i in left if paths[i].endswith(suffixes)]
-        else:
-            left_ = list(left)
-        if pattern is not None:
-            search = pattern.search
-            left_ = [i for i in left_ if search(paths[i])]
+        search = None if pattern is None else pattern.search
         claims = m.claims
-        taken = {i for i in left_ if claims(paths[i])}
+        # one comprehension a module a batch (no call a path but ``claims``)
+        taken = [i for i in left if (suffixes is None or paths[i].endswith(suffixes))
+                 and (search is None or search(paths[i])) and claims(paths[i])]
         for i in taken:
             out[i] = m
         if taken:
-            left = [i for i in left if i not in taken]
+            left = [i for i in left if out[i] is None]
     return out

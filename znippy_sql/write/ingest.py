@@ -153,8 +153,11 @@ class Ingest:
         base = batch.base
         files = [base + rel if target is None else None
                  for rel, target in zip(rels, batch.targets)]
-        datas = [None if target is None else target.encode("utf-8", "surrogateescape")
-                 for target in batch.targets]
+        targets = batch.targets
+        datas: list[bytes | None] = [None] * len(rels)
+        if targets.count(None) != len(targets):  # links (posix): their targets' bytes
+            datas = [None if target is None else target.encode("utf-8", "surrogateescape")
+                     for target in targets]
         self._ingest(rels, files, datas, batch.sizes, batch.routes, batch.datas,
                      batch.digests, self._groups_of(None, None, rels), None)
 
