@@ -294,14 +294,14 @@ def test_a_started_walk_is_taken_only_by_an_equal_one(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("pkg_type", "bound", "more"), [(0, 2.2, 0.1), ("auto", 2.2, 0.1)])
 def test_python_calls_per_file_are_counted(tmp_path: Path, pkg_type: int | str,
                                            bound: float, more: float) -> None:
-    """Python function calls of ``write_archive`` per file of a 2,000-file tree (``bound``,
-    the write's fixed calls included), and what each file adds to a 10-file tree's count
-    (``more``). Issue 33's target is 0.5 a file; with the walk, read and BLAKE3 native it
+    """Python function calls of ``write_archive`` per file of a 2,000-file tree in 40
+    directories (``bound``: the write's fixed calls and ~80 a pack included), and what each
+    file adds to a tree of the same 40 directories with one file each (``more``). Issue 33's target is 0.5 a file; with the walk, read and BLAKE3 native it
     was ~31 (35 before), ~26 with the dedup index native too, ~16 with each file's route and
     read-ahead bytes in its walk entry, ~12 with the trie and the packs' turns native, ~8
     with pack assembly native, ~6 with the walk's batches taken in one loop, ~5 once
-    ``Entry`` validates in its own ``__init__``, ~2 (0.44 on 10,000 files: the write's
-    ~3,800 fixed calls dominate) once the walk's batch comes as columns that ``Ingest``
+    ``Entry`` validates in its own ``__init__``, ~2 (0.43 on 10,000 files: the write's
+    ~3,800 fixed calls dominate; 0.48 with ``auto``) once the walk's batch comes as columns that ``Ingest``
     takes in one call, the path check in the core (``walk::plain``) and no ``Entry``
     made. With ``pkg_type="auto"`` every path is offered to the package-type modules (~40
     before the module list was taken once a write and a group kept per claiming module,
