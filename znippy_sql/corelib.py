@@ -86,15 +86,16 @@ def walker(root: str, *, posix: bool, skip_unreadable: bool, exclude: Iterable[s
                               [os.fsencode(x) for x in prefixes], rule)
 
 
-def walk_next(walk: Any, root: str) -> list[tuple[Any, ...]] | None:
-    """The walk's next batch of ``(kind, rel, size, mode, mtime_ns, target, data, digest)``
-    (kind 0 file, 1 directory, 2 link, 3 a directory that cannot be listed: ``rel`` its
-    path, ``mode`` the errno, ``target`` why); None at the end."""
+def walk_next(walk: Any, root: str) -> tuple[Any, ...] | None:
+    """The walk's next batch in columns: ``(rels, sizes, modes, mtimes, targets, datas,
+    digests, routes, unplain, directories, fail)`` (``write/source.py`` ``Batch``; ``fail``:
+    ``(rel, errno, why)`` of a directory that cannot be listed, or None); None at the
+    end."""
     try:
         got = walk.next()
     except BaseException as exc:
         raise _native_error(exc, "the walk", root) from None
-    result: list[tuple[Any, ...]] | None = got
+    result: tuple[Any, ...] | None = got
     return result
 
 
