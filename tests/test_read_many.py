@@ -114,8 +114,8 @@ def test_remote_reads_coalesce_into_few_gets(server: RangeServer, archive: Path)
 
 
 def test_extract_reads_through_the_bulk_reader(server: RangeServer, tmp_path: Path) -> None:
-    """``Archive.extract`` takes its units through ``read.many.unit_views`` (one reader of
-    many files): remote blobs fetched in few coalesced GETs, every unit's ranges released,
+    """``Archive.extract`` reads its units through the core (``read.many.fetch_blobs`` for a
+    remote archive): remote blobs fetched in few coalesced GETs, every unit's ranges released,
     each packed blob read once, the files those of ``read_many``, byte for byte."""
     import ast
     import znippy_sql.read.extract as extract_module
