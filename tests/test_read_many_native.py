@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _calls import python_calls
+from conftest import random_bytes
 
 from znippy_sql import Entry, open_archive, write_archive
 from znippy_sql.errors import ZnippyError
@@ -60,3 +61,30 @@ def test_a_damaged_blob_raises_what_the_python_reader_raises(tmp_path: Path) -> 
     assert type(native.value) is type(python.value) and str(native.value) == str(python.value)
     assert "d/17.txt" in str(native.value)
     assert 0 < len(got) < 17 and got == [(p, files[p]) for p, _ in got]
+
+
+def test_verify_false_skips_the_blake3_and_close_stops_early(tmp_path: Path) -> None:
+    """A raw blob with one byte flipped: ``verify=False`` yields it as stored (as the Python
+    reader did), the default raises the checksum error; ``close()`` ends the iteration."""
+    files = {f"r/{i}.bin": random_bytes(3000 + i, i) for i in range(5)}  # stored raw
+    arc = tmp_path / "raw.znippy"
+    write_archive(arc, [Entry(p, data=d) for p, d in files.items()], workers=1, fsync=False,
+                  pack=False)
+    with open_archive(arc) as a:
+        rows = {r["relative_path"]: r for r in a.lookup.to_pylist()}
+    row = rows["r/2.bin"]
+    data = bytearray(arc.read_bytes())
+    data[row["blob_offset"] + 5] ^= 0x01
+    arc.write_bytes(bytes(data))
+    assert not row["compressed"]
+    with open_archive(arc) as a:
+        got = dict(a.read_many(sorted(files), verify=False))
+        assert got["r/2.bin"] != files["r/2.bin"] and len(got["r/2.bin"]) == len(files["r/2.bin"])
+        assert {p: d for p, d in got.items() if p != "r/2.bin"} == {
+            p: d for p, d in files.items() if p != "r/2.bin"}
+        with pytest.raises(ZnippyError, match="r/2.bin"):
+            dict(a.read_many(sorted(files)))
+        it = a.read_many(sorted(files), ordered=True, verify=False)
+        assert next(it) == ("r/0.bin", files["r/0.bin"])
+        it.close()  # type: ignore[attr-defined]  # the core's iterator, as a generator's close
+        assert list(it) == []
