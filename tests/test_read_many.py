@@ -64,8 +64,8 @@ def test_units_are_bounded(tmp_path: Path) -> None:
     with open_archive(arc) as a:
         paths = [e.relative_path for e in entries]
         reader = corelib.read_many(lookup_buffers(a), a.tail_offset, False, local_path(a), None,
-                                   decode_frame, paths, len, True, True, UNIT_BYTES, UNIT_FILES,
-                                   2, None, archive=a.path)
+                                   decode_frame, paths, lambda k: a.read(paths[k]), True, True,
+                                   UNIT_BYTES, UNIT_FILES, 2, None, archive=a.path)
         units = reader.unit_files()
         assert all(n <= 256 for n in units) and sum(units) == 610
         assert units[:5] == [2, 2, 2, 2, 256]  # the last big one and 255 small ones
