@@ -16,6 +16,9 @@ use pyo3::types::PyTuple;
 
 use super::*;
 
+/// A file's buffer is reserved up to this size at once (it grows past it as it is filled).
+const RESERVE_BYTES: u64 = 64 << 20;
+
 /// A unit's files: `(k, bytes or the problem)`.
 type Got = Vec<(usize, Result<Vec<u8>, String>)>;
 
@@ -93,7 +96,8 @@ impl Job {
             .map(|item| {
                 let read = self.cols.file_rows(&item.path, item.row).and_then(|rows| {
                     let n: u64 = self.cols.size[rows.clone()].iter().sum();
-                    let mut data = Vec::with_capacity(n.min(MAX_CHUNK_BYTES) as usize);
+                    // (a forged size must not reserve memory: the bytes decoded are checked)
+                    let mut data = Vec::with_capacity(n.min(RESERVE_BYTES) as usize);
                     self.fill_into(w, item, rows, &mut data).map(|_| data)
                 });
                 let read = read.map_err(|e| match e {
@@ -151,7 +155,7 @@ impl ReadMany {
     /// The files in reading order and their units (`read/many.py`: up to `unit_bytes` of
     /// original bytes or `unit_files` files; a bigger file is a unit of its own); the
     /// workers started.
-    fn start(&mut self, py: Python<'_>) {
+    fn start(&mut self, py: Python<'_>) -> PyResult<()> {
         let c = &self.job.cols;
         let size = |row: u64| -> u64 {
             let row = row as usize;
@@ -203,12 +207,24 @@ impl ReadMany {
                 units.clone(),
                 self.shared.clone(),
             );
-            self.threads.push(std::thread::spawn(move || {
-                work(job, items, units, shared, threads + 1)
-            }));
+            let spawned = std::thread::Builder::new()
+                .name("znippy-read".into())
+                .spawn(move || work(job, items, units, shared, threads + 1));
+            match spawned {
+                Ok(handle) => self.threads.push(handle),
+                Err(e) if self.threads.is_empty() => {
+                    return Err(crate::errors::Error::new(
+                        crate::errors::Kind::Io,
+                        format!("cannot start a reading thread: {e}"),
+                    )
+                    .into());
+                }
+                Err(_) => break, // fewer workers: the ones started read every unit
+            }
         }
         self.items = Some(items);
         self.units = units;
+        Ok(())
     }
 
     /// The next unit's files, waited for without the GIL (Ctrl-C looked at every 50 ms).
@@ -347,11 +363,11 @@ impl ReadMany {
     }
 
     /// The number of files in each unit, in reading order (plans them first).
-    fn unit_files(&mut self, py: Python<'_>) -> Vec<usize> {
+    fn unit_files(&mut self, py: Python<'_>) -> PyResult<Vec<usize>> {
         if self.items.is_none() {
-            self.start(py);
+            self.start(py)?;
         }
-        self.units.iter().map(|(a, b)| b - a).collect()
+        Ok(self.units.iter().map(|(a, b)| b - a).collect())
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -360,7 +376,7 @@ impl ReadMany {
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyTuple>>> {
         if self.items.is_none() {
-            self.start(py);
+            self.start(py)?;
         }
         while self.current.is_empty() {
             let Some(got) = self.take(py)? else {
