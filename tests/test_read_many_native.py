@@ -9,6 +9,7 @@ reader raises for that file, after the units before it were yielded.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _calls import python_calls
@@ -88,3 +89,37 @@ def test_verify_false_skips_the_blake3_and_close_stops_early(tmp_path: Path) -> 
         assert next(it) == ("r/0.bin", files["r/0.bin"])
         it.close()  # type: ignore[attr-defined]  # the core's iterator, as a generator's close
         assert list(it) == []
+
+
+def test_a_remote_source_that_fails_raises_its_error(tmp_path: Path) -> None:
+    """A remote archive's blobs come through the Python fetch (``read.many.fetch_blobs``): an
+    error it raises ends the iteration with that error, after the units read before it."""
+    from remote_server import RangeServer
+
+    from znippy_sql.errors import RemoteError
+
+    files = {f"d/{i:03d}.txt": (f"x{i} " * 3000).encode() for i in range(600)}
+    arc = tmp_path / "a.znippy"
+    write_archive(arc, [Entry(p, data=d) for p, d in files.items()], fsync=False, pack=False)
+    srv = RangeServer()
+    try:
+        srv.put("a.znippy", arc.read_bytes())
+        with open_archive(f"{srv.url}/a.znippy", cache=False) as a:
+            a.lookup_columns  # noqa: B018  (the tail first)
+            calls = []
+            prefetch = a.source.prefetch
+
+            def failing(*args: Any) -> None:
+                calls.append(1)
+                if len(calls) > 1:
+                    raise RemoteError("the store went away", path=a.path)
+                prefetch(*args)
+
+            a.source.prefetch = failing  # type: ignore[method-assign, assignment]
+            got = []
+            with pytest.raises(RemoteError, match="the store went away"):
+                for pair in a.read_many(sorted(files), workers=1):
+                    got.append(pair)
+            assert len(got) == 256 and got == [(p, files[p]) for p, _ in got]
+    finally:
+        srv.close()
