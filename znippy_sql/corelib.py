@@ -283,6 +283,22 @@ def extract_files(cols: list[bytes], tail: int, packed: bool, local: str | None,
     return got
 
 
+def read_many(cols: list[bytes], tail: int, packed: bool, local: str | None,
+              fetch: "Callable[[bytes, bytes], list[Any]] | None",
+              decode: "Callable[[bytes, int], Any]", paths: list[str],
+              fail: "Callable[[int], bytes]", check: bool, ordered: bool, unit_bytes: int,
+              unit_files: int, workers: int, done: "Callable[[int], None] | None", *,
+              archive: str) -> Any:
+    """``read_many``'s reader (``native/src/extract/memory.rs``, ``read/many.py``): an
+    iterator of ``(path, bytes)`` whose ``__next__`` is the core's; ``suspects()`` the
+    paths it did not find, ``set_row(k, row)`` a row Python found, ``unit_files()`` the
+    plan. ``fail(k)`` answers a file the core could not read; ``done(bytes read)`` at the
+    end."""
+    with guard(FormatError, "reading files natively", path=archive):
+        return _native.ReadMany(cols, tail, packed, local, fetch, decode, paths, fail, check,
+                                ordered, unit_bytes, unit_files, workers, done)
+
+
 def extract_plan(archive: str) -> tuple[list[bytes], int, bool, bytes, bytes, bytes,
                                          list[str]] | None:
     """``extract ARCHIVE -o DIR`` planned by the core without pyarrow (``cli/fast.py``): the
