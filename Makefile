@@ -54,6 +54,7 @@ test: install-dev native-check
 interop: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_interop_real.py \
 	  tests/test_interop_append_real.py tests/test_interop_iceberg.py \
+	  tests/test_interop_compat09.py tests/test_interop_engines.py \
 	  tests/test_interop_goldens.py $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed-dev

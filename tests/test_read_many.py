@@ -11,7 +11,6 @@ import pytest
 from conftest import random_bytes, text_bytes
 from remote_server import RangeServer
 from znippy_sql import ChecksumError, Entry, NotFoundError, open_archive, views, write_archive
-from znippy_sql.read.many import plan_units
 
 
 def _entries() -> list[Entry]:
@@ -52,16 +51,25 @@ def test_every_file_once_in_blob_order(archive: Path) -> None:
                          and int(p[-7:-4]) % 2 == 0}
 
 
-def test_units_are_bounded() -> None:
-    class Info:
-        def __init__(self, size: int) -> None:
-            self.size = size
-            self.chunks = ()
+def test_units_are_bounded(tmp_path: Path) -> None:
+    """Units: up to 8 MiB of original bytes or 256 files, in the order they are read."""
+    from znippy_sql import corelib
+    from znippy_sql.read.many import (UNIT_BYTES, UNIT_FILES, decode_frame, local_path,
+                                      lookup_buffers)
 
-    units = plan_units([Info(3 << 20)] * 10 + [Info(100)] * 600, ordered=True)  # type: ignore
-    assert all(len(u) <= 256 for u in units)
-    assert [len(u) for u in units[:4]] == [2, 2, 2, 2]
-    assert sum(len(u) for u in units) == 610
+    arc = tmp_path / "u.znippy"
+    entries = [Entry(f"a/{i:02d}", data=bytes([i]) * (3 << 20)) for i in range(10)]
+    entries += [Entry(f"b/{i:03d}", data=b"x" * 100) for i in range(600)]
+    write_archive(arc, entries, workers=2, fsync=False)
+    with open_archive(arc) as a:
+        paths = [e.relative_path for e in entries]
+        reader = corelib.read_many(lookup_buffers(a), a.tail_offset, False, local_path(a), None,
+                                   decode_frame, paths, lambda k: a.read(paths[k]), True, True,
+                                   UNIT_BYTES, UNIT_FILES, 2, None, archive=a.path)
+        units = reader.unit_files()
+        assert all(n <= 256 for n in units) and sum(units) == 610
+        assert units[:5] == [2, 2, 2, 2, 256]  # the last big one and 255 small ones
+        assert [p for p, _ in a.read_many(paths, ordered=True)] == paths
 
 
 def test_unknown_path_raises_before_anything_is_read(archive: Path) -> None:
@@ -106,8 +114,8 @@ def test_remote_reads_coalesce_into_few_gets(server: RangeServer, archive: Path)
 
 
 def test_extract_reads_through_the_bulk_reader(server: RangeServer, tmp_path: Path) -> None:
-    """``Archive.extract`` takes its units through ``read.many.unit_views`` (one reader of
-    many files): remote blobs fetched in few coalesced GETs, every unit's ranges released,
+    """``Archive.extract`` reads its units through the core (``read.many.fetch_blobs`` for a
+    remote archive): remote blobs fetched in few coalesced GETs, every unit's ranges released,
     each packed blob read once, the files those of ``read_many``, byte for byte."""
     import ast
     import znippy_sql.read.extract as extract_module

@@ -86,15 +86,16 @@ def walker(root: str, *, posix: bool, skip_unreadable: bool, exclude: Iterable[s
                               [os.fsencode(x) for x in prefixes], rule)
 
 
-def walk_next(walk: Any, root: str) -> list[tuple[Any, ...]] | None:
-    """The walk's next batch of ``(kind, rel, size, mode, mtime_ns, target, data, digest)``
-    (kind 0 file, 1 directory, 2 link, 3 a directory that cannot be listed: ``rel`` its
-    path, ``mode`` the errno, ``target`` why); None at the end."""
+def walk_next(walk: Any, root: str) -> tuple[Any, ...] | None:
+    """The walk's next batch in columns: ``(rels, sizes, modes, mtimes, targets, datas,
+    digests, routes, unplain, directories, fail)`` (``write/source.py`` ``Batch``; ``fail``:
+    ``(rel, errno, why)`` of a directory that cannot be listed, or None); None at the
+    end."""
     try:
         got = walk.next()
     except BaseException as exc:
         raise _native_error(exc, "the walk", root) from None
-    result: list[tuple[Any, ...]] | None = got
+    result: tuple[Any, ...] | None = got
     return result
 
 
@@ -280,6 +281,22 @@ def extract_files(cols: list[bytes], tail: int, packed: bool, local: str | None,
                                   offsets, modes, mtimes, replace, workers, unit_bytes,
                                   unit_files, progress)
     return got
+
+
+def read_many(cols: list[bytes], tail: int, packed: bool, local: str | None,
+              fetch: "Callable[[bytes, bytes], list[Any]] | None",
+              decode: "Callable[[bytes, int], Any]", paths: list[str],
+              fail: "Callable[[int], bytes]", check: bool, ordered: bool, unit_bytes: int,
+              unit_files: int, workers: int, done: "Callable[[int], None] | None", *,
+              archive: str) -> Any:
+    """``read_many``'s reader (``native/src/extract/memory.rs``, ``read/many.py``): an
+    iterator of ``(path, bytes)`` whose ``__next__`` is the core's; ``suspects()`` the
+    paths it did not find, ``set_row(k, row)`` a row Python found, ``unit_files()`` the
+    plan. ``fail(k)`` answers a file the core could not read; ``done(bytes read)`` at the
+    end."""
+    with guard(FormatError, "reading files natively", path=archive):
+        return _native.ReadMany(cols, tail, packed, local, fetch, decode, paths, fail, check,
+                                ordered, unit_bytes, unit_files, workers, done)
 
 
 def extract_plan(archive: str) -> tuple[list[bytes], int, bool, bytes, bytes, bytes,

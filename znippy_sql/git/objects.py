@@ -8,7 +8,10 @@ checked against its id (SHA-1 of header and content), so a damaged pack cannot p
 Beneath the commands, one seam: an archive whose ``__gunnar_oid__`` the Rust
 ``znippy-plugin-git`` wrote (its loose-object tier: one entry per object) is read through
 :class:`~znippy_sql.interop.gitloose.LooseTier` (the object by ordinal, the graph, the
-bitmaps in this project's shapes); every command above (``cat-file``, ``show-ref``, the
+bitmaps in this project's shapes); one whose data entries are the Rust pack tier's
+``pack-<id>.pack``/``.idx`` (no oid section) through
+:class:`~znippy_sql.interop.gitpack.PackTier` (the packs indexed here, laid out as this
+project's sections in memory); every command above (``cat-file``, ``show-ref``, the
 ``git_log``/``git_reachable``/``git_cat`` macros, name resolution) is the same code for both.
 """
 
@@ -29,6 +32,7 @@ from ..format.gitindex import TYPE_NAMES, OidIndex
 from ..format.kernels import one_array
 from ..format.schema import GIT_GRAPH, GIT_OID, GIT_REACH
 from ..interop.gitloose import LooseTier, is_rust_oid_index
+from ..interop.gitpack import PackTier, pack_entries
 from ..read.reader import Archive
 from .graph import Tree, tree_closure
 from .roaring import BitMap, deserialize
@@ -40,7 +44,7 @@ HEX = frozenset("0123456789abcdef")
 
 def require_git(archive: Archive) -> None:
     """A ``FormatError`` unless the archive holds git sections (every git command checks)."""
-    if not archive.has_section(GIT_OID):
+    if not archive.has_section(GIT_OID) and not pack_entries(archive.lookup):
         raise FormatError("no git sections: not an archive of git packs", path=archive.path)
 
 
@@ -51,12 +55,18 @@ class GitObjects:
         require_git(archive)
         self.archive = archive
         self._packs: dict[int, tuple[memoryview, str]] = {}
-        data = archive.section(GIT_OID)
         #: the Rust loose-object tier (``interop/gitloose.py``), or None: this project's packs
         self.loose: LooseTier | None = None
+        #: the Rust pack tier (``interop/gitpack.py``): no oid section, sections built here
+        self.tier: PackTier | None = None
+        if not archive.has_section(GIT_OID):
+            self.tier = PackTier(archive)
+            self.index: OidIndex = self.tier.index
+            return
+        data = archive.section(GIT_OID)
         if is_rust_oid_index(data):
             self.loose = LooseTier(archive)
-            self.index: OidIndex = self.loose.index
+            self.index = self.loose.index
         else:
             self.index = OidIndex(data, path=archive.path)
 
@@ -95,6 +105,9 @@ class GitObjects:
             name = lookup.column("relative_path")[row].as_py()
             offset = lookup.column("blob_offset")[row].as_py()
             size = lookup.column("blob_size")[row].as_py()
+            if self.tier is not None:
+                hit = self._packs[row] = (self.tier.pack(row), name)
+                return hit
             if offset + size > self.archive.tail_offset:
                 raise FormatError(f"pack {name} runs into the index tail", path=self.archive.path)
             view = memoryview(self.archive.source.read(offset, size, name)).cast("B")
@@ -189,6 +202,8 @@ class GitObjects:
     def _graph_table(self) -> pa.Table:
         """``__gunnar_graph__`` with ``oid``, ``tree``, ``parents``, ``commit_time`` (binary
         ids): the section itself, or the Rust one in that shape."""
+        if self.tier is not None:
+            return self.tier.graph()
         if not self.archive.has_section(GIT_GRAPH):
             raise FormatError(f"no {GIT_GRAPH} section", path=self.archive.path)
         if self.loose is not None:
@@ -222,7 +237,7 @@ class GitObjects:
         """How many ids the archive's commits and trees name that it does not hold (a partial
         clone's missing blobs, a shallow history's parents); 0 for a complete history. An
         archive written before this was recorded says 0."""
-        if not self.archive.has_section(GIT_GRAPH):
+        if not self.archive.has_section(GIT_GRAPH) and self.tier is None:
             return 0
         t = self._graph_table
         value = (t.schema.metadata or {}).get(b"znippy.git.absent_objects", b"0")
@@ -236,6 +251,8 @@ class GitObjects:
     def _bitmaps(self) -> dict[bytes, bytes]:
         if self.loose is not None:
             return self.loose.bitmaps()
+        if self.tier is not None:
+            return self.tier.bitmaps()
         if not self.archive.has_section(GIT_REACH):
             return {}
         t = self.archive.section(GIT_REACH)

@@ -31,8 +31,10 @@ class Module(Protocol):
 
     # Optional: ``commands``, a sequence of ``modules.commands.Command`` (checked where used,
     # so a module can import its command code only when a command runs); ``claim_suffixes``,
-    # a tuple of path endings outside which ``claims`` is always False: :func:`claim` then
-    # asks it only for paths with one of them (no call a file for the rest).
+    # a tuple of path endings outside which ``claims`` is always False, and
+    # ``claim_pattern``, a compiled regular expression a path it claims always matches
+    # (``search``): :func:`claim_all` asks it only about such paths (no call a file for
+    # the rest).
 
 
 #: Third-party modules announce themselves in this entry-point group (docs/modules.md).
@@ -106,9 +108,28 @@ def by_name(name: str) -> Module | None:
 
 def claim(relative_path: str, among: Sequence[Module] | None = None) -> Module | None:
     """The first module (by pkg_type, then name) that claims ``relative_path``; ``among``:
-    :func:`all_modules` as the caller took it once (a writer, for every file)."""
+    :func:`all_modules` as the caller took it once."""
+    return claim_all([relative_path], among)[0]
+
+
+def claim_all(paths: Sequence[str], among: Sequence[Module] | None = None
+              ) -> list[Module | None]:
+    """:func:`claim` of each of ``paths``, in one call (a writer's batch): each module is
+    asked only about the paths no module before it claimed, and, when it declares them, only
+    about those ending with one of its ``claim_suffixes`` and matching its
+    ``claim_pattern`` (no call a path for the rest)."""
+    out: list[Module | None] = [None] * len(paths)
+    left: Sequence[int] = range(len(paths))
     for m in all_modules() if among is None else among:
         suffixes = getattr(m, "claim_suffixes", None)
-        if (suffixes is None or relative_path.endswith(suffixes)) and m.claims(relative_path):
-            return m
-    return None
+        pattern = getattr(m, "claim_pattern", None)
+        search = None if pattern is None else pattern.search
+        claims = m.claims
+        # one comprehension a module a batch (no call a path but ``claims``)
+        taken = [i for i in left if (suffixes is None or paths[i].endswith(suffixes))
+                 and (search is None or search(paths[i])) and claims(paths[i])]
+        for i in taken:
+            out[i] = m
+        if taken:
+            left = [i for i in left if out[i] is None]
+    return out

@@ -133,6 +133,11 @@ def capabilities_of(archive: Any) -> list[str]:
     caps = []
     if any(views.present(archive, n) for n in _GIT_VIEWS):
         caps.append("git")
+    else:  # the Rust pack tier: git's packs as entries, no git sections (interop/gitpack.py)
+        from ..interop.gitpack import pack_entries
+
+        if pack_entries(archive.lookup):
+            caps.append("git")
     from ..modules.pkgtypes import pkg_type_name  # a module's name is its pkg_type's name
 
     for pkg_type in sorted({k.pkg_type for k in archive.groups}):

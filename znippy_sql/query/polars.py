@@ -45,7 +45,7 @@ from ..views.opened import opened
 from .tables import Stamp
 
 Section = Literal["files", "chunks", "groups", "manifest", "lookup", "meta", "signatures",
-                  "git_objects", "git_commits", "git_reach", "git_refs"]
+                  "git_objects", "git_commits", "git_reach", "git_refs", "git_secrets"]
 _ARCHIVE = views.ARCHIVE_FIELD
 ArchiveLike = str | os.PathLike[str] | Archive
 _T = TypeVar("_T")

@@ -44,11 +44,12 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from .. import corelib
-from ..errors import FormatError, OptionError, OutputError, UnsafePathError, ZnippyError
+from ..errors import OptionError, OutputError, UnsafePathError, ZnippyError
 from ..format.kernels import one_array, take, utf8_parts
 from ..format.paths import Targets, check_relative_path, plain_paths
 from ..format.units import human
 from ..format.validate import MAX_CHUNK_BYTES
+from .many import decode_frame
 
 if TYPE_CHECKING:
     from .posix import Facts
@@ -369,8 +370,7 @@ def _extract(archive: "Archive", targets: Targets, selected: list[str], found: l
              progress: Callable[[int, int], None] | None, report: ExtractReport,
              facts: "Facts | None", replace: bool) -> None:
     """The files written by the core (docs/design.md, "The native core")."""
-    from ..format.rangeio import MappedSource
-    from .many import fetch_blobs
+    from .many import fetch_blobs, local_path, lookup_buffers
 
     outs = names if names is not None else selected
     at = np.asarray(found, dtype=np.int64)
@@ -398,14 +398,9 @@ def _extract(archive: "Archive", targets: Targets, selected: list[str], found: l
                             dtype="<i8", count=len(selected)).tobytes()
         mtimes = np.fromiter(map(facts.mtimes.get, selected, itertools.repeat(_NO_MTIME)),
                              dtype="<i8", count=len(selected)).tobytes()
-    u8 = "<u8"
-    cols = [np.ascontiguousarray(x, dtype=u8).tobytes() for x in (
-        c.chunk_seq, c.fdata_offset, c.uncompressed_size, c.blob_offset, c.blob_size,
-        c.inner_offset)]
-    cols += [np.ascontiguousarray(c.compressed, dtype=np.uint8).tobytes(), bytes(c.checksum),
-             np.ascontiguousarray(c.path_offsets, dtype=u8).tobytes(), bytes(c.path_data)]
+    cols = lookup_buffers(archive)
     source = archive.source
-    local = source.path if type(source) is MappedSource else None
+    local = local_path(archive)
     fetch = None if local is not None else functools.partial(fetch_blobs, archive)
     got, problems, fatal, read, stopped, report.split = corelib.extract_files(
         cols, archive.tail_offset, bool(c.packed), local, fetch, decode_frame,
@@ -438,19 +433,6 @@ def fatal_error(report: ExtractReport, dest: str, path: str, why: str) -> Output
 
 #: no recorded mtime (``--preserve``): the core leaves the file's own
 _NO_MTIME = -(1 << 63)
-
-
-def decode_frame(frame: bytes, n: int) -> memoryview:
-    """A frame not of our two shapes (the Rust tool's OpenZL graphs) through the binding:
-    ``n`` bytes, or (``n`` -1, a packed blob) what it declares, bounded first."""
-    from ..format import codec
-
-    if n < 0:
-        n = codec.content_size(frame)
-        if n > MAX_CHUNK_BYTES:
-            raise FormatError(f"blob declares {n} bytes, more than the {MAX_CHUNK_BYTES}-byte "
-                              "limit")
-    return codec.decoder().decode_view(memoryview(frame), n)
 
 
 class _Files(NamedTuple):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from ..errors import UnsafePathError
 from ..format.paths import check_relative_path
 from .posix import PosixFacts
-from .source import Entry, Walk, can_open
+from .source import Batch, Entry, Walk, can_open
 
 #: the hint every "unsafe path" error of a write carries
 SKIP_HINT = "give --skip-unsafe (skip_unsafe=True) to leave such files out"
@@ -31,8 +31,12 @@ class Feed:
                  exclude: Sequence[str] = (),
                  exclude_prefixes: Sequence[str] = (),
                  unchanged: Callable[[Entry], bool] | None = None,
-                 ahead: Callable[[Walk], Walk | None] | None = None) -> None:
+                 ahead: Callable[[Walk], Walk | None] | None = None,
+                 take_batch: Callable[[Batch], None] | None = None) -> None:
         self.take = take
+        #: takes a walk's batch whole (``Ingest.add_batch``; None: each entry goes to
+        #: ``take``); never used with ``unchanged``
+        self.take_batch = take_batch
         #: makes a walk of a directory source read its small files ahead of ``take``
         #: (``Walk.read_ahead``; None: it does not)
         self.ahead = ahead
@@ -96,6 +100,39 @@ class Feed:
                 after()
         return passed
 
+    def _add_batch(self, batch: Batch, after: Callable[[], None] | None) -> None:
+        """:meth:`_add_many` of a walk's batch, whole: the paths the core did not find plain
+        checked here (unsafe ones skipped or raised as ``take`` would), links left out
+        unless kept, the rest to ``take_batch`` in one call."""
+        drop: set[int] = set()
+        if not self.links:  # (before the path check, as in _add_many)
+            drop.update(i for i, target in enumerate(batch.targets) if target is not None)
+            self.links_left_out += len(drop)
+        for i in batch.unplain:
+            if i in drop:
+                continue
+            try:
+                check_relative_path(batch.rels[i])
+            except UnsafePathError as exc:
+                if not self.skip_unsafe:
+                    raise UnsafePathError(f"{exc.problem} ({SKIP_HINT})",
+                                          path=batch.origin(i)) from None
+                self.skipped.append((batch.origin(i), exc.problem))
+                drop.add(i)
+        if drop:
+            batch = batch.without(drop)
+        assert self.take_batch is not None
+        self.take_batch(batch)
+        if self.posix:
+            add = self.facts.add
+            for rel, mode, mtime, link in zip(batch.rels, batch.modes, batch.mtimes,
+                                              batch.targets):
+                if mode is not None:
+                    add(rel, mode, mtime, link)
+        if after is not None:
+            for _ in batch.rels:
+                after()
+
     def _fact(self, entry: Entry) -> None:
         if self.posix and entry.mode is not None:
             self.facts.add(entry.relative_path, entry.mode, entry.mtime_ns, entry.link)
@@ -118,7 +155,10 @@ class Feed:
         ahead = self.ahead(walk) if self.ahead is not None else None
         try:
             for batch in (walk if ahead is None else ahead).batches():
-                self._add_many(batch, after)
+                if self.take_batch is None or self.unchanged is not None:
+                    self._add_many(batch.entries(), after)
+                else:
+                    self._add_batch(batch, after)
         finally:
             if ahead is not None:
                 ahead.close()

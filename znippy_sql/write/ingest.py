@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import partial
 from typing import cast
 
 import pyarrow as pa
@@ -32,7 +33,7 @@ from .pipeline import BATCH_BYTES, BATCH_JOBS, DIR_PACK, PACK, BatchResult, Comp
 from ..format.schema import GroupKey, is_reserved
 from ..modules.pkgtypes import resolve_pkg_type
 from .options import WriteOptions
-from .source import Entry, Walk, data_origin, unreadable_problem
+from .source import Batch, Entry, Walk, data_origin, unreadable_problem
 
 
 #: the ``seen`` value of a path whose bytes came as ``data=``
@@ -96,97 +97,145 @@ class Ingest:
     # -- grouping -------------------------------------------------------------------------
     def group_key(self, entry: Entry) -> GroupKey:
         """The group ``entry`` would go to (an appender's "unchanged?" check asks)."""
-        return self._group(entry).key
+        return self._groups_of(entry.repo, entry.pkg_type, [entry.relative_path])[0].key
 
-    def _group(self, entry: Entry) -> GroupRows:
-        cache_key = (entry.repo, entry.pkg_type)
-        cached = self._groups.get(cache_key)
+    def _groups_of(self, repo: str | None, pkg_type: int | str | None, paths: list[str]
+                   ) -> list[GroupRows]:
+        """The group of each of ``paths`` given ``repo`` and ``pkg_type`` (None: the
+        writer's defaults); with "auto", the modules claim the paths in one call."""
+        cached = self._groups.get((repo, pkg_type))
         if cached is not None:
-            return cached
-        repo = entry.repo if entry.repo is not None else self.default_repo
-        wanted = entry.pkg_type if entry.pkg_type is not None else self.default_pkg_type
-        auto = isinstance(wanted, str) and wanted.strip().lower() == "auto"
-        if auto:
+            return [cached] * len(paths)
+        wanted = pkg_type if pkg_type is not None else self.default_pkg_type
+        if isinstance(wanted, str) and wanted.strip().lower() == "auto":
             if self._modules is None:
                 self._modules = modules.all_modules()
-            module = modules.claim(entry.relative_path, self._modules)
-            name = module.name if module else ""
-            claimed = self._claimed.get((repo, name))
-            if claimed is not None:  # "auto" claims per path: the group per module
-                return claimed
-            pkg_type = module.pkg_type if module else 0
-        else:
-            pkg_type = resolve_pkg_type(wanted)
-            module = modules.for_pkg_type(pkg_type)
-        key = GroupKey(pkg_type, repo, module.name if module else "")
+            repo_ = repo if repo is not None else self.default_repo
+            out = []
+            claimed = self._claimed
+            for module in modules.claim_all(paths, self._modules):
+                name = "" if module is None else module.name
+                rows = claimed.get((repo_, name))
+                if rows is None:  # "auto" claims per path: the group per module
+                    rows = claimed[(repo_, name)] = self._new_group(
+                        GroupKey(module.pkg_type if module else 0, repo_, name), module)
+                out.append(rows)
+            return out
+        number = resolve_pkg_type(wanted)
+        module = modules.for_pkg_type(number)
+        key = GroupKey(number, repo if repo is not None else self.default_repo,
+                       module.name if module else "")
+        rows = self._groups[(repo, pkg_type)] = self._new_group(key, module)
+        return [rows] * len(paths)  # every other choice is per (repo, pkg_type)
+
+    def _new_group(self, key: GroupKey, module: modules.Module | None) -> GroupRows:
         if is_reserved(key.module_name):
             raise ZnippyError(f"module name {key.module_name!r} is reserved")
-        rows = self.sink.group(key, module)
-        if auto:
-            self._claimed[(repo, key.module_name)] = rows
-        else:  # every other choice is per (repo, pkg_type)
-            self._groups[cache_key] = rows
-        return rows
+        return self.sink.group(key, module)
 
     # -- adding ---------------------------------------------------------------------------
     def add(self, entry: Entry) -> None:
         path = check_relative_path(entry.relative_path)
-        seen = self.seen
-        first = seen.get(path)
-        if first is not None:
-            raise DuplicatePathError(
-                f"duplicate relative_path {path!r}: from {_origin(first, path)} and "
-                f"{entry.origin}", path=entry.origin)
-        # what ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends with the
-        # archive path (a walked directory: all of them), the part before it, one string
-        # shared by every file of that tree (a million full paths would be ~110 MB); else
-        # ``(file name,)``
         file = None if entry.file is None else os.fspath(entry.file)
-        if file is None:
-            seen[path] = IN_MEMORY
-        elif file.endswith(path):
-            prefix = file[: len(file) - len(path)]
-            seen[path] = self._prefixes.setdefault(prefix, prefix)
-        else:
-            seen[path] = (file,)
-        packer = self.packer
-        if packer is not None and (turn := packer.step(path)):
-            for pack in packer.turn(turn):
-                self._send_pack(pack)
-        rows = self._groups.get((entry.repo, entry.pkg_type)) or self._group(entry)
-        data: bytes | memoryview | None = entry.data
-        size = entry.known_size if data is None and entry.known_size is not None \
-            else entry.size()
-        extra = None
-        if rows.has_extra and rows.module is not None:  # (has_extra: a module with columns)
-            extra = dict(rows.module.columns(path, lambda: _content(entry)))
-        self.files += 1
-        self.bytes_in += size
-        route = entry.route
-        if route is None:  # not said by a walk (the one rule either way)
-            route = corelib.route(self._rule, path, size)
-        if route == _DIR_PACK or route == _SMALL_PACK:  # joins its group's open pack
-            ahead = entry.ahead
-            digest = None
-            if ahead is not None:  # read (and hashed) ahead by the walk's reader thread
-                member, digest = ahead
-            elif entry.data is not None:
-                member = entry.data
+        ahead = entry.ahead
+        self._ingest([path], [file], [entry.data], [entry.known_size], [entry.route],
+                     [None if ahead is None else ahead[0]],
+                     [None if ahead is None else ahead[1]],
+                     self._groups_of(entry.repo, entry.pkg_type, [path]), [entry.origin])
+
+    def add_batch(self, batch: Batch) -> None:
+        """:meth:`add` of every file and link of a walk's batch, in one call (issue 33: no
+        Python call a file). Only the paths the core did not find plain
+        (``batch.unplain``) are checked one by one."""
+        rels = batch.rels
+        for i in batch.unplain:
+            check_relative_path(rels[i])
+        base = batch.base
+        files = [base + rel if target is None else None
+                 for rel, target in zip(rels, batch.targets)]
+        targets = batch.targets
+        datas: list[bytes | None] = [None] * len(rels)
+        if targets.count(None) != len(targets):  # links (posix): their targets' bytes
+            datas = [None if target is None else target.encode("utf-8", "surrogateescape")
+                     for target in targets]
+        self._ingest(rels, files, datas, batch.sizes, batch.routes, batch.datas,
+                     batch.digests, self._groups_of(None, None, rels), None)
+
+    def _ingest(self, paths: list[str], files: list[str | None], datas: list[bytes | None],
+                sizes: list[int | None], routes: list[int | None],
+                aheads: list[bytes | None], digests: list[bytes | None],
+                groups: list[GroupRows], origins: list[str] | None) -> None:
+        """The files ``paths`` (checked): each with its source ``files`` (or in-memory
+        ``datas``), size (None: asked), route (None: asked), bytes and BLAKE3 read ahead
+        and group; ``origins``: how errors name each (None: its file, else ``<data>``)."""
+        seen, prefixes, packer = self.seen, self._prefixes, self.packer
+        for path, file, data, size, route, ahead, digest, rows, i in zip(
+                paths, files, datas, sizes, routes, aheads, digests, groups, range(len(paths))):
+            first = seen.get(path)
+            if first is not None:
+                where = origins[i] if origins is not None else \
+                    data_origin(path) if file is None else file
+                raise DuplicatePathError(
+                    f"duplicate relative_path {path!r}: from {_origin(first, path)} and "
+                    f"{where}", path=where)
+            # what ``seen`` keeps of a source: ``IN_MEMORY``; for a file whose name ends
+            # with the archive path (a walked directory: all of them), the part before it,
+            # one string shared by every file of that tree (a million full paths would be
+            # ~110 MB); else ``(file name,)``
+            if file is None:
+                seen[path] = IN_MEMORY
+            elif file.endswith(path):
+                prefix = file[: len(file) - len(path)]
+                seen[path] = prefixes.setdefault(prefix, prefix)
             else:
-                member = self._read_now(file, size)
-            packer = self.packer
-            assert packer is not None
-            serial, closed = packer.join(id(rows), route == _DIR_PACK, member, digest,
-                                         self.dedup)
-            held = packer.held.get(serial)
-            if held is None:
-                held = packer.held[serial] = (rows, [], [])
-            held[1].append(path)
-            held[2].append(extra)
-            if closed:
-                for pack in packer.taken():
+                seen[path] = (file,)
+            if packer is not None and (turn := packer.step(path)):
+                for pack in packer.turn(turn):
                     self._send_pack(pack)
-            return
+            if data is not None:
+                size = len(data)
+            elif size is None:
+                size = self._size_of(file, origins[i] if origins is not None else file)
+            extra = None
+            if rows.has_extra and rows.module is not None:  # a module with columns
+                read = partial(_content, ahead if ahead is not None else data, file)
+                extra = dict(rows.module.columns(path, read))
+            self.files += 1
+            self.bytes_in += size
+            if route is None:  # not said by a walk (the one rule either way)
+                route = corelib.route(self._rule, path, size)
+            if route == _DIR_PACK or route == _SMALL_PACK:  # joins its group's open pack
+                if ahead is not None:  # read (and hashed) ahead by the walk's reader thread
+                    member = ahead
+                elif data is not None:
+                    member, digest = data, None
+                else:
+                    member, digest = self._read_now(file, size), None
+                assert packer is not None
+                serial, closed = packer.join(id(rows), route == _DIR_PACK, member, digest,
+                                             self.dedup)
+                held = packer.held.get(serial)
+                if held is None:
+                    held = packer.held[serial] = (rows, [], [])
+                held[1].append(path)
+                held[2].append(extra)
+                if closed:
+                    for pack in packer.taken():
+                        self._send_pack(pack)
+                continue
+            self._own_chunks(path, data, file, size, route, rows, extra)
+
+    @staticmethod
+    def _size_of(file: str | None, origin: str | None) -> int:
+        try:
+            return os.stat(file).st_size  # type: ignore[arg-type]
+        except OSError as exc:
+            raise UnreadableSourceError(unreadable_problem(exc), path=origin) from None
+
+    def _own_chunks(self, path: str, data: bytes | memoryview | None, file: str | None,
+                    size: int, route: int, rows: GroupRows,
+                    extra: dict[str, object] | None) -> None:
+        """A file not packed: its zip entry spans, or chunks of its own."""
         mode = codec.COMPRESS
         if codec.is_skipped(path):
             mode = codec.PROBE if self.options.dedup else codec.RAW
@@ -314,15 +363,16 @@ def _read_exactly(fd: int, size: int) -> bytes:
     return data
 
 
-def _content(entry: Entry) -> bytes:
-    """A file's bytes for its module's columns (a POM's): those read ahead, when they were,
-    else read now."""
-    return entry.ahead[0] if entry.ahead is not None else _read_all(entry)
+def _content(data: bytes | None, file: str | None) -> bytes:
+    """A file's bytes for its module's columns (a POM's), when the module asks (``read``, a
+    ``partial`` of this: no call a file until then): those read ahead or given, else read
+    now."""
+    if data is not None:
+        return data
+    assert file is not None  # an entry holds data= or file=
+    return _read_file(file)
 
 
-def _read_all(entry: Entry) -> bytes:
-    if entry.data is not None:
-        return entry.data
-    assert entry.file is not None  # an Entry holds data= or file=
-    with open(entry.file, "rb") as fh:
+def _read_file(file: str) -> bytes:
+    with open(file, "rb") as fh:
         return fh.read()

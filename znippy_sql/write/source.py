@@ -16,7 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,7 +154,7 @@ class Walk:
 
     def __iter__(self) -> Iterator[Entry]:
         for batch in self.batches():
-            yield from batch
+            yield from batch.entries()
 
     def read_ahead(self, rule: Any) -> "Walk":
         """This walk, reading ahead (and hashing) the files ``rule`` sends to a pack, small or
@@ -166,9 +166,9 @@ class Walk:
     def close(self) -> None:
         """(Nothing to do: the walk's thread ends with its iteration.)"""
 
-    def batches(self) -> Iterator[list[Entry]]:
-        """The entries, from the native walk (``native/src/create/walk.rs``), a list for each
-        of its batches (a writer takes a batch in one loop: no generator step a file)."""
+    def batches(self) -> Iterator[Batch]:
+        """The files and links, from the native walk (``native/src/create/walk.rs``), a
+        :class:`Batch` of columns for each of its batches (no Python call a file)."""
         root = self.root
         if not os.path.isdir(root):
             raise missing_or(root, "source is not a directory", "source")
@@ -179,25 +179,14 @@ class Walk:
         self.unreadable = []
         walker = _STARTED.pop(self._key(), None) or self._walker()
         try:
-            while (batch := corelib.walk_next(walker, root)) is not None:
-                entries = []
-                for kind, rel, size, mode, mtime, target, data, digest, route in batch:
-                    if kind == _FILE:
-                        entries.append(Entry(rel, file=base + rel, known_size=size, mode=mode,
-                                             mtime_ns=mtime, route=route,
-                                             ahead=None if data is None else (data, digest)))
-                    elif kind == _DIR:
-                        if mode is not None:
-                            self.directories.append((rel, mode, mtime))
-                    elif kind == _LINK:
-                        entries.append(Entry(rel, data=os.fsencode(target), link=target,
-                                             mode=mode, mtime_ns=mtime))
-                    else:  # a directory that cannot be listed (the entries before it first)
-                        yield entries
-                        entries = []
-                        raise UnreadableSourceError(
-                            unreadable_problem(OSError(mode, target), "directory"), path=rel)
-                yield entries
+            while (got := corelib.walk_next(walker, root)) is not None:
+                *columns, directories, fail = got
+                self.directories += directories
+                yield Batch(base, *columns)
+                if fail is not None:  # a directory that cannot be listed (after the rest)
+                    rel, errno_, why = fail
+                    raise UnreadableSourceError(
+                        unreadable_problem(OSError(errno_, why), "directory"), path=rel)
             unreadable, self.links_left_out, special = corelib.walk_summary(walker, root)
             self.unreadable += unreadable
             self.special_left_out += special
@@ -225,13 +214,70 @@ class Walk:
         """``(files, bytes)`` the walk would yield, from a listing alone (a progress bar's
         total; with ``skip_unreadable`` each file is opened and closed)."""
         files = nbytes = 0
-        for entry in Walk(self.root, skip_unreadable=self.skip_unreadable, posix=self.posix):
-            files += 1
-            nbytes += len(entry.data) if entry.data is not None else (entry.known_size or 0)
+        for batch in Walk(self.root, skip_unreadable=self.skip_unreadable,
+                          posix=self.posix).batches():
+            files += len(batch.rels)
+            nbytes += sum([len(target.encode("utf-8", "surrogateescape")) if size is None
+                           and target is not None else size or 0
+                           for size, target in zip(batch.sizes, batch.targets)])
         return files, nbytes
 
 
-_FILE, _DIR, _LINK = 0, 1, 2  # the kinds of the native walk's entries
+class Batch:
+    """Files and links of a walk in columns, in walk order (``Walker.next``,
+    ``native/src/create/mod.rs`` ``as_columns``): ``rels`` relative paths; ``sizes``
+    (``lstat``; None when it failed); ``modes``, ``mtimes`` (``posix``); ``targets`` (a
+    link's target, None for a file); ``datas`` and ``digests`` (bytes and BLAKE3 read
+    ahead); ``routes`` (``corelib.route``'s answer, said by the walk); ``unplain``: the
+    indexes of the paths the core found not plain (``walk::plain``, the fast path of
+    ``check_relative_path``), which only those need checking one by one. :class:`Entry`
+    objects are made only when asked (:meth:`entries`)."""
+
+    __slots__ = ("base", "rels", "sizes", "modes", "mtimes", "targets", "datas", "digests",
+                 "routes", "unplain")
+
+    def __init__(self, base: str, rels: list[str], sizes: list[int | None],
+                 modes: list[int | None], mtimes: list[int | None],
+                 targets: list[str | None], datas: list[bytes | None],
+                 digests: list[bytes | None], routes: list[int | None],
+                 unplain: list[int]) -> None:
+        self.base = base  # the root, with a trailing "/"
+        self.rels, self.sizes, self.modes, self.mtimes = rels, sizes, modes, mtimes
+        self.targets, self.datas, self.digests, self.routes = targets, datas, digests, routes
+        self.unplain = unplain
+
+    def __len__(self) -> int:
+        return len(self.rels)
+
+    def origin(self, i: int) -> str:
+        """How errors name entry ``i`` (as :attr:`Entry.origin` does)."""
+        rel = self.rels[i]
+        return self.base + rel if self.targets[i] is None else data_origin(rel)
+
+    def entries(self) -> list[Entry]:
+        base = self.base
+        return [Entry(rel, file=base + rel, known_size=size, mode=mode, mtime_ns=mtime,
+                      route=route, ahead=None if data is None else (data, digest))
+                if target is None else
+                Entry(rel, data=os.fsencode(target), link=target, mode=mode, mtime_ns=mtime)
+                for rel, size, mode, mtime, target, data, digest, route in zip(
+                    self.rels, self.sizes, self.modes, self.mtimes, self.targets, self.datas,
+                    self.digests, self.routes)]
+
+    def without(self, drop: Collection[int]) -> "Batch":
+        """This batch less the entries at the indexes ``drop`` (unsafe paths skipped, links
+        left out), its ``unplain`` indexes renumbered."""
+        keep = [i for i in range(len(self.rels)) if i not in drop]
+        new = {old: at for at, old in enumerate(keep)}
+        rels, sizes, modes, mtimes = self.rels, self.sizes, self.modes, self.mtimes
+        targets, datas, digests, routes = self.targets, self.datas, self.digests, self.routes
+        return Batch(self.base, [rels[i] for i in keep], [sizes[i] for i in keep],
+                     [modes[i] for i in keep], [mtimes[i] for i in keep],
+                     [targets[i] for i in keep], [datas[i] for i in keep],
+                     [digests[i] for i in keep], [routes[i] for i in keep],
+                     [new[i] for i in self.unplain if i in new])
+
+
 #: the walk :meth:`Walk.start` started, by what it walks (taken by the first equal walk)
 _STARTED: dict[tuple[object, ...], Any] = {}
 

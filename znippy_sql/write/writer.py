@@ -171,7 +171,7 @@ class ArchiveWriter:
                           skip_unsafe=self.options.skip_unsafe,
                           skip_unreadable=self.options.skip_unreadable,
                           exclude=[self.path], exclude_prefixes=[self.staging_prefix],
-                          ahead=self._ingest.read_ahead)
+                          ahead=self._ingest.read_ahead, take_batch=self._ingest.add_batch)
         return self
 
     def add(self, entry: Entry | str, data: bytes | None = None, *,

@@ -264,39 +264,77 @@ fn text<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     Ok(OsStr::from_bytes(bytes).into_pyobject(py)?.into_any())
 }
 
-/// A found entry as Python takes it; `route`: where `rules` send a file (None without them,
-/// or for anything but a file of known size).
-fn as_tuple<'py>(
+/// A batch as Python takes it, in columns (`write/source.py` `Batch`): the files and links
+/// in walk order as `rels`, `sizes`, `modes`, `mtimes`, `targets` (a link's; None for a
+/// file), `datas` and `digests` (read ahead), `routes` (where `rules` send a file: None
+/// without them, or for a link or a file of unknown size), `unplain` (the indexes of the
+/// paths `walk::plain` does not pass: the writer checks those one by one); then the
+/// directories `(rel, mode, mtime_ns)` (with `posix`) and the directory that cannot be
+/// listed, `(rel, errno, why)`, or None.
+fn as_columns<'py>(
     py: Python<'py>,
-    f: &walk::Found,
+    items: &[walk::Found],
     rules: Option<&route::Rules>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let route = match (rules, f.kind, f.size) {
-        (Some(r), walk::FILE, Some(size)) => Some(r.route(&f.rel, size)),
-        _ => None,
-    };
-    let (mode, mtime) = match f.meta {
-        Some((m, t)) => (Some(m), Some(t)),
-        None => (None, None),
-    };
-    let target = match &f.target {
-        Some(t) => Some(text(py, t)?),
-        None => None,
-    };
-    let (data, digest) = match &f.data {
-        Some((d, h)) => (Some(PyBytes::new(py, d)), Some(PyBytes::new(py, h))),
-        None => (None, None),
-    };
+    let (rels, sizes, modes, mtimes) = (
+        PyList::empty(py),
+        PyList::empty(py),
+        PyList::empty(py),
+        PyList::empty(py),
+    );
+    let (targets, datas, digests, routes) = (
+        PyList::empty(py),
+        PyList::empty(py),
+        PyList::empty(py),
+        PyList::empty(py),
+    );
+    let (unplain, dirs) = (PyList::empty(py), PyList::empty(py));
+    let mut fail = None;
+    for f in items {
+        let (mode, mtime) = match f.meta {
+            Some((m, t)) => (Some(m), Some(t)),
+            None => (None, None),
+        };
+        match f.kind {
+            walk::DIR => {
+                if let Some((m, t)) = f.meta {
+                    dirs.append((text(py, &f.rel)?, m, t))?;
+                }
+                continue;
+            }
+            walk::FAIL => {
+                let why = f.target.as_deref().map(|t| text(py, t)).transpose()?;
+                fail = Some((text(py, &f.rel)?, mode, why));
+                continue;
+            }
+            _ => {}
+        }
+        if !walk::plain(&f.rel) {
+            unplain.append(rels.len())?;
+        }
+        let route = match (rules, f.kind, f.size) {
+            (Some(r), walk::FILE, Some(size)) => Some(r.route(&f.rel, size)),
+            _ => None,
+        };
+        let target = match &f.target {
+            Some(t) => Some(text(py, t)?),
+            None => None,
+        };
+        let (data, digest) = match &f.data {
+            Some((d, h)) => (Some(PyBytes::new(py, d)), Some(PyBytes::new(py, h))),
+            None => (None, None),
+        };
+        rels.append(text(py, &f.rel)?)?;
+        sizes.append(f.size)?;
+        modes.append(mode)?;
+        mtimes.append(mtime)?;
+        targets.append(target)?;
+        datas.append(data)?;
+        digests.append(digest)?;
+        routes.append(route)?;
+    }
     (
-        f.kind,
-        text(py, &f.rel)?,
-        f.size,
-        mode,
-        mtime,
-        target,
-        data,
-        digest,
-        route,
+        rels, sizes, modes, mtimes, targets, datas, digests, routes, unplain, dirs, fail,
     )
         .into_pyobject(py)
 }
@@ -343,9 +381,9 @@ impl Walker {
         })
     }
 
-    /// The next batch of `(kind, rel, size, mode, mtime_ns, target, data, digest, route)`, or None
-    /// at the end. Waits without the GIL, looking at signals every 50 ms.
-    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+    /// The next batch, in columns (`as_columns`), or None at the end. Waits without the
+    /// GIL, looking at signals every 50 ms.
+    fn next<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         guarded("the walk", || self.next_batch(py))
     }
 
@@ -371,7 +409,7 @@ impl Walker {
 }
 
 impl Walker {
-    fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+    fn next_batch<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let mut guard = self
             .rx
             .lock()
@@ -391,11 +429,7 @@ impl Walker {
                             .map(|f| f.data.as_ref().map_or(0, |d| d.0.len()))
                             .sum(),
                     );
-                    let out = PyList::empty(py);
-                    for f in &items {
-                        out.append(as_tuple(py, f, self.rules.as_ref())?)?;
-                    }
-                    return Ok(Some(out));
+                    return as_columns(py, &items, self.rules.as_ref()).map(Some);
                 }
                 Ok(Msg::End(summary)) => {
                     if let Ok(mut s) = self.summary.lock() {

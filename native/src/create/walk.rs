@@ -270,6 +270,27 @@ pub fn packed_size(found: &Found, rules: &Rules) -> Option<u64> {
     }
 }
 
+/// Whether `rel` passes `format/paths.py` `check_relative_path`'s fast path (the same rules
+/// as its `_PLAIN` test and `plain_paths`): 1-255 bytes, each printable ASCII but the
+/// backslash, no `/` first or last, no `.` first, no `//` or `/.`, no `:` second. A path
+/// that does not is checked by `check_relative_path` itself (its rules and error texts).
+pub fn plain(rel: &[u8]) -> bool {
+    let (Some(&first), Some(&last)) = (rel.first(), rel.last()) else {
+        return false;
+    };
+    rel.len() <= 255
+        && rel
+            .iter()
+            .all(|&b| (0x20..=0x7e).contains(&b) && b != b'\\')
+        && first != b'/'
+        && first != b'.'
+        && last != b'/'
+        && rel.get(1) != Some(&b':')
+        && !rel
+            .windows(2)
+            .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
+}
+
 /// Reads and hashes the file `found` (`base`: the root with a trailing `/`); a file that
 /// does not hold its listed size is left unread (the writer reads it and says so).
 pub fn read_ahead(found: &mut Found, base: &[u8], size: u64) {
@@ -349,6 +370,19 @@ mod tests {
             .collect();
         assert_eq!(got, want);
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn plain_paths_are_the_fast_paths() {
+        for ok in ["a", "a/b.txt", "x..y/z", "a/b:c", "~/x"] {
+            assert!(plain(ok.as_bytes()), "{ok}");
+        }
+        let long = "a".repeat(256);
+        for bad in [
+            "", "/a", "a/", ".a", "a//b", "a/.b", "c:x", "a\\b", "a\x01", "é", &long,
+        ] {
+            assert!(!plain(bad.as_bytes()), "{bad:?}");
+        }
     }
 
     #[test]

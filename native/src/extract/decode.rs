@@ -75,13 +75,25 @@ impl Job {
         rows: std::ops::Range<usize>,
         file: &File,
     ) -> Result<u64, Fail> {
-        let c = &self.cols;
-        let mut total = 0u64;
         let out = &mut Out {
             file,
             buf: Vec::new(),
             at: 0,
         };
+        self.fill_into(w, item, rows, out)
+    }
+
+    /// Every chunk of the file, decoded, checked (unless the job does not check) and put
+    /// into `out` (a file, or memory: `read_many`) in order; the bytes put.
+    pub(super) fn fill_into(
+        &self,
+        w: &mut Worker,
+        item: &Item<'_>,
+        rows: std::ops::Range<usize>,
+        out: &mut dyn Sink,
+    ) -> Result<u64, Fail> {
+        let c = &self.cols;
+        let mut total = 0u64;
         for r in rows.clone() {
             if self.stopped() {
                 return Err(Fail::Stopped);
@@ -160,8 +172,10 @@ impl Job {
                     )));
                 }
                 let piece = &data[inner as usize..stop as usize];
-                hasher.update(piece);
-                if hasher.finalize().as_bytes() != sum {
+                if self.check {
+                    hasher.update(piece);
+                }
+                if self.check && hasher.finalize().as_bytes() != sum {
                     return Err(bad("BLAKE3 mismatch".into()));
                 }
                 out.put(piece, &mut pos, last)?;
@@ -173,7 +187,7 @@ impl Job {
                 }
                 if u > STREAM_BYTES && matches!(self.source, Source::Local(_)) {
                     self.stream(r, &mut hasher, out, &mut pos, &bad)?;
-                    if hasher.finalize().as_bytes() != sum {
+                    if self.check && hasher.finalize().as_bytes() != sum {
                         return Err(bad("BLAKE3 mismatch".into()));
                     }
                 } else {
@@ -187,8 +201,10 @@ impl Job {
                     if data.len() as u64 != u {
                         return Err(bad(format!("decoded {} bytes, index says {u}", data.len())));
                     }
-                    hasher.update(data);
-                    if hasher.finalize().as_bytes() != sum {
+                    if self.check {
+                        hasher.update(data);
+                    }
+                    if self.check && hasher.finalize().as_bytes() != sum {
                         return Err(bad("BLAKE3 mismatch".into()));
                     }
                     out.put(data, &mut pos, last)?;
@@ -209,11 +225,13 @@ impl Job {
                     let piece = self
                         .read(&mut w.rbuf, &w.fetched, b + at, n)
                         .map_err(&bad)?;
-                    hasher.update(piece);
+                    if self.check {
+                        hasher.update(piece);
+                    }
                     out.put(piece, &mut pos, last && at + n == s)?;
                     at += n;
                 }
-                if hasher.finalize().as_bytes() != sum {
+                if self.check && hasher.finalize().as_bytes() != sum {
                     return Err(bad("BLAKE3 mismatch".into()));
                 }
             }
@@ -230,7 +248,7 @@ impl Job {
         &self,
         r: usize,
         hasher: &mut blake3::Hasher,
-        out: &mut Out<'_>,
+        out: &mut dyn Sink,
         pos: &mut u64,
         bad: &dyn Fn(String) -> Fail,
     ) -> Result<(), Fail> {
@@ -251,7 +269,9 @@ impl Job {
                 let frame = self.read_plain(b, s).map_err(bad)?;
                 let mut data = Vec::new();
                 self.decode(None, &frame, Some(u), &mut data).map_err(bad)?;
-                hasher.update(&data);
+                if self.check {
+                    hasher.update(&data);
+                }
                 out.put(&data, pos, false)?;
                 return Ok(());
             }
@@ -293,7 +313,9 @@ impl Job {
                     "decoded more than the {u} bytes the index says"
                 )));
             }
-            hasher.update(&buf[..filled]);
+            if self.check {
+                hasher.update(&buf[..filled]);
+            }
             out.put(&buf[..filled], pos, false)?;
         }
         self.bytes_read.fetch_add(s, Ordering::Relaxed);
@@ -316,10 +338,30 @@ pub(super) struct Out<'f> {
     pub(super) at: u64,
 }
 
-impl Out<'_> {
+/// Where a file's decoded bytes go, in order: a file ([`Out`]) or memory (a `Vec`).
+pub(super) trait Sink {
+    /// `data` put at `*pos`, `*pos` moved past it; `last`: nothing follows it.
+    fn put(&mut self, data: &[u8], pos: &mut u64, last: bool) -> Result<(), Fail>;
+    fn flush(&mut self) -> Result<(), Fail>;
+}
+
+/// `read_many`: one worker fills a file's bytes in order (its rows were checked contiguous).
+impl Sink for Vec<u8> {
+    fn put(&mut self, data: &[u8], pos: &mut u64, _last: bool) -> Result<(), Fail> {
+        self.extend_from_slice(data);
+        *pos += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), Fail> {
+        Ok(())
+    }
+}
+
+impl Sink for Out<'_> {
     /// `data` written at `*pos`, `*pos` moved past it; `last`: nothing follows it (written
     /// from where it lies when nothing is gathered: a one-chunk file is never copied).
-    pub(super) fn put(&mut self, data: &[u8], pos: &mut u64, last: bool) -> Result<(), Fail> {
+    fn put(&mut self, data: &[u8], pos: &mut u64, last: bool) -> Result<(), Fail> {
         let next = self.at + self.buf.len() as u64;
         if !self.buf.is_empty() && (next != *pos || self.buf.len() + data.len() > WRITE_BYTES) {
             self.flush()?;
@@ -336,7 +378,7 @@ impl Out<'_> {
         Ok(())
     }
 
-    pub(super) fn flush(&mut self) -> Result<(), Fail> {
+    fn flush(&mut self) -> Result<(), Fail> {
         if !self.buf.is_empty() {
             self.file
                 .write_all_at(&self.buf, self.at)

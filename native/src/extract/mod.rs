@@ -29,6 +29,7 @@ use crate::lookup::{py_repr, MAX_CHUNK_BYTES};
 
 mod decode;
 mod fast;
+mod memory;
 mod plan;
 mod source;
 mod targets;
@@ -86,6 +87,8 @@ struct Job {
     source: Source,
     /// `decode(frame, n) -> buffer`: a frame of another shape (n = -1: as it declares)
     decode: Py<PyAny>,
+    /// check every chunk's BLAKE3 (`read_many(verify=False)` does not)
+    check: bool,
     root: OwnedFd,
     replace: bool,
     pid: u32,
@@ -153,6 +156,22 @@ type Outcome = (
     usize,
 );
 
+/// The archive to read: `local` by `pread`, else `fetch(offsets, sizes)` (a unit's blobs).
+fn open_source(local: Option<&str>, fetch: Option<Py<PyAny>>) -> PyResult<Source> {
+    Ok(match local {
+        Some(path) => Source::Local(File::open(path).map_err(|e| {
+            crate::errors::Error::new(
+                crate::errors::Kind::Io,
+                format!("cannot open: {}", strerror(&e)),
+            )
+            .at(path)
+        })?),
+        None => Source::Python(fetch.ok_or_else(|| {
+            crate::errors::Error::new(crate::errors::Kind::Format, "extract_files: no source")
+        })?),
+    })
+}
+
 /// Extract the files `rows` (each file's first lookup row) under `root` as `names`
 /// (joined UTF-8, `name_offsets` little-endian u64), with `modes`/`mtimes` (i64; -1 and
 /// i64::MIN: none) when given. `cols`: the lookup's columns as little-endian buffers
@@ -205,18 +224,7 @@ fn extract_files(
             crate::errors::Error::new(crate::errors::Kind::Format, "extract_files: names").into(),
         );
     }
-    let source = match local {
-        Some(path) => Source::Local(File::open(path).map_err(|e| {
-            crate::errors::Error::new(
-                crate::errors::Kind::Io,
-                format!("cannot open: {}", strerror(&e)),
-            )
-            .at(path)
-        })?),
-        None => Source::Python(fetch.ok_or_else(|| {
-            crate::errors::Error::new(crate::errors::Kind::Format, "extract_files: no source")
-        })?),
-    };
+    let source = open_source(local, fetch)?;
     let root_fd = open_root(root)?;
     let job = Job {
         cols,
@@ -224,6 +232,7 @@ fn extract_files(
         packed,
         source,
         decode,
+        check: true,
         root: root_fd,
         replace,
         pid: std::process::id(),
@@ -358,5 +367,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_targets, m)?)?;
     m.add_function(wrap_pyfunction!(extract_plan, m)?)?;
     m.add_function(wrap_pyfunction!(remove_leftovers, m)?)?;
+    m.add_class::<memory::ReadMany>()?;
     Ok(())
 }

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -46,13 +47,19 @@ class MavenModule:
         pa.field("maven_extension", pa.utf8()),
     )
 
+    #: what every path it claims matches (``modules.claim_all`` asks no other): a metadata
+    #: file's name, or ``.../ARTIFACT/VERSION/ARTIFACT-...`` under a group directory
+    claim_pattern = re.compile(r"(?:^|/)maven-metadata[^/]*$"
+                               r"|^(?:[^/]+/)+([^/]+)/[^/]+/\1-[^/]*$")
+
     def claims(self, relative_path: str) -> bool:
-        return parse_path(relative_path) is not None
+        return _parsed(relative_path) is not None
 
     def columns(self, relative_path: str, read: Callable[[], bytes]) -> Mapping[str, Any]:
-        coords = parse_path(relative_path)
-        if coords is None:
+        parsed = _parsed(relative_path)
+        if parsed is None:
             return {}
+        coords = dict(parsed)
         ext = coords.get("maven_extension") or ""
         if ext == "pom":
             coords.update(_from_xml(read, metadata=False))
@@ -71,6 +78,13 @@ class MavenModule:
         from .commands import make_commands
 
         return make_commands(self)
+
+
+@lru_cache(maxsize=1024)
+def _parsed(relative_path: str) -> dict[str, Any] | None:
+    """:func:`parse_path`, remembered: a write claims a batch of paths (up to 256) before
+    it asks for their columns, so each path is parsed once (do not change the dict)."""
+    return parse_path(relative_path)
 
 
 def parse_path(relative_path: str) -> dict[str, Any] | None:
