@@ -252,7 +252,11 @@ def test_we_append_to_a_pre_fsmeta_archive_they_read(early: Path, tmp_path: Path
     assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 2
     assert out.read_bytes() == before
     assert main(["append", str(out), str(more)]) == 0
-    want = {**corpus.files(), **tree(more)}
+    again = tmp_path / "again"  # a second append of ours writes no fsmeta either
+    (again / "later").mkdir(parents=True)
+    (again / "later" / "x.txt").write_bytes(b"later\n")
+    assert main(["append", str(out), str(again)]) == 0
+    want = {**corpus.files(), **tree(more), **tree(again)}
     with open_archive(out) as a:
         assert dict(a.read_many(want)) == want and a.verify().ok
         assert "__znippy_fsmeta__" not in a.sections and a.meta is None

@@ -47,8 +47,8 @@ from ..format.lookup import with_inner
 from .staging import remove_stale, staging_prefix
 from .writer import meta_of, optional_sections
 from .compat import check_compat
-from .rustappend import (archive_compat, at_home, check_early, follow_given, home_group,
-                         live_paths, merged_fsmeta, rust_groups, written_layout)
+from .rustappend import (EARLY_KEY, archive_compat, at_home, check_early, follow_given,
+                         home_group, live_paths, merged_fsmeta, rust_groups, written_layout)
 from .rust10 import RUST10
 
 
@@ -130,7 +130,8 @@ class _Old:
     layout: str | None = None
     real: bool = False
     home: GroupKey | None = None
-    #: the real tool wrote it before 0.9.15: no __znippy_fsmeta__ (rustappend.check_early)
+    #: the real tool wrote it before 0.9.15: no __znippy_fsmeta__ (rustappend.check_early);
+    #: kept through our appends by EARLY_KEY
     early: bool = False
 
 
@@ -202,7 +203,8 @@ def _load(path: str, *, signatures: bool = False, typed: bool = False) -> _Old:
                 sections.append(ReservedSection(name, table))
     return _Old(blob_end, size, tail, groups, sections, stale, metadata, lookup, trie, path,
                 layout, real, home_group(groups) if real else None,
-                real and layout == RUST10 and FSMETA not in arc.sections)
+                layout == RUST10 and FSMETA not in arc.sections
+                and (real or metadata.get(EARLY_KEY) == "1"))
 
 
 class _Stored:
@@ -539,7 +541,8 @@ class Appender:
         dropped = old.stale if self.provenance.signer is None else []
         self.tail = write_tail(self._fh, sink.cursor, merged.groups, sections=sections,
                                section_builders=builders,
-                               schema_metadata=self.options.schema_metadata(),
+                               schema_metadata={**self.options.schema_metadata(),
+                                                **({EARLY_KEY: "1"} if old.early else {})},
                                fsync=self.options.fsync, compat=compat,
                                index_compression=self.options.index_compression)
         drop_journal(self.path)

@@ -29,7 +29,7 @@ the Rust ``append`` keeps every file in one group; the typed meta keeps each old
 kind (:func:`~znippy_sql.interop.meta.as_typed`). A signed one is refused unless re-signed or
 its signatures are dropped, as any signed archive (``write/append.py``). One of a release
 before 0.9.15 (no ``__znippy_fsmeta__``) gets no section its readers do not know
-(:func:`check_early`).
+(:func:`check_early`), nor does any later append of ours (:data:`EARLY_KEY`).
 """
 
 from __future__ import annotations
@@ -64,6 +64,12 @@ def written_layout(archive: Any, metadata: Mapping[str, str]) -> tuple[str | Non
         return None, False
     rust10 = RUST_RESERVED_PKG_TYPE in archive.manifest.column("pkg_type").to_pylist()
     return (RUST10 if rust10 else "rust-0.8"), True
+
+
+#: recorded on the data sub-indexes by an append of ours to such an early archive: the next
+#: append, which no longer takes the archive for the real tool's (it carries our compat mark),
+#: still writes no ``__znippy_fsmeta__`` (its readers would panic on one)
+EARLY_KEY = "znippy.rust.pre_fsmeta"
 
 
 def check_early(path: str, meta: Any, signer: Any, *, signed: bool) -> None:
