@@ -266,3 +266,36 @@ def test_we_append_to_a_pre_fsmeta_archive_they_read(early: Path, tmp_path: Path
         done = real(binary, "decompress", "-i", out, "-o", tmp_path / binary.parent.parent.name)
         assert done.returncode == 0, f"{binary}: {done.stdout}{done.stderr}"
         assert tree(tmp_path / binary.parent.parent.name) == want
+
+
+#: binaries before 0.9.12 that write and read the typed ``__znippy_meta__`` (0.9.9)
+EARLY_META = [b for b in EARLY if (release(b) or FIRST) >= (0, 9, 9)]
+
+
+@pytest.mark.skipif(not EARLY_META, reason="no real znippy 0.9.9 installed (docs/interop.md)")
+@pytest.mark.parametrize("early", EARLY_META, ids=[b.parent.parent.name for b in EARLY_META])
+def test_we_append_facts_to_their_pre_fsmeta_meta_they_read(early: Path, tmp_path: Path) -> None:
+    """Their ``append --meta`` (0.9.9: typed meta, no fsmeta), then two appends of ours with
+    facts: still no fsmeta; their ``verify``, ``decompress`` and ``meta`` take it, the old
+    facts' kinds kept (``build`` an integer)."""
+    src = corpus.write(tmp_path / "in")
+    add = corpus.write(tmp_path / "add", corpus.APPENDED)
+    out = tmp_path / "theirs.znippy"
+    assert real(early, "compress", "-i", src, "-o", out, "--format", "maven").returncode == 0
+    done = real(early, "append", "-i", out, "-a", add, "--meta", "added/new.txt=build=7")
+    assert done.returncode == 0, done.stderr
+    more, _ = more_files(tmp_path)
+    assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 0
+    assert main(["append", str(out), str(more), "--meta", "stage=two"]) == 0
+    want = {**corpus.expected("appended"), **tree(more)}
+    with open_archive(out) as a:
+        assert "__znippy_fsmeta__" not in a.sections
+        assert dict(a.read_many(want)) == want and a.verify().ok
+    done = real(early, "verify", "-i", out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = real(early, "decompress", "-i", out, "-o", tmp_path / "x")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tree(tmp_path / "x") == want
+    for key, shown in (("team", '"interop"'), ("stage", '"two"'), ("build", "= 7")):
+        found = real(early, "meta", "-i", out, "-k", key)
+        assert found.returncode == 0 and shown in found.stdout, found.stdout + found.stderr

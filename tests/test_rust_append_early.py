@@ -35,3 +35,20 @@ def test_every_append_keeps_a_pre_fsmeta_archive_so(golden: str, tmp_path: Path)
     before = out.read_bytes()
     assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 2
     assert out.read_bytes() == before
+
+
+def test_meta_joins_a_pre_fsmeta_archive_that_has_typed_meta(tmp_path: Path) -> None:
+    """0.9.9 (``znippy-common`` 0.9.13) writes and reads the typed ``__znippy_meta__`` but no
+    fsmeta: facts may join one that has its meta already, old kinds kept, still no fsmeta."""
+    out = tmp_path / "m.znippy"
+    shutil.copy(DATA / "rust-0.9.9" / "cli-append-meta.znippy", out)
+    more = tmp_path / "more"
+    more.mkdir()
+    (more / "late.txt").write_bytes(b"late\n")
+    assert main(["append", str(out), str(more), "--meta", "team=interop"]) == 0
+    with open_archive(out) as a:
+        assert "__znippy_fsmeta__" not in a.sections
+        facts = {(r["relative_path"] or "", r["key"]): r["value"] for r in a.meta.to_pylist()}
+        assert a.read("late.txt") == b"late\n" and a.verify().ok
+    assert facts[("", "team")] == "interop" and facts[("added/new.txt", "build")] == "7"
+    assert facts[("", "release")] == "r1"

@@ -519,7 +519,8 @@ class Appender:
         check_compat(compat, meta=self.provenance.meta, signer=self.provenance.signer)
         if old.early:
             check_early(self.path, self.provenance.meta, self.provenance.signer,
-                        signed=bool(old.stale))
+                        signed=bool(old.stale),
+                        has_meta=any(s.name == META for s in old.sections))
         if compat is not None:  # as the archive's compat mode writes them (rustappend.py)
             old.groups, new = rust_groups(old.groups, new, compat, old.home)
         sections, builders, meta_state = self._sections(old, new)

@@ -72,15 +72,17 @@ def written_layout(archive: Any, metadata: Mapping[str, str]) -> tuple[str | Non
 EARLY_KEY = "znippy.rust.pre_fsmeta"
 
 
-def check_early(path: str, meta: Any, signer: Any, *, signed: bool) -> None:
+def check_early(path: str, meta: Any, signer: Any, *, signed: bool, has_meta: bool = False
+                ) -> None:
     """Refuse what an archive the real tool wrote before 0.9.15 cannot hold: it has the
     0.9.1+ layout but no ``__znippy_fsmeta__`` (every compress since writes one), and the
     readers of those releases take a reserved section they do not know for a data sub-index
-    (0.9.5: "concat sub-indexes: ... UInt32, UInt8" on an fsmeta): no ``meta`` (0.9.13+),
-    no signatures unless it was signed already (0.9.8+). The walk's modes are not recorded
-    for it either (``write/append.py``)."""
-    given = [what for what, value in (("meta", meta), ("a signer", None if signed else signer))
-             if value]
+    (0.9.5: "concat sub-indexes: ... UInt32, UInt8" on an fsmeta): no ``meta`` unless it
+    has its typed ``__znippy_meta__`` already (``has_meta``: 0.9.9 writes one and reads
+    it), no signatures unless it was signed already (0.9.8+). The walk's modes are not
+    recorded for it either (``write/append.py``)."""
+    given = [what for what, value in (("meta", None if has_meta else meta),
+                                      ("a signer", None if signed else signer)) if value]
     if given:
         raise ZnippyError(f"archive was written by a znippy before 0.9.15 (it has no "
                           f"{FSMETA}), whose readers take a section they do not know for "
