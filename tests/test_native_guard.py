@@ -102,7 +102,7 @@ WRAPPERS = {
     "obstore": {"remote.client"},
     "fsspec": {"remote.client"},
     "pyroaring": {"git.roaring"},
-    "pyiceberg": {"catalog.", "store.", "engines.catalog"},
+    "pyiceberg": {"catalog.", "store.", "engines.catalog", "interop.icebergrs"},
     "duckdb": {"query.duckdb", "cli.query", "catalog.query", "store.views", "demo"},
     "polars": {"query.polars", "store.views", "demo"},
 }

@@ -133,7 +133,11 @@ def capabilities_of(archive: Any) -> list[str]:
     caps = []
     if any(views.present(archive, n) for n in _GIT_VIEWS):
         caps.append("git")
-    else:  # the Rust pack tier: git's packs as entries, no git sections (interop/gitpack.py)
+    elif views.present(archive, "git_refs"):
+        # the Rust pack tier: git's packs as entries, no object sections, its push log
+        # (interop/gitpack.py). Asked only of an archive with a push log: the entries' names
+        # are in the lookup, which a registration must not read for every archive (remote
+        # ones pay a request for it); a pack tier without one gets the API and CLI, no macros
         from ..interop.gitpack import pack_entries
 
         if pack_entries(archive.lookup):
