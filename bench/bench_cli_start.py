@@ -62,6 +62,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--files", type=int, default=10_000)
+    ap.add_argument("--base", help="a directory holding another znippy_sql package")
+    ap.add_argument("--write", type=Path, default=RESULTS, help="the record to append to")
     args = ap.parse_args()
     python = sys.executable
     script = str(Path(python).with_name("znippy-sql"))
@@ -72,25 +74,41 @@ def main() -> None:
         corpus(src, args.files)
         archive = Path(tmp) / "tree.znippy"
         from znippy_sql import open_archive, write_archive
+        from znippy_sql.write.source import Entry
 
         write_archive(archive, src, posix=True)  # as `znippy-sql create` writes it
         with open_archive(archive) as a:
             paths = a.first_paths()
         member = paths[len(paths) // 2]
-        commands = {
-            "python -c pass": [python, "-c", "pass"],
-            "znippy-sql cat (core)": [script, "cat", str(archive), member],
-            "znippy-sql cat (Python path)": [python, "-c", SLOW, "cat", str(archive), member],
-            "znippy-sql info (core)": [script, "info", str(archive)],
-            "znippy-sql info (Python path)": [python, "-c", SLOW, "info", str(archive)],
+        small = Path(tmp) / "small.znippy"
+        write_archive(small, [Entry(f"d/f{i:02d}.txt", data=b"line\n" * (i + 1))
+                              for i in range(20)])
+        out = Path(tmp) / "out"
+        core = {
+            "cat": [script, "cat", str(archive), member],
+            "info": [script, "info", str(archive)],
+            "verify": [script, "verify", str(archive)],
+            "extract (20 files)": [script, "extract", str(small), "-o", str(out)],
         }
-        for cmd in commands.values():  # warm the page cache and the .pyc files
-            timed(cmd, env)
+        commands = {"python -c pass": ([python, "-c", "pass"], env)}
+        for name, cmd in core.items():
+            commands[f"znippy-sql {name} (core)"] = (cmd, env)
+            if args.base:
+                commands[f"znippy-sql {name} (core, base)"] = (
+                    cmd, dict(env, PYTHONPATH=os.path.abspath(args.base)))
+        commands["znippy-sql cat (Python path)"] = (
+            [python, "-c", SLOW, "cat", str(archive), member], env)
+        commands["znippy-sql info (Python path)"] = (
+            [python, "-c", SLOW, "info", str(archive)], env)
+        for cmd, how in commands.values():  # warm the page cache and the .pyc files
+            timed(cmd, how)
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
         load_before = os.getloadavg()
-        for _ in range(args.rounds):
-            for name, cmd in commands.items():
-                times[name].append(timed(cmd, env))
+        for r in range(args.rounds):
+            for name, (cmd, how) in commands.items():
+                if "extract" in name:
+                    cmd = [*cmd[:-1], f"{out}{r}-{len(times[name])}-{len(name)}"]
+                times[name].append(timed(cmd, how))
         load_after = os.getloadavg()
     base = statistics.median(t for t, _ in times["python -c pass"])
     base_cpu = statistics.median(c for _, c in times["python -c pass"])
@@ -102,7 +120,8 @@ def main() -> None:
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after. Python "
         f"{platform.python_version()}. Archive: {args.files:,} source files written with the "
         f"defaults of `create` (POSIX facts in `__meta__`), member `{member}`; "
-        f"{args.rounds} interleaved rounds.\n",
+        f"{args.rounds} interleaved rounds"
+        + (f"; base: `{args.base}`" if args.base else "") + ".\n",
         "| command | wall median ms | wall min-max ms | x `python -c pass` | CPU median ms "
         "| CPU min-max ms | x `python -c pass` |",
         "|---|---|---|---|---|---|---|",
@@ -114,10 +133,10 @@ def main() -> None:
                      f"| {cpu:.1f} | {min(cs):.1f}-{max(cs):.1f} | {cpu / base_cpu:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    if not RESULTS.exists():
-        RESULTS.write_text("# The native core: benchmark records\n\nCommands: "
+    if not args.write.exists():
+        args.write.write_text("# The native core: benchmark records\n\nCommands: "
                            "`bench/bench_cli_start.py` (issue 33, item 6).\n")
-    with RESULTS.open("a") as fh:
+    with args.write.open("a") as fh:
         fh.write(text)
 
 

@@ -8,7 +8,9 @@ machine is shared: medians of alternating runs), under ``--extract-to`` (``/dev/
 the disk). Variants: ``cur`` (this work tree),
 ``--base DIR`` (another checkout's ``znippy_sql``, e.g. main before the core wrote files) and
 the ``peer`` pipeline; ``--variant NAME=DIR`` adds more (e.g. a copy of the package with
-another build of the core: an A/B of two builds). Wall seconds, end to end (interpreter
+another build of the core: an A/B of two builds), and ``--env NAME:VAR=VALUE`` runs variant
+NAME with VAR set (e.g. ``--variant named=. --env named:ZNIPPY_EXTRACT_NAMING=named``: this
+tree with the named temporaries instead of unnamed files). Wall seconds, end to end (interpreter
 start-up included), and CPU seconds (user + system of the process and its children: what a
 loaded machine cannot blur); medians, with the lowest and highest in brackets.
 
@@ -78,6 +80,8 @@ def main() -> None:
     ap.add_argument("--base", help="a directory holding another znippy_sql package")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=DIR",
                     help="another directory holding a znippy_sql package, measured as NAME")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME:VAR=VALUE",
+                    help="an environment variable set for variant NAME only")
     ap.add_argument("--write", help="append the results (markdown) to this file")
     ap.add_argument("--extract-to", default=WORK,
                     help="where the extractions go (e.g. /dev/shm: without the disk)")
@@ -90,6 +94,10 @@ def main() -> None:
     cur = os.path.dirname(HERE)
     variants = {"cur": cur} | ({"base": args.base} if args.base else {})
     variants |= dict(v.split("=", 1) for v in args.variant)
+    extra: dict[str, dict[str, str]] = {}
+    for spec in args.env:
+        v, var = spec.split(":", 1)
+        extra.setdefault(v, {}).__setitem__(*var.split("=", 1))
     os.makedirs(WORK, exist_ok=True)
     lines = []
     for name, src in trees.items():
@@ -111,7 +119,7 @@ def main() -> None:
                 dest = os.path.join(args.extract_to, f"{name}.{v}.{r}")
                 made.append(dest)
                 wall, cpu = _timed([sys.executable, "-c", CLI, "extract", arc, "-o", dest],
-                                   _env(pkg))
+                                   _env(pkg) | extra.get(v, {}))
                 times[v].append(wall)
                 cpus[v].append(cpu)
             dest = os.path.join(args.extract_to, f"{name}.peer.{r}")

@@ -3,22 +3,30 @@ bar, JSON output, and the lazy hooks into other CLI areas."""
 
 from __future__ import annotations
 
-import argparse
 import errno
-import json
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
 
 from ..format.units import counted, human  # noqa: F401  (the CLI modules import them here)
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # argparse (with re, enum), typing and json are imported when needed:
+if TYPE_CHECKING:      # cli/fast.py's commands start without them (issue 33)
+    import argparse
+    from typing import Any, TextIO
+
     from ..read.reader import Archive
 
 _SIZE_SUFFIXES = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 # -- argument types (public: other CLI areas reuse them) -------------------------------------
+def _bad_argument(why: str) -> Exception:
+    """``argparse.ArgumentTypeError(why)`` (argparse is imported by the parser already)."""
+    import argparse
+
+    return argparse.ArgumentTypeError(why)
+
+
 def pkg_type_arg(value: str) -> int:
     """``--pkg-type`` for reading: a registry name (``maven``) or a number 0..127."""
     from ..modules.pkgtypes import resolve_pkg_type  # (pyarrow: not for cli/fast.py's verify)
@@ -26,7 +34,7 @@ def pkg_type_arg(value: str) -> int:
     try:
         return resolve_pkg_type(value)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+        raise _bad_argument(str(exc)) from None
 
 
 def create_pkg_type_arg(value: str) -> int | str:
@@ -44,9 +52,9 @@ def size_arg(value: str) -> int:
     try:
         size = int(number) * _SIZE_SUFFIXES[unit]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a byte count: {value!r}") from None
+        raise _bad_argument(f"not a byte count: {value!r}") from None
     if size <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+        raise _bad_argument(f"must be positive: {value!r}")
     return size
 
 
@@ -59,9 +67,9 @@ def level_arg(value: str) -> int:
     try:
         level = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+        raise _bad_argument(f"not a number: {value!r}") from None
     if level not in LEVELS:
-        raise argparse.ArgumentTypeError(
+        raise _bad_argument(
             f"{level} is out of range: levels go from {LEVELS.start} to {LEVELS.stop - 1}")
     return level
 
@@ -92,9 +100,9 @@ def _whole(value: str, least: int, words: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+        raise _bad_argument(f"not a number: {value!r}") from None
     if number < least:
-        raise argparse.ArgumentTypeError(f"{words}: {value!r}")
+        raise _bad_argument(f"{words}: {value!r}")
     return number
 
 
@@ -224,6 +232,8 @@ def done(progress: Progress | None) -> None:
 
 
 def print_json(obj: Any) -> None:
+    import json
+
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, default=json_value)
     sys.stdout.write("\n")
 

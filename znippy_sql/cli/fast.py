@@ -130,7 +130,7 @@ def _verify(archive: str) -> int | None:
     if counts is None:
         return None
     seconds = time.perf_counter() - started
-    from .common import counted, human
+    from ..format.units import counted, human
 
     files, chunks, checked = counts
     print(f"{archive}: OK: {counted(files, 'file')}, {counted(chunks, 'chunk')}, "
@@ -250,7 +250,7 @@ def _extract(archive: str, dest: str) -> int | None:
     if stopped or fatal or problems or failed:
         return _extract_report(dest, names, offsets, got, problems, fatal, stopped, failed,
                                time.perf_counter() - started)
-    from .common import counted, human
+    from ..format.units import counted, human
 
     print(f"{dest}: {counted(len(sizes), 'file')}, {human(sum(sizes))} extracted in "
           f"{time.perf_counter() - started:.2f} s")

@@ -1,10 +1,25 @@
 //! Targets: everything that touches the destination. Directory-relative opens (`O_NOFOLLOW`
-//! at every component, so nothing is written outside it), the temporaries
-//! `.NAME.znippy-part-PID` and their rename (or hard link) under the final name, the POSIX
-//! facts (mode, mtime) set on the descriptor before, the targets' check before an extract and
-//! the sweep of killed extracts' temporaries.
+//! at every component, so nothing is written outside it), the files being written — unnamed
+//! (`O_TMPFILE` in the target's directory, given the final name by `linkat` once complete: a
+//! SIGKILL leaves nothing named) or, where the file system or the process cannot, the
+//! temporaries `.NAME.znippy-part-PID` and their rename (or hard link) under the final name —,
+//! the POSIX facts (mode, mtime) set on the descriptor before, the targets' check before an
+//! extract and the sweep of killed extracts' temporaries.
 
 use super::*;
+use std::sync::atomic::AtomicU8;
+
+/// How a written file gets its final name; [`open_root`] resets it for each extract.
+static NAMING: AtomicU8 = AtomicU8::new(UNTRIED);
+/// the first file tells (see [`Job::probe`])
+const UNTRIED: u8 = 0;
+/// unnamed, `linkat(fd, "", AT_EMPTY_PATH)` (needs `CAP_DAC_READ_SEARCH` on most kernels)
+const EMPTY_PATH: u8 = 1;
+/// unnamed, `linkat("/proc/self/fd/N", AT_SYMLINK_FOLLOW)`
+const PROC_FD: u8 = 2;
+/// named temporaries and a rename: the file system refuses `O_TMPFILE`, no way to link an
+/// unnamed file, or `ZNIPPY_EXTRACT_NAMING=named` (the tests' way to force it)
+const NAMED: u8 = 3;
 
 /// `partfile.SUFFIX`
 pub(super) const SUFFIX: &str = ".znippy-part-";
@@ -56,8 +71,41 @@ pub(super) fn open_root(root: &str) -> PyResult<OwnedFd> {
         .at(root)
         .into());
     }
+    // the tests' way to take each fallback: `named` temporaries, `proc` links
+    let forced = std::env::var_os("ZNIPPY_EXTRACT_NAMING");
+    let how = match forced.as_ref().map(|v| v.as_bytes()) {
+        Some(b"named") => NAMED,
+        Some(b"proc") => PROC_FD,
+        _ => UNTRIED,
+    };
+    NAMING.store(how, Ordering::Relaxed);
     // SAFETY: just opened, owned by nothing else
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Link the unnamed file `fd` as `name` in `dir`, the way `how` says.
+fn link_unnamed(how: u8, fd: RawFd, dir: RawFd, name: &CString) -> std::io::Result<()> {
+    // SAFETY (both calls): an open descriptor, NUL-terminated names relative to an open
+    // directory descriptor; `linkat` never replaces an existing name
+    let done = if how == EMPTY_PATH {
+        unsafe { libc::linkat(fd, c"".as_ptr(), dir, name.as_ptr(), libc::AT_EMPTY_PATH) }
+    } else {
+        let path = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL in it");
+        unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                path.as_ptr(),
+                dir,
+                name.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        }
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(last_error())
+    }
 }
 
 impl Job {
@@ -99,9 +147,28 @@ impl Job {
         out
     }
 
-    /// A new temporary `tmp` in `dir` (`O_EXCL`, never through a symlink); one of this
-    /// process left by an earlier failure is replaced.
-    pub(super) fn create(&self, dir: RawFd, tmp: &CString) -> Result<File, Fail> {
+    /// A new file for `name` in `dir`, and the name it is written under: empty for an
+    /// unnamed one (`O_TMPFILE`), else a temporary (`O_EXCL`, never through a symlink; one of
+    /// this process left by an earlier failure is replaced).
+    pub(super) fn create(&self, dir: RawFd, name: &[u8]) -> Result<(File, CString), Fail> {
+        if NAMING.load(Ordering::Relaxed) != NAMED {
+            let flags = libc::O_RDWR | libc::O_TMPFILE | libc::O_CLOEXEC;
+            // SAFETY: "." of an open directory descriptor
+            let fd = unsafe { libc::openat(dir, c".".as_ptr(), flags, 0o644 as libc::c_uint) };
+            if fd >= 0 {
+                // SAFETY: `fd` was just opened and is owned by nothing else.
+                let file = unsafe { File::from_raw_fd(fd) };
+                if self.probe(dir, name)? {
+                    return Ok((file, CString::default()));
+                }
+            } else if matches!(
+                last_error().raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) {
+                NAMING.store(NAMED, Ordering::Relaxed); // this file system: not for this extract
+            }
+        }
+        let tmp = cstr(&self.tmp_name(name))?;
         let flags =
             libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: NUL-terminated names relative to an open directory descriptor.
@@ -114,7 +181,37 @@ impl Job {
             return Err(write_fail(last_error()));
         }
         // SAFETY: `fd` was just opened and is owned by nothing else.
-        Ok(unsafe { File::from_raw_fd(fd) })
+        Ok((unsafe { File::from_raw_fd(fd) }, tmp))
+    }
+
+    /// Whether an unnamed file can be given a name, known after the first file of an
+    /// extract: another unnamed (empty) file is linked under the temporary name and unlinked
+    /// again (not `file` itself: once linked and unlinked, a file cannot be linked again).
+    fn probe(&self, dir: RawFd, name: &[u8]) -> Result<bool, Fail> {
+        match NAMING.load(Ordering::Relaxed) {
+            UNTRIED => {}
+            how => return Ok(how != NAMED),
+        }
+        let tmp = cstr(&self.tmp_name(name))?;
+        let flags = libc::O_RDWR | libc::O_TMPFILE | libc::O_CLOEXEC;
+        for how in [EMPTY_PATH, PROC_FD] {
+            // SAFETY: "." of an open directory descriptor
+            let fd = unsafe { libc::openat(dir, c".".as_ptr(), flags, 0o644 as libc::c_uint) };
+            if fd < 0 {
+                break;
+            }
+            // SAFETY: `fd` was just opened and is owned by nothing else.
+            let trial = unsafe { OwnedFd::from_raw_fd(fd) };
+            // SAFETY: a NUL-terminated name relative to an open directory descriptor
+            unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+            if link_unnamed(how, trial.as_raw_fd(), dir, &tmp).is_ok() {
+                unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+                NAMING.store(how, Ordering::Relaxed);
+                return Ok(true);
+            }
+        }
+        NAMING.store(NAMED, Ordering::Relaxed);
+        Ok(false)
     }
 
     /// Mode and mtime (`--preserve`) on the descriptor, before the rename.
@@ -139,9 +236,44 @@ impl Job {
         Ok(())
     }
 
-    /// The temporary under its final name: replacing what is there, or (`replace` false)
-    /// never (a hard link, atomic; a file system without them: a check and a rename).
-    pub(super) fn place(&self, dir: RawFd, tmp: &CString, name: &CString) -> Result<(), Fail> {
+    /// The file (`tmp`: its temporary name, empty for an unnamed one) under its final name:
+    /// replacing what is there, or (`replace` false) never (a hard link, atomic; a file system
+    /// without them: a check and a rename).
+    pub(super) fn place(
+        &self,
+        dir: RawFd,
+        file: &File,
+        tmp: &CString,
+        name: &CString,
+    ) -> Result<(), Fail> {
+        if tmp.is_empty() {
+            let how = NAMING.load(Ordering::Relaxed);
+            let e = match link_unnamed(how, file.as_raw_fd(), dir, name) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            if !self.replace || e.raw_os_error() != Some(libc::EEXIST) {
+                return Err(write_fail(e));
+            }
+            // a name taken (--overwrite): linked under the temporary name, renamed over it
+            let tmp = cstr(&self.tmp_name(name.as_bytes()))?;
+            if let Err(e) = link_unnamed(how, file.as_raw_fd(), dir, &tmp) {
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return Err(write_fail(e));
+                }
+                // one of this process left by an earlier failure: replaced
+                // SAFETY: a NUL-terminated name relative to an open directory
+                unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+                link_unnamed(how, file.as_raw_fd(), dir, &tmp).map_err(write_fail)?;
+            }
+            // SAFETY (both calls): NUL-terminated names relative to an open directory
+            if unsafe { libc::renameat(dir, tmp.as_ptr(), dir, name.as_ptr()) } != 0 {
+                let e = last_error();
+                unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
+                return Err(write_fail(e));
+            }
+            return Ok(());
+        }
         // SAFETY (every call here): NUL-terminated names relative to an open directory.
         if self.replace {
             if unsafe { libc::renameat(dir, tmp.as_ptr(), dir, name.as_ptr()) } != 0 {
@@ -194,8 +326,7 @@ impl Job {
             .map(|(_, fd)| fd.try_clone())
             .ok_or_else(|| Fail::File("cannot write: its directory went".into()))?
             .map_err(write_fail)?;
-        let tmp = cstr(&self.tmp_name(name))?;
-        let file = self.create(dir.as_raw_fd(), &tmp)?;
+        let (file, tmp) = self.create(dir.as_raw_fd(), name)?;
         Ok((Arc::new(file), dir, tmp, cstr(name)?))
     }
 }

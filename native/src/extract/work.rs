@@ -12,16 +12,15 @@ impl Job {
             None => (&b""[..], item.name),
         };
         let dir = self.dir(w, rel).map_err(write_fail)?;
-        let tmp = cstr(&self.tmp_name(name))?;
         let final_name = cstr(name)?;
-        let file = self.create(dir, &tmp)?;
+        let (file, tmp) = self.create(dir, name)?;
         let result = self
             .fill(w, item, rows, &file)
-            .and_then(|n| self.finish(&file, item).map(|_| n));
+            .and_then(|n| self.finish(&file, item).map(|_| n))
+            .and_then(|n| self.place(dir, &file, &tmp, &final_name).map(|_| n));
         drop(file);
-        let result = result.and_then(|n| self.place(dir, &tmp, &final_name).map(|_| n));
-        if result.is_err() {
-            // SAFETY: as above; nothing is left under either name
+        if result.is_err() && !tmp.is_empty() {
+            // SAFETY: as above; nothing is left under either name (an unnamed file: gone)
             unsafe { libc::unlinkat(dir, tmp.as_ptr(), 0) };
         }
         result
@@ -105,11 +104,11 @@ impl Job {
             Some(e) => e,
             None => self
                 .finish(&file, item)
-                .and_then(|_| self.place(dir.as_raw_fd(), &tmp, &name))
+                .and_then(|_| self.place(dir.as_raw_fd(), &file, &tmp, &name))
                 .map(|_| bytes),
         };
         drop(file);
-        if result.is_err() {
+        if result.is_err() && !tmp.is_empty() {
             // SAFETY: NUL-terminated name relative to an open directory
             unsafe { libc::unlinkat(dir.as_raw_fd(), tmp.as_ptr(), 0) };
         }
